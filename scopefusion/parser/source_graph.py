@@ -1,0 +1,274 @@
+"""The framework-neutral graph a frontend produces: :class:`SourceGraph` of :class:`SourceNode`.
+
+A ``SourceGraph`` is what a model file says, decoded into Python objects, before any fusion:
+
+* ``nodes``: every node in topological order (data and control edges; TF1 ``NextIteration`` back
+  edges do not count). Each node has a unique ``name`` that keeps its scope path
+  (``bert/encoder/layer_0/attention/...`` or ``/encoder/layers.0/self_attn/...``).
+* a node's data inputs are ``(producer node name, producer output index)`` pairs, in input-slot
+  order; control inputs are producer names.
+* constants carry their value as a numpy array (``SourceNode.value``), ideally a read-only view
+  of the file's bytes.
+* graph inputs and outputs; the function library (TF) or model-local functions (ONNX); bodies of
+  control-flow nodes as nested ``SourceGraph`` objects in ``SourceNode.subgraphs``.
+
+The edges also live in a ``networkx.MultiDiGraph`` (``graph.nx``): an edge ``producer -> consumer``
+with key = the consumer's input slot (``-1`` for a control edge) and attribute ``index`` = the
+producer's output index. Graph algorithms (topological order, cycles, reachability) come from
+networkx.
+
+ONNX graph inputs and initializers are not nodes in ONNX; the ONNX frontend makes one synthetic node
+per graph input (op type :data:`INPUT_OP`) and per initializer (op type :data:`INITIALIZER_OP`, with
+``value`` set), named after the tensor, so every data input has a producer node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+import networkx as nx
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import ParseError
+
+__all__ = [
+    "CONTROL_SLOT",
+    "INITIALIZER_OP",
+    "INPUT_OP",
+    "GraphInput",
+    "GraphOutput",
+    "SourceGraph",
+    "SourceNode",
+]
+
+CONTROL_SLOT = -1
+INPUT_OP = "Input"
+INITIALIZER_OP = "Initializer"
+
+
+@dataclass(eq=False)
+class SourceNode:
+    """One framework node.
+
+    Attributes:
+        name: unique name within its graph, scope path kept.
+        op_type: framework op type (``"MatMul"``, ``"LayerNormalization"``...).
+        inputs: data inputs as ``(producer name, output index)``, in slot order.
+        control_inputs: names of control-dependency producers.
+        attrs: decoded attributes: Python scalars, str, bytes, tuples, numpy arrays, ``DType``,
+            shapes as tuples (``None`` for unknown rank, ``-1`` for unknown dims), function names
+            (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs.
+        domain: ONNX op domain (``""`` for the default domain); empty for TF.
+        value: the constant's value for Const / Initializer nodes, else None.
+        subgraphs: control-flow bodies by attribute name (``"body"``, ``"cond"``, ``"then_branch"``...).
+        frame: TF1 control-flow frame name for Enter nodes (``frame_name`` attr), else None.
+        output_names: ONNX tensor names of the outputs (TF: ``"name:i"``), one per output.
+        device: the TF device string, kept for information.
+        synthetic: True for nodes the frontend made (ONNX inputs and initializers).
+    """
+
+    name: str
+    op_type: str
+    inputs: list[tuple[str, int]] = field(default_factory=list)
+    control_inputs: list[str] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    domain: str = ""
+    value: np.ndarray | None = None
+    subgraphs: dict[str, "SourceGraph"] = field(default_factory=dict)
+    frame: str | None = None
+    output_names: list[str] = field(default_factory=list)
+    device: str = ""
+    synthetic: bool = False
+
+    @property
+    def is_constant(self) -> bool:
+        return self.value is not None
+
+    def __repr__(self) -> str:
+        return f"SourceNode({self.name!r}, {self.op_type!r})"
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A TF ``func`` attribute: the function's name and its own attributes."""
+
+    name: str
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """A graph input: its user-facing name, the node that produces it, and its declared type.
+
+    ``shape`` is a tuple with ``-1`` for unknown dims, or None for unknown rank.
+    """
+
+    name: str
+    node: str
+    dtype: DType | None
+    shape: tuple[int, ...] | None
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class GraphOutput:
+    """A graph output: its user-facing name and the producing node's output."""
+
+    name: str
+    node: str
+    index: int = 0
+
+
+class SourceGraph:
+    """A decoded framework graph; see the module docstring."""
+
+    def __init__(
+        self,
+        nodes: Iterable[SourceNode],
+        *,
+        inputs: Iterable[GraphInput] = (),
+        outputs: Iterable[GraphOutput] = (),
+        functions: dict[str, "SourceGraph"] | None = None,
+        framework: str = "",
+        path: str = "",
+        name: str = "",
+        opset_imports: dict[str, int] | None = None,
+        metadata: dict[str, Any] | None = None,
+        back_edge_ops: frozenset[str] = frozenset({"NextIteration", "NextIterationV2"}),
+        sort: bool = True,
+    ) -> None:
+        """Builds the graph and puts ``nodes`` in topological order.
+
+        Raises:
+            ParseError: a duplicate node name, an input naming a missing node, or a data cycle
+                (edges from ``back_edge_ops`` producers are exempt), naming ``path`` and the node.
+        """
+        self.framework = framework
+        self.path = path
+        self.name = name
+        self.inputs: list[GraphInput] = list(inputs)
+        self.outputs: list[GraphOutput] = list(outputs)
+        self.functions: dict[str, SourceGraph] = dict(functions or {})
+        self.opset_imports: dict[str, int] = dict(opset_imports or {})
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        node_list = list(nodes)
+        by_name: dict[str, SourceNode] = {}
+        for node in node_list:
+            if node.name in by_name:
+                raise ParseError(
+                    f"{self._where()}: two nodes are named {node.name!r} (op types "
+                    f"{by_name[node.name].op_type} and {node.op_type}); node names must be unique, "
+                    "re-export the model with unique names"
+                )
+            by_name[node.name] = node
+        self._by_name = by_name
+        g = nx.MultiDiGraph()
+        g.add_nodes_from(by_name)
+        for node in node_list:
+            for slot, (producer, index) in enumerate(node.inputs):
+                if producer not in by_name:
+                    raise ParseError(
+                        f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
+                        f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
+                    )
+                g.add_edge(producer, node.name, key=slot, index=index)
+            for producer in node.control_inputs:
+                if producer not in by_name:
+                    raise ParseError(
+                        f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
+                        f"^{producer}, but no node has that name; the graph is incomplete"
+                    )
+                g.add_edge(producer, node.name, key=CONTROL_SLOT, index=CONTROL_SLOT)
+        for out in self.outputs:
+            if out.node not in by_name:
+                raise ParseError(
+                    f"{self._where()}: graph output {out.name!r} names node {out.node!r}, which does not exist"
+                )
+        self.nx = g
+        self.nodes: list[SourceNode] = self._toposort(node_list, back_edge_ops) if sort else node_list
+
+    # ------------------------------------------------------------------ queries
+    def node(self, name: str) -> SourceNode:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in {self._where()}") from None
+
+    def get(self, name: str) -> SourceNode | None:
+        return self._by_name.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[SourceNode]:
+        return iter(self.nodes)
+
+    def consumers(self, name: str) -> list[tuple[str, int, int]]:
+        """``(consumer name, consumer slot, producer output index)`` for every edge leaving ``name``.
+
+        Control edges have slot and index ``-1``. Order: consumers in topological order, then slot.
+        """
+        order = self._order
+        edges = [(v, key, data["index"]) for _, v, key, data in self.nx.out_edges(name, keys=True, data=True)]
+        edges.sort(key=lambda e: (order[e[0]], e[1]))
+        return edges
+
+    def producers(self, name: str) -> list[str]:
+        """Distinct producer names of ``name`` (data and control)."""
+        node = self.node(name)
+        seen = dict.fromkeys(p for p, _ in node.inputs)
+        seen.update(dict.fromkeys(node.control_inputs))
+        return list(seen)
+
+    def op_types(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        return counts
+
+    def _where(self) -> str:
+        return self.path or self.name or "<graph>"
+
+    # ------------------------------------------------------------------ ordering
+    def _toposort(self, node_list: list[SourceNode], back_edge_ops: frozenset[str]) -> list[SourceNode]:
+        by_name = self._by_name
+        exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
+        if exempt:
+            dag = nx.DiGraph()
+            dag.add_nodes_from(by_name)
+            dag.add_edges_from((u, v) for u, v in self.nx.edges() if u not in exempt or by_name[v].op_type != "Merge")
+        else:
+            dag = nx.DiGraph(self.nx)
+        position = {n.name: i for i, n in enumerate(node_list)}
+        try:
+            # Ties broken by file order so the result is deterministic and close to the source.
+            names = list(nx.lexicographical_topological_sort(dag, key=position.__getitem__))
+        except nx.NetworkXUnfeasible:
+            cycle = nx.find_cycle(dag)
+            path = " -> ".join([u for u, *_ in cycle] + [cycle[0][0]])
+            raise ParseError(
+                f"{self._where()}: the graph has a data cycle ({path}); only TF1 NextIteration back edges may "
+                "form loops, fix the model's edges"
+            ) from None
+        self._order = {name: i for i, name in enumerate(names)}
+        return [by_name[name] for name in names]
+
+    @property
+    def _order(self) -> dict[str, int]:
+        order = self.__dict__.get("_order_map")
+        if order is None:
+            order = {n.name: i for i, n in enumerate(self.nodes)}
+            self.__dict__["_order_map"] = order
+        return order
+
+    @_order.setter
+    def _order(self, value: dict[str, int]) -> None:
+        self.__dict__["_order_map"] = value
+
+    def __repr__(self) -> str:
+        return f"SourceGraph({self._where()!r}, {len(self.nodes)} nodes, framework={self.framework!r})"
