@@ -1,0 +1,489 @@
+"""Op definitions and their registry (after seed 001: putting an operator into graph mode).
+
+An :class:`OpDef` declares an op's inputs and outputs (param type required / optional / dynamic, allowed
+dtypes and formats), its attributes (required, or optional with a default), and how its outputs'
+shapes and dtypes are inferred: an explicit ``infer_shape`` / ``infer_dtype`` function, or ``follow``
+(an output takes an input's shape, dtype or both). Inputs whose *value* shape inference needs (Reshape's
+``shape``) are declared ``value_depend``; only those expose data to ``infer_shape``.
+
+Everything is checked when the definition is written: a ``follow`` or ``value_depend`` naming an input
+that does not exist, a duplicate name, a default of the wrong kind — each raises at once.
+
+NOTE: an explicit ``infer_shape`` wins over ``follow`` and must set every output's shape (the seed's
+rule); ``follow`` applies only when the definition has no ``infer_shape``. Dtypes work the same way
+with ``infer_dtype``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import InferenceError
+from .attrs import AttrType, AttrValue
+
+__all__ = [
+    "AttrSpec",
+    "FollowType",
+    "InferContext",
+    "InputInfo",
+    "InputSpec",
+    "OpDef",
+    "OpRegistry",
+    "OutputSpec",
+    "ParamType",
+]
+
+
+class ParamType(enum.Enum):
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+    DYNAMIC = "dynamic"  # any number (>= 0) of inputs or outputs of one kind
+
+
+class FollowType(enum.Flag):
+    SHAPE = 1
+    DTYPE = 2
+    ALL = 3
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    param: ParamType = ParamType.REQUIRED
+    dtypes: frozenset[DType] | None = None  # None: any
+    formats: frozenset[str] | None = None
+    value_depend: bool = False
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    param: ParamType = ParamType.REQUIRED
+    dtypes: frozenset[DType] | None = None
+    formats: frozenset[str] | None = None
+    follow: tuple[str, FollowType] | None = None
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    name: str
+    type_id: AttrType
+    required: bool = True
+    default: AttrValue | None = None
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    """What inference sees of one input: shape (None = unknown rank), dtype, format, and its value.
+
+    ``data`` is set only for a value-dependent input whose producer is constant; otherwise None.
+    """
+
+    shape: tuple[int, ...] | None
+    dtype: DType | None
+    format: str = "ND"
+    data: np.ndarray | None = None
+
+
+ShapeFn = Callable[["InferContext"], None]
+DtypeFn = Callable[["InferContext"], None]
+
+
+class OpDef:
+    """A declared op; build it with the chained ``input`` / ``output`` / ``attr`` calls.
+
+    Example::
+
+        reshape = (OpDef("Reshape", dialect="tf")
+                   .input("tensor").input("shape", value_depend=True, dtypes=(INT32, INT64))
+                   .output("output", follow=("tensor", FollowType.DTYPE))
+                   .set_infer_shape(reshape_shape))
+    """
+
+    def __init__(self, name: str, dialect: str = "", *, doc: str = "") -> None:
+        if not name or "." in name:
+            raise ValueError(f"op name {name!r}: give a plain name and the dialect separately")
+        self.name = name
+        self.dialect = dialect
+        self.doc = doc
+        self.inputs: list[InputSpec] = []
+        self.outputs: list[OutputSpec] = []
+        self.attrs: dict[str, AttrSpec] = {}
+        self.infer_shape: ShapeFn | None = None
+        self.infer_dtype: DtypeFn | None = None
+        self.reference: Callable[..., Any] | None = None  # numpy kernel, used by the runtime
+        self.memory_forward: int | None = None  # output 0 may alias this input's buffer
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.dialect}.{self.name}" if self.dialect else self.name
+
+    # ------------------------------------------------------------------ declaration
+    def _check_new(self, name: str, kind: str) -> None:
+        if not name.isidentifier():
+            raise ValueError(f"{self.qualified_name}: {kind} name {name!r} must be an identifier")
+        taken = {s.name for s in self.inputs} | {s.name for s in self.outputs}
+        if name in taken or name in self.attrs:
+            raise ValueError(f"{self.qualified_name}: {kind} name {name!r} is already declared")
+
+    def input(
+        self,
+        name: str,
+        param: ParamType = ParamType.REQUIRED,
+        *,
+        dtypes: Iterable[DType] | None = None,
+        formats: Iterable[str] | None = None,
+        value_depend: bool = False,
+    ) -> "OpDef":
+        self._check_new(name, "input")
+        if self.inputs and self.inputs[-1].param is ParamType.DYNAMIC and param is ParamType.DYNAMIC:
+            raise ValueError(f"{self.qualified_name}: two dynamic inputs in a row cannot be told apart")
+        self.inputs.append(InputSpec(name, param, _frozen(dtypes), _frozen(formats), value_depend))
+        return self
+
+    def output(
+        self,
+        name: str,
+        param: ParamType = ParamType.REQUIRED,
+        *,
+        dtypes: Iterable[DType] | None = None,
+        formats: Iterable[str] | None = None,
+        follow: tuple[str, FollowType] | str | None = None,
+    ) -> "OpDef":
+        self._check_new(name, "output")
+        if isinstance(follow, str):
+            follow = (follow, FollowType.ALL)
+        if follow is not None:
+            self._input_index(follow[0], "follow")
+        self.outputs.append(OutputSpec(name, param, _frozen(dtypes), _frozen(formats), follow))
+        return self
+
+    def follow(self, output: str, input: str, how: FollowType = FollowType.ALL) -> "OpDef":
+        """Makes ``output`` take ``input``'s shape, dtype or both (``how``)."""
+        self._input_index(input, "follow")
+        for i, spec in enumerate(self.outputs):
+            if spec.name == output:
+                self.outputs[i] = OutputSpec(spec.name, spec.param, spec.dtypes, spec.formats, (input, how))
+                return self
+        raise ValueError(f"{self.qualified_name}: follow names output {output!r}, which is not declared")
+
+    def value_depend(self, input: str) -> "OpDef":
+        """Declares ``input`` a data-dependent input: inference may read its value."""
+        i = self._input_index(input, "value_depend")
+        spec = self.inputs[i]
+        self.inputs[i] = InputSpec(spec.name, spec.param, spec.dtypes, spec.formats, True)
+        return self
+
+    def attr(self, name: str, type_id: AttrType, *, default: Any = ...) -> "OpDef":
+        """Declares an attribute: required when no ``default`` is given, else optional with it."""
+        self._check_new(name, "attribute")
+        if default is ...:
+            self.attrs[name] = AttrSpec(name, type_id, True, None)
+        else:
+            try:
+                value = default if isinstance(default, AttrValue) else AttrValue(type_id, default)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{self.qualified_name}: default of attribute {name!r}: {e}") from None
+            if value.type_id is not type_id:
+                raise ValueError(f"{self.qualified_name}: default of {name!r} is {value.type_id.name}, not {type_id.name}")
+            self.attrs[name] = AttrSpec(name, type_id, False, value)
+        return self
+
+    def set_infer_shape(self, fn: ShapeFn) -> "OpDef":
+        self.infer_shape = fn
+        return self
+
+    def set_infer_dtype(self, fn: DtypeFn) -> "OpDef":
+        self.infer_dtype = fn
+        return self
+
+    def set_reference(self, fn: Callable[..., Any]) -> "OpDef":
+        self.reference = fn
+        return self
+
+    def set_memory_forward(self, input_index: int = 0) -> "OpDef":
+        self.memory_forward = input_index
+        return self
+
+    def _input_index(self, name: str, where: str) -> int:
+        for i, spec in enumerate(self.inputs):
+            if spec.name == name:
+                return i
+        known = ", ".join(s.name for s in self.inputs) or "none"
+        raise ValueError(f"{self.qualified_name}: {where} names input {name!r}, which is not declared (inputs: {known})")
+
+    # ------------------------------------------------------------------ binding
+    def bind_inputs(self, count: int) -> list[tuple[InputSpec, int, int]]:
+        """Splits ``count`` node inputs over the declared inputs: ``(spec, start, stop)`` per spec.
+
+        Raises ValueError when the count does not fit the declaration.
+        """
+        return _bind(self.inputs, count, self.qualified_name, "inputs")
+
+    def bind_outputs(self, count: int) -> list[tuple[OutputSpec, int, int]]:
+        return _bind(self.outputs, count, self.qualified_name, "outputs")  # type: ignore[arg-type]
+
+    def check_attrs(self, attrs: dict[str, AttrValue], where: str) -> dict[str, AttrValue]:
+        """Checks attribute names and kinds against the declaration; returns them with defaults filled."""
+        for name, value in attrs.items():
+            if name.startswith("_"):
+                continue  # private annotations (provenance, original names) are always allowed
+            spec = self.attrs.get(name)
+            if spec is None:
+                known = ", ".join(self.attrs) or "none"
+                raise ValueError(f"{where}: op {self.qualified_name} has no attribute {name!r} (declared: {known})")
+            if value.type_id is not spec.type_id:
+                raise ValueError(
+                    f"{where}: attribute {name!r} of {self.qualified_name} is {value.type_id.name}, expected {spec.type_id.name}"
+                )
+        out = dict(attrs)
+        for spec in self.attrs.values():
+            if spec.name not in out:
+                if spec.required:
+                    raise ValueError(f"{where}: op {self.qualified_name} needs attribute {spec.name!r} ({spec.type_id.name})")
+                out[spec.name] = spec.default  # type: ignore[assignment]
+        return out
+
+    # ------------------------------------------------------------------ inference
+    def infer(self, ctx: "InferContext") -> None:
+        """Runs dtype then shape inference into ``ctx``; raises InferenceError naming the op and inputs."""
+        try:
+            self._infer_dtypes(ctx)
+            self._infer_shapes(ctx)
+        except InferenceError:
+            raise
+        except Exception as e:  # an inference function's own failure
+            raise InferenceError(ctx.describe(f"inference failed: {type(e).__name__}: {e}")) from e
+        for i in range(ctx.num_outputs):
+            if ctx._out_dtypes[i] is None:
+                raise InferenceError(ctx.describe(f"output {i} has no dtype after inference"))
+            if ctx._out_shapes[i] is _UNSET:
+                raise InferenceError(ctx.describe(f"output {i} has no shape after inference"))
+
+    def _output_specs(self, ctx: "InferContext") -> list[OutputSpec]:
+        specs: list[OutputSpec] = []
+        for spec, start, stop in self.bind_outputs(ctx.num_outputs):
+            specs.extend([spec] * (stop - start))
+        return specs
+
+    def _infer_dtypes(self, ctx: "InferContext") -> None:
+        if self.infer_dtype is not None:
+            self.infer_dtype(ctx)
+            return
+        for i, spec in enumerate(self._output_specs(ctx)):
+            if spec.follow is not None and spec.follow[1] & FollowType.DTYPE:
+                ctx.set_output_dtype(i, ctx.followed(spec.follow[0]).dtype)
+            elif spec.dtypes is not None and len(spec.dtypes) == 1:
+                ctx.set_output_dtype(i, next(iter(spec.dtypes)))
+
+    def _infer_shapes(self, ctx: "InferContext") -> None:
+        if self.infer_shape is not None:
+            self.infer_shape(ctx)
+            return
+        for i, spec in enumerate(self._output_specs(ctx)):
+            if spec.follow is not None and spec.follow[1] & FollowType.SHAPE:
+                src = ctx.followed(spec.follow[0])
+                ctx.set_output_shape(i, src.shape)
+                if spec.follow[1] == FollowType.ALL:
+                    ctx.set_output_format(i, src.format)
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.qualified_name})"
+
+
+def _frozen(xs: Iterable[Any] | None) -> frozenset | None:
+    return None if xs is None else frozenset(xs)
+
+
+def _bind(specs: Sequence[InputSpec | OutputSpec], count: int, op: str, what: str) -> list[tuple[Any, int, int]]:
+    fixed_required = sum(1 for s in specs if s.param is ParamType.REQUIRED)
+    optional = sum(1 for s in specs if s.param is ParamType.OPTIONAL)
+    has_dynamic = any(s.param is ParamType.DYNAMIC for s in specs)
+    if count < fixed_required or (not has_dynamic and count > fixed_required + optional):
+        shape = ", ".join(f"{s.name}({s.param.value})" for s in specs) or "none"
+        raise ValueError(f"{op} takes {what} [{shape}], found {count}")
+    extra = count - fixed_required  # slots left for optional and dynamic specs, filled left to right
+    out = []
+    pos = 0
+    for s in specs:
+        if s.param is ParamType.REQUIRED:
+            n = 1
+        elif s.param is ParamType.OPTIONAL:
+            n = 1 if extra > 0 else 0
+            extra -= n
+        else:
+            later_optional = sum(1 for t in specs[specs.index(s) + 1 :] if t.param is ParamType.OPTIONAL)
+            n = max(0, extra - later_optional)
+            extra -= n
+        out.append((s, pos, pos + n))
+        pos += n
+    return out
+
+
+_UNSET = object()
+
+
+class InferContext:
+    """What an inference function reads and writes for one node.
+
+    Reading: ``input(i)`` / ``param(name)`` give :class:`InputInfo` (value data only for value-dependent
+    inputs), ``attr(name)`` a declared attribute's payload. Writing: ``set_output_shape`` /
+    ``set_output_dtype`` / ``set_output_format``.
+    """
+
+    def __init__(
+        self,
+        opdef: OpDef,
+        node_name: str,
+        inputs: Sequence[InputInfo | None],
+        attrs: dict[str, AttrValue],
+        num_outputs: int,
+    ) -> None:
+        self.opdef = opdef
+        self.node_name = node_name
+        self._bound = opdef.bind_inputs(len(inputs))
+        self._inputs: list[InputInfo | None] = []
+        for spec, start, stop in self._bound:
+            for i in range(start, stop):
+                info = inputs[i]
+                if info is not None and info.data is not None and not spec.value_depend:
+                    info = InputInfo(info.shape, info.dtype, info.format, None)
+                self._inputs.append(info)
+        self._attrs = attrs
+        self.num_outputs = num_outputs
+        self._out_shapes: list[Any] = [_UNSET] * num_outputs
+        self._out_dtypes: list[DType | None] = [None] * num_outputs
+        self._out_formats: list[str] = ["ND"] * num_outputs
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def input(self, i: int) -> InputInfo:
+        if not 0 <= i < len(self._inputs):
+            raise InferenceError(self.describe(f"input {i} asked, the node has {len(self._inputs)}"))
+        info = self._inputs[i]
+        if info is None:
+            raise InferenceError(self.describe(f"input {i} is absent (an optional input left out)"))
+        return info
+
+    def has_input(self, i: int) -> bool:
+        return 0 <= i < len(self._inputs) and self._inputs[i] is not None
+
+    def param(self, name: str) -> InputInfo:
+        """The single input bound to declared input ``name``."""
+        infos = self.params(name)
+        if len(infos) != 1:
+            raise InferenceError(self.describe(f"input {name!r} has {len(infos)} values, expected one"))
+        return infos[0]
+
+    def params(self, name: str) -> list[InputInfo]:
+        """Every input bound to declared input ``name`` (several for a dynamic input)."""
+        for spec, start, stop in self._bound:
+            if spec.name == name:
+                return [self.input(i) for i in range(start, stop)]
+        raise InferenceError(self.describe(f"asked for input {name!r}, which the op does not declare"))
+
+    def followed(self, name: str) -> InputInfo:
+        """The input an output follows: the first value bound to ``name`` (a dynamic input's first)."""
+        infos = self.params(name)
+        if not infos:
+            raise InferenceError(self.describe(f"an output follows input {name!r}, which has no values"))
+        return infos[0]
+
+    def input_shape(self, i: int) -> tuple[int, ...] | None:
+        return self.input(i).shape
+
+    def input_dtype(self, i: int) -> DType | None:
+        return self.input(i).dtype
+
+    def input_data(self, i: int) -> np.ndarray | None:
+        """The input's value: only for value-dependent inputs with a constant producer, else None."""
+        return self.input(i).data
+
+    def attr(self, name: str) -> Any:
+        if name not in self.opdef.attrs:
+            raise InferenceError(self.describe(f"asked for attribute {name!r}, which the op does not declare"))
+        value = self._attrs.get(name)
+        return None if value is None else value.value
+
+    def set_output_shape(self, i: int, shape: Iterable[int] | None) -> None:
+        self._check_out(i)
+        self._out_shapes[i] = None if shape is None else tuple(int(d) for d in shape)
+
+    def set_output_dtype(self, i: int, dtype: DType | None) -> None:
+        self._check_out(i)
+        self._out_dtypes[i] = dtype
+
+    def set_output_format(self, i: int, fmt: str) -> None:
+        self._check_out(i)
+        self._out_formats[i] = fmt
+
+    def output_shape(self, i: int) -> tuple[int, ...] | None:
+        shape = self._out_shapes[i]
+        return None if shape is _UNSET else shape
+
+    def output_dtype(self, i: int) -> DType | None:
+        return self._out_dtypes[i]
+
+    def results(self) -> list[tuple[tuple[int, ...] | None, DType, str]]:
+        return [(s, d, f) for s, d, f in zip(self._out_shapes, self._out_dtypes, self._out_formats)]  # type: ignore[misc]
+
+    def _check_out(self, i: int) -> None:
+        if not 0 <= i < self.num_outputs:
+            raise InferenceError(self.describe(f"output {i} set, the node has {self.num_outputs}"))
+
+    def describe(self, reason: str) -> str:
+        shown = []
+        for info in self._inputs:
+            if info is None:
+                shown.append("absent")
+            else:
+                dims = "*" if info.shape is None else "[" + ",".join(map(str, info.shape)) + "]"
+                shown.append(f"{info.dtype or '?'}{dims}")
+        return f"node {self.node_name!r} ({self.opdef.qualified_name}) with inputs ({', '.join(shown)}): {reason}"
+
+
+class OpRegistry:
+    """A set of op definitions keyed by qualified name (``dialect.Op``); an ordinary object, fresh per test."""
+
+    def __init__(self, defs: Iterable[OpDef] = ()) -> None:
+        self._defs: dict[str, OpDef] = {}
+        for d in defs:
+            self.register(d)
+
+    def register(self, opdef: OpDef) -> OpDef:
+        if opdef.qualified_name in self._defs:
+            raise ValueError(f"op {opdef.qualified_name} is already registered")
+        self._defs[opdef.qualified_name] = opdef
+        return opdef
+
+    def define(self, name: str, dialect: str = "", **kwargs: Any) -> OpDef:
+        """Creates, registers and returns a new :class:`OpDef` to be declared further."""
+        return self.register(OpDef(name, dialect, **kwargs))
+
+    def get(self, qualified_name: str) -> OpDef:
+        found = self._defs.get(qualified_name)
+        if found is None:
+            raise KeyError(f"no op named {qualified_name!r} is registered; check the dialect and spelling")
+        return found
+
+    def lookup(self, qualified_name: str) -> OpDef | None:
+        return self._defs.get(qualified_name)
+
+    def __contains__(self, qualified_name: object) -> bool:
+        return qualified_name in self._defs
+
+    def __iter__(self):
+        return iter(self._defs.values())
+
+    def __len__(self) -> int:
+        return len(self._defs)
+
+    def dialects(self) -> set[str]:
+        return {d.dialect for d in self._defs.values()}

@@ -1,0 +1,316 @@
+"""IR types, interned by an :class:`IRContext` (after seed 004's type system).
+
+A type class (``ElementType``, ``TensorType``, ``ListType``, ``TupleType``) is registered in a context;
+a type instance is made only through the context, which interns it: equal parameters give the same
+object. So type equality is identity (``is``), hashing is by identity, and both cost O(1).
+
+NOTE: interning key. Each class turns its constructor arguments into a hashable, canonical key
+(``_key``); the context keeps one dict from ``(class, key)`` to the instance. A lookup of an existing
+type is one tuple build and one dict hit, whatever the size of the context.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Iterable
+
+from ..dtypes import DType
+
+__all__ = [
+    "UNKNOWN_DIM",
+    "UNKNOWN_RANK",
+    "ElementType",
+    "IRContext",
+    "ListType",
+    "TensorType",
+    "TupleType",
+    "Type",
+]
+
+UNKNOWN_DIM = -1
+UNKNOWN_RANK = -2
+
+# Layout names that GE's TensorDescriptor.layout carries; "ND" is the neutral one.
+FORMATS = frozenset(
+    {"ND", "NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NC", "NCL", "RESERVED"}
+)
+
+
+class Type:
+    """Base of every IR type. Instances are immutable and unique per context."""
+
+    __slots__ = ("_context", "__weakref__")
+    type_name: ClassVar[str] = "type"
+
+    def __init__(self, context: "IRContext") -> None:
+        object.__setattr__(self, "_context", context)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; make a new type through its IRContext")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    # Identity equality and hashing are object's defaults; stated here for the reader.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    @property
+    def context(self) -> "IRContext":
+        return self._context
+
+    def __copy__(self) -> "Type":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Type":
+        return self
+
+    def __reduce__(self):
+        raise TypeError("IR types are bound to their IRContext; serialize the graph instead of pickling a type")
+
+    @classmethod
+    def _key(cls, *args: Any, **kwargs: Any) -> tuple:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def isa(self, cls: type) -> bool:
+        return isinstance(self, cls)
+
+
+class ElementType(Type):
+    """A scalar element type: one per :class:`~scopefusion.dtypes.DType` in a context."""
+
+    __slots__ = ("dtype",)
+    type_name = "element"
+
+    def __init__(self, context: "IRContext", dtype: DType) -> None:
+        super().__init__(context)
+        object.__setattr__(self, "dtype", dtype)
+
+    @classmethod
+    def _key(cls, dtype: DType) -> tuple:
+        if not isinstance(dtype, DType):
+            raise TypeError(f"ElementType needs a scopefusion.dtypes.DType, found {type(dtype).__name__} {dtype!r}")
+        return (dtype,)
+
+    @property
+    def name(self) -> str:
+        return self.dtype.name
+
+    @property
+    def ge_enum(self) -> int:
+        return self.dtype.ge
+
+    @property
+    def numpy(self):
+        return self.dtype.numpy
+
+    def __repr__(self) -> str:
+        return f"ElementType({self.dtype.name})"
+
+    def __str__(self) -> str:
+        return self.dtype.short
+
+
+class TensorType(Type):
+    """``TensorType(element, shape, format)``.
+
+    ``shape`` is a tuple of dims, ``-1`` for an unknown dim; an unknown rank is the one-element
+    shape ``(-2,)`` (GE's convention), exposed as ``rank is None``.
+    """
+
+    __slots__ = ("element", "shape", "format")
+    type_name = "tensor"
+
+    def __init__(self, context: "IRContext", element: ElementType, shape: tuple[int, ...], format: str) -> None:
+        super().__init__(context)
+        object.__setattr__(self, "element", element)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "format", format)
+
+    @classmethod
+    def _key(cls, element: ElementType, shape: Iterable[int] | None, format: str = "ND") -> tuple:
+        if not isinstance(element, ElementType):
+            raise TypeError(f"TensorType needs an ElementType, found {type(element).__name__} {element!r}")
+        if shape is None:
+            dims: tuple[int, ...] = (UNKNOWN_RANK,)
+        else:
+            dims = tuple(int(d) for d in shape)
+            if UNKNOWN_RANK in dims and dims != (UNKNOWN_RANK,):
+                raise ValueError(f"shape {dims}: -2 (unknown rank) must be the only dim")
+            if any(d < UNKNOWN_RANK for d in dims):
+                raise ValueError(f"shape {dims}: dims must be >= 0, -1 (unknown dim) or a lone -2 (unknown rank)")
+        if format not in FORMATS:
+            raise ValueError(f"unknown tensor format {format!r}; known: {', '.join(sorted(FORMATS))}")
+        return (element, dims, format)
+
+    @property
+    def dtype(self) -> DType:
+        return self.element.dtype
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape == (UNKNOWN_RANK,) else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.rank is not None and all(d >= 0 for d in self.shape)
+
+    @property
+    def num_elements(self) -> int | None:
+        if not self.is_static:
+            return None
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int | None:
+        n = self.num_elements
+        return None if n is None else n * self.element.dtype.itemsize
+
+    def with_shape(self, shape: Iterable[int] | None) -> "TensorType":
+        return self._context.tensor(self.element, shape, self.format)
+
+    def __repr__(self) -> str:
+        return f"TensorType({self})"
+
+    def __str__(self) -> str:
+        if self.rank is None:
+            dims = "*"
+        else:
+            dims = ",".join("?" if d == UNKNOWN_DIM else str(d) for d in self.shape)
+        fmt = "" if self.format == "ND" else f" {self.format}"
+        return f"{self.element}[{dims}]{fmt}"
+
+
+class ListType(Type):
+    """A homogeneous list of ``element`` (any IR type, nesting allowed)."""
+
+    __slots__ = ("element",)
+    type_name = "list"
+
+    def __init__(self, context: "IRContext", element: Type) -> None:
+        super().__init__(context)
+        object.__setattr__(self, "element", element)
+
+    @classmethod
+    def _key(cls, element: Type) -> tuple:
+        if not isinstance(element, Type):
+            raise TypeError(f"ListType needs an IR type, found {type(element).__name__}")
+        return (element,)
+
+    def __repr__(self) -> str:
+        return f"ListType({self})"
+
+    def __str__(self) -> str:
+        return f"list<{self.element}>"
+
+
+class TupleType(Type):
+    """A fixed-length tuple of IR types (nesting allowed)."""
+
+    __slots__ = ("elements",)
+    type_name = "tuple"
+
+    def __init__(self, context: "IRContext", elements: tuple[Type, ...]) -> None:
+        super().__init__(context)
+        object.__setattr__(self, "elements", elements)
+
+    @classmethod
+    def _key(cls, elements: Iterable[Type]) -> tuple:
+        elems = tuple(elements)
+        for e in elems:
+            if not isinstance(e, Type):
+                raise TypeError(f"TupleType needs IR types, found {type(e).__name__}")
+        return (elems,)
+
+    def __repr__(self) -> str:
+        return f"TupleType({self})"
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(e) for e in self.elements) + ">"
+
+
+class IRContext:
+    """Owns the registered type classes and interns their instances.
+
+    A context is an ordinary object: make a fresh one per test or per conversion. The builtin classes
+    are registered by the constructor; ``register_type_class`` adds more and refuses duplicates.
+    """
+
+    __slots__ = ("_classes", "_interned", "_elements")
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[Type]] = {}
+        self._interned: dict[tuple, Type] = {}
+        self._elements: dict[DType, ElementType] = {}
+        for cls in (ElementType, TensorType, ListType, TupleType):
+            self.register_type_class(cls)
+
+    def register_type_class(self, cls: type[Type]) -> None:
+        """Registers a :class:`Type` subclass by its ``type_name``; a second class of one name is refused."""
+        if not (isinstance(cls, type) and issubclass(cls, Type)):
+            raise TypeError(f"register_type_class needs a Type subclass, found {cls!r}")
+        known = self._classes.get(cls.type_name)
+        if known is not None:
+            raise ValueError(f"type class name {cls.type_name!r} is already registered (by {known.__qualname__})")
+        self._classes[cls.type_name] = cls
+
+    @property
+    def type_classes(self) -> dict[str, type[Type]]:
+        return dict(self._classes)
+
+    def get(self, cls: type[Type], *args: Any, **kwargs: Any) -> Type:
+        """The unique instance of ``cls`` with these parameters, made on first use."""
+        raw = (cls, args) if not kwargs else None
+        if raw is not None:
+            try:
+                found = self._interned.get(raw)
+            except TypeError:  # unhashable arguments (a list shape): canonicalize below
+                raw = None
+            else:
+                if found is not None:
+                    return found
+        if self._classes.get(cls.type_name) is not cls:
+            raise ValueError(f"type class {cls.__qualname__} is not registered in this IRContext")
+        key = (cls, cls._key(*args, **kwargs))
+        found = self._interned.get(key)
+        if found is None:
+            found = cls(self, *key[1])
+            self._interned[key] = found
+        if raw is not None and raw != key:
+            # NOTE: the arguments as given also key the instance, so the next identical call is one
+            # dict hit. Only hashable argument tuples that canonicalized without error get here.
+            self._interned[raw] = found
+        return found
+
+    # Shorthands for the builtin classes. ``element`` and ``tensor`` are the hot paths.
+    def element(self, dtype: DType) -> ElementType:
+        found = self._elements.get(dtype)
+        if found is None:
+            found = self.get(ElementType, dtype)  # type: ignore[assignment]
+            self._elements[dtype] = found  # type: ignore[assignment]
+        return found  # type: ignore[return-value]
+
+    def tensor(self, element: ElementType | DType, shape: Iterable[int] | None, format: str = "ND") -> TensorType:
+        if isinstance(element, DType):
+            element = self.element(element)
+        if type(shape) is tuple and format == "ND":
+            # Fast path: an existing static-or-unknown-dim ND tensor type is one dict hit.
+            found = self._interned.get((TensorType, (element, shape, "ND")))
+            if found is not None:
+                return found  # type: ignore[return-value]
+        return self.get(TensorType, element, shape, format)  # type: ignore[return-value]
+
+    def list_of(self, element: Type) -> ListType:
+        return self.get(ListType, element)  # type: ignore[return-value]
+
+    def tuple_of(self, elements: Iterable[Type]) -> TupleType:
+        return self.get(TupleType, tuple(elements))  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        """The number of distinct types made in this context."""
+        return len(set(map(id, self._interned.values())))
+
+    def __repr__(self) -> str:
+        return f"IRContext({len(self._interned)} types, classes={sorted(self._classes)})"

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scopefusion import dtypes
+from scopefusion.ir_builder import format_graph, graphs_equal
+from scopefusion.ir_builder.compare import first_difference
+from scopefusion.ir_builder.graph import Graph, GraphError
+from scopefusion.ir_builder.opdef import OpRegistry
+from scopefusion.ir_builder.graph import builtin_ops
+from scopefusion.ir_builder.types import IRContext
+
+F32 = dtypes.FLOAT32
+
+
+@pytest.fixture
+def g():
+    reg = OpRegistry(builtin_ops())
+    reg.define("Add", "t").input("x").input("y").output("z", follow="x")
+    reg.define("Split", "t").input("x").output("a", follow="x").output("b", follow="x")
+    reg.define("While", "t").input("x").output("y", follow="x")
+    return Graph("main", IRContext(), reg)
+
+
+def build_small(g: Graph):
+    ctx = g.context
+    x = g.add_input("x", ctx.tensor(F32, (2,)))
+    c = g.add_const(np.ones(2, np.float32), "c")
+    a = g.add_node("t.Add", [x, c], name="add", output_types=[ctx.tensor(F32, (2,))])
+    s = g.add_node("t.Split", [a.outputs[0]], name="split", output_types=[ctx.tensor(F32, (2,))] * 2)
+    b = g.add_node("t.Add", [s.outputs[0], s.outputs[1]], name="add", unique=True, control_inputs=[a])
+    g.set_outputs([b.outputs[0], s.outputs[1]])
+    return x, c, a, s, b
+
+
+def test_nodes_register_as_uses_in_insertion_order(g):
+    x, c, a, s, b = build_small(g)
+    assert x.uses == [(a, 0)]
+    assert s.outputs[0].uses == [(b, 0)] and s.outputs[1].uses == [(b, 1)]
+    assert a.outputs[0].consumers == [s]
+    assert b.name == "add_1"
+    g.verify()
+
+
+def test_unique_names_are_deterministic(g):
+    g.add_input("n", None)
+    names = [g.add_node("t.Add", [g.inputs[0], g.inputs[0]], name="n", unique=True).name for _ in range(3)]
+    assert names == ["n_1", "n_2", "n_3"]
+    with pytest.raises(GraphError, match="a node named 'n' already exists"):
+        g.add_node("t.Add", [g.inputs[0], g.inputs[0]], name="n")
+
+
+def test_replace_all_uses_with_rewires_consumers_and_outputs(g):
+    x, c, a, s, b = build_small(g)
+    g.replace_all_uses_with(s.outputs[1], x)
+    assert b.inputs[1] is x and s.outputs[1].uses == []
+    assert g.outputs[1] is x
+    assert (b, 1) in x._uses
+    g.verify()
+
+
+def test_remove_node_requires_no_uses(g):
+    x, c, a, s, b = build_small(g)
+    with pytest.raises(GraphError, match="still used by split"):
+        g.remove_node(a)
+    g.set_outputs([s.outputs[1]])
+    g.remove_node(b)
+    assert "add_1" not in g and s.outputs[0].uses == []
+    g.verify()
+
+
+def test_verify_finds_order_dangling_and_stale_uses(g):
+    x, c, a, s, b = build_small(g)
+    g.nodes.remove(a)
+    g.nodes.append(a)
+    with pytest.raises(GraphError, match="reads add:0, which is scheduled later"):
+        g.verify()
+    g.nodes.remove(a)
+    g.nodes.insert(2, a)
+    g.verify()
+    other = Graph("other", g.context, g.registry)
+    y = other.add_input("y", None)
+    s.inputs[0] = y  # bypassing replace_input_with leaves the use lists wrong
+    with pytest.raises(GraphError, match=r"producer is not in this graph.*missing from the uses"):
+        g.verify()
+
+
+def test_values_from_another_graph_are_refused(g):
+    body = Graph("body", g.context, g.registry)
+    inner = body.add_input("i", None)
+    with pytest.raises(GraphError, match="reads i:0 from graph 'body'"):
+        g.add_node("t.Add", [inner, inner])
+
+
+def test_subgraph_bodies_clone_and_verify(g):
+    ctx = g.context
+    body = Graph("body", ctx, g.registry)
+    i = body.add_input("i", ctx.tensor(F32, (2,)))
+    body.set_outputs([body.add_node("t.Add", [i, i]).outputs[0]])
+    x = g.add_input("x", ctx.tensor(F32, (2,)))
+    w = g.add_node("t.While", [x], subgraphs={"body": body})
+    g.set_outputs(w.outputs)
+    g.verify()
+    clone = g.clone()
+    assert graphs_equal(g, clone) and clone.nodes[1].subgraphs["body"] is not body
+    clone.nodes[1].subgraphs["body"].nodes[1].set_attr("_tag", 1)
+    assert "body" in first_difference(g, clone) and "_tag" in first_difference(g, clone)
+
+
+def test_text_form_is_stable_and_readable(g):
+    build_small(g)
+    text = format_graph(g)
+    assert text == format_graph(g.clone())
+    assert text.splitlines() == [
+        "graph main(%x: f32[2]) {",
+        "  %c = ge.Const() {value=tensor<f32[2]>(1.0, 1.0)}",
+        "  %add = t.Add(%x, %c) : f32[2]",
+        "  %split:0, %split:1 = t.Split(%add) : f32[2], f32[2]",
+        "  %add_1 = t.Add(%split:0, %split:1, ^add) : ?",
+        "  return %add_1, %split:1",
+        "}",
+    ]
+
+
+def test_large_constants_print_a_digest(g):
+    g.add_const(np.arange(100, dtype=np.float32), "big")
+    text = format_graph(g)
+    assert "tensor<f32[100]>:" in text and "99.0" not in text
+
+
+def test_graph_comparison_reports_the_first_difference(g):
+    build_small(g)
+    other = g.clone()
+    assert first_difference(g, other) is None
+    other.node("c").set_attr("value", np.zeros(2, np.float32))
+    assert first_difference(g, other) == (
+        "main/c: attribute 'value' AttrValue(tensor, array([1., 1.], dtype=float32)) vs "
+        "AttrValue(tensor, array([0., 0.], dtype=float32))"
+    )
+
+
+def test_const_values_are_read_only_and_shared(g):
+    arr = np.arange(4, dtype=np.int32)
+    arr.flags.writeable = False
+    v = g.add_const(arr, "k")
+    assert v.const_value is arr and v.type is g.context.tensor(dtypes.INT32, (4,))
