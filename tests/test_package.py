@@ -65,3 +65,15 @@ def test_public_api_is_locked():
         assert names <= set(mod.__all__), f"{module} lost {names - set(mod.__all__)}"
         for name in mod.__all__:
             assert hasattr(mod, name), f"{module}.__all__ names {name}, which is missing"
+
+
+def test_readme_example_runs(capsys):
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert "demo.Add(%x, %w) : f32[2,3]" in capsys.readouterr().out
