@@ -117,7 +117,7 @@ class Node:
     def set_attr(self, name: str, value: Any, type_id=None) -> None:
         """Sets an attribute; a node with a definition accepts only declared names of the declared kind."""
         spec = self.opdef.attrs.get(name) if self.opdef is not None and not name.startswith("_") else None
-        if self.opdef is not None and not name.startswith("_") and spec is None:
+        if self.opdef is not None and not name.startswith("_") and spec is None and not self.opdef.open_attrs:
             known = ", ".join(self.opdef.attrs) or "none"
             raise GraphError(f"node {self.name!r}: op {self.op} has no attribute {name!r} (declared: {known})")
         try:

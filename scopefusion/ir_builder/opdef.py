@@ -105,12 +105,15 @@ class OpDef:
                    .set_infer_shape(reshape_shape))
     """
 
-    def __init__(self, name: str, dialect: str = "", *, doc: str = "") -> None:
+    def __init__(self, name: str, dialect: str = "", *, doc: str = "", open_attrs: bool = False) -> None:
         if not name or "." in name:
             raise ValueError(f"op name {name!r}: give a plain name and the dialect separately")
         self.name = name
         self.dialect = dialect
         self.doc = doc
+        # A framework op (tf, onnx dialects) keeps every attribute the model gave it; declared ones
+        # are still checked for kind, undeclared ones are kept unchecked.
+        self.open_attrs = open_attrs
         self.inputs: list[InputSpec] = []
         self.outputs: list[OutputSpec] = []
         self.attrs: dict[str, AttrSpec] = {}
@@ -235,6 +238,8 @@ class OpDef:
                 continue  # private annotations (provenance, original names) are always allowed
             spec = self.attrs.get(name)
             if spec is None:
+                if self.open_attrs:
+                    continue
                 known = ", ".join(self.attrs) or "none"
                 raise ValueError(f"{where}: op {self.qualified_name} has no attribute {name!r} (declared: {known})")
             if value.type_id is not spec.type_id:

@@ -205,3 +205,14 @@ def test_optional_inputs_bind_left_to_right():
     assert [(s.name, b - a) for s, a, b in opdef.bind_inputs(2)] == [("x", 1), ("lo", 1), ("hi", 0)]
     with pytest.raises(ValueError, match="found 4"):
         opdef.bind_inputs(4)
+
+
+def test_open_attrs_keep_undeclared_attributes_but_check_declared_ones():
+    reg = OpRegistry(builtin_ops())
+    reg.register(OpDef("Conv2D", "tf", open_attrs=True).input("x").input("w").output("y").attr("strides", A.LIST_INT))
+    g = Graph("g", IRContext(), reg)
+    x = g.add_input("x", None)
+    conv = g.add_node("tf.Conv2D", [x, x], attrs={"strides": [1, 1, 1, 1], "use_cudnn_on_gpu": True})
+    assert conv.attrs.as_bool("use_cudnn_on_gpu") is True
+    with pytest.raises(GraphError, match="'strides' of tf.Conv2D is str, expected list_int"):
+        g.add_node("tf.Conv2D", [x, x], name="c2", attrs={"strides": "1"})
