@@ -119,7 +119,13 @@ class OpDef:
         self.attrs: dict[str, AttrSpec] = {}
         self.infer_shape: ShapeFn | None = None
         self.infer_dtype: DtypeFn | None = None
-        self.reference: Callable[..., Any] | None = None  # numpy kernel, used by the runtime
+        # reference(inputs: list[np.ndarray | None], attrs: dict[str, payload]) -> list[np.ndarray]:
+        # a numpy kernel, used by the runtime and by constant folding.
+        self.reference: Callable[..., Any] | None = None
+        # fold(inputs: list[InputInfo | None], attrs) -> list[np.ndarray] | None: output values computed at
+        # build time from what is known (every input's data where its producer is constant, shapes
+        # otherwise); None when not foldable. Ops like Shape fold from static input shapes alone.
+        self.fold: Callable[..., Any] | None = None
         self.memory_forward: int | None = None  # output 0 may alias this input's buffer
 
     @property
@@ -208,6 +214,19 @@ class OpDef:
     def set_reference(self, fn: Callable[..., Any]) -> "OpDef":
         self.reference = fn
         return self
+
+    def set_fold(self, fn: Callable[..., Any]) -> "OpDef":
+        self.fold = fn
+        return self
+
+    def try_fold(self, inputs: Sequence[InputInfo | None], attrs: dict[str, AttrValue]) -> list[np.ndarray] | None:
+        """Output values at build time: the ``fold`` hook, else ``reference`` when every input is constant."""
+        payloads = {k: v.value for k, v in attrs.items()}
+        if self.fold is not None:
+            return self.fold(list(inputs), payloads)
+        if self.reference is not None and inputs and all(i is not None and i.data is not None for i in inputs):
+            return self.reference([i.data for i in inputs], payloads)  # type: ignore[union-attr]
+        return None
 
     def set_memory_forward(self, input_index: int = 0) -> "OpDef":
         self.memory_forward = input_index
