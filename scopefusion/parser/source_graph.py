@@ -20,6 +20,15 @@ networkx.
 ONNX graph inputs and initializers are not nodes in ONNX; the ONNX frontend makes one synthetic node
 per graph input (op type :data:`INPUT_OP`) and per initializer (op type :data:`INITIALIZER_OP`, with
 ``value`` set), named after the tensor, so every data input has a producer node.
+
+A tensor that an ONNX subgraph (an ``If`` branch, a ``Loop`` body) reads from an enclosing graph gets a
+synthetic node of op type :data:`OUTER_SCOPE_OP` in the subgraph, named after the tensor; the node
+owning the subgraph has that tensor's producer among its ``control_inputs``, so order and reachability
+in the enclosing graph see the implicit dependency.
+
+An omitted optional ONNX input that comes before a given one (``Resize(X, "", "", sizes)``) is the
+input :data:`ABSENT_INPUT` (``("", -1)``), which keeps the slots of the later inputs; it has no edge.
+Trailing omitted inputs are dropped.
 """
 
 from __future__ import annotations
@@ -34,7 +43,10 @@ from ..dtypes import DType
 from ..errors import ParseError
 
 __all__ = [
+    "ABSENT_INPUT",
     "CONTROL_SLOT",
+    "FunctionRef",
+    "OUTER_SCOPE_OP",
     "INITIALIZER_OP",
     "INPUT_OP",
     "GraphInput",
@@ -46,6 +58,8 @@ __all__ = [
 CONTROL_SLOT = -1
 INPUT_OP = "Input"
 INITIALIZER_OP = "Initializer"
+OUTER_SCOPE_OP = "OuterScope"
+ABSENT_INPUT = ("", -1)
 
 
 @dataclass(eq=False)
@@ -168,6 +182,8 @@ class SourceGraph:
         g.add_nodes_from(by_name)
         for node in node_list:
             for slot, (producer, index) in enumerate(node.inputs):
+                if not producer and index == -1:
+                    continue  # ABSENT_INPUT: an omitted optional input
                 if producer not in by_name:
                     raise ParseError(
                         f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
@@ -221,7 +237,7 @@ class SourceGraph:
     def producers(self, name: str) -> list[str]:
         """Distinct producer names of ``name`` (data and control)."""
         node = self.node(name)
-        seen = dict.fromkeys(p for p, _ in node.inputs)
+        seen = dict.fromkeys(p for p, _ in node.inputs if p)
         seen.update(dict.fromkeys(node.control_inputs))
         return list(seen)
 

@@ -1,0 +1,57 @@
+"""Which format a model path holds: from the path first, then from the bytes."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .wire import LEN, VARINT, WireError, iter_fields
+
+__all__ = ["FORMATS", "format_from_path", "sniff"]
+
+FORMATS = ("savedmodel", "pb", "pbtxt", "onnx")
+
+_SUFFIXES = {".onnx": "onnx", ".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt"}
+_TEXT_GRAPHDEF = re.compile(rb"^\s*(#[^\n]*\n\s*)*(node|library|versions)\s*[{:]")
+_TEXT_ONNX = re.compile(rb"^\s*(#[^\n]*\n\s*)*(ir_version|graph|opset_import|producer_name)\s*[{:]")
+_MAX_SNIFF_FIELDS = 64
+
+
+def format_from_path(path: str) -> str | None:
+    """The format a path's name says: a directory is a SavedModel; else by suffix; None when it says nothing."""
+    if os.path.isdir(path):
+        return "savedmodel"
+    base = os.path.basename(path)
+    if base in ("saved_model.pb", "saved_model.pbtxt"):
+        return "savedmodel"
+    return _SUFFIXES.get(os.path.splitext(base)[1].lower())
+
+
+def sniff(buffer) -> str | None:
+    """Guesses ``"onnx"``, ``"pb"`` (GraphDef), ``"savedmodel"`` (saved_model.pb), ``"pbtxt"`` or ``"onnx-text"``.
+
+    Binary guesses come from the top-level fields' numbers and wire types: an ONNX ModelProto has
+    ``ir_version`` (1, varint) and ``graph`` (7, bytes); a GraphDef has ``node`` (1, bytes); a SavedModel
+    has a schema version (1, varint) and meta graphs (2, bytes) only. None when nothing fits.
+    """
+    head = bytes(buffer[:256])
+    if _TEXT_GRAPHDEF.match(head):
+        return "pbtxt"
+    if _TEXT_ONNX.match(head):
+        return "onnx-text"
+    seen: dict[int, int] = {}
+    try:
+        for count, (number, wire_type, *_rest) in enumerate(iter_fields(buffer, 0, len(buffer))):
+            if seen.setdefault(number, wire_type) != wire_type:
+                return None
+            if count >= _MAX_SNIFF_FIELDS:
+                break
+    except WireError:
+        return None
+    if seen.get(1) == LEN and set(seen) <= {1, 2, 3, 4, 5} and seen.get(3, VARINT) == VARINT:
+        return "pb"
+    if seen.get(7) == LEN and seen.get(1, VARINT) == VARINT:
+        return "onnx"
+    if seen.get(2) == LEN and set(seen) <= {1, 2} and seen.get(1, VARINT) == VARINT:
+        return "savedmodel"
+    return None

@@ -1,0 +1,143 @@
+"""``load(path)``: any supported model on disk into a :class:`SourceGraph`.
+
+Formats: a SavedModel directory (``"savedmodel"``), a frozen binary GraphDef (``"pb"``), a text GraphDef
+(``"pbtxt"``) and an ONNX model (``"onnx"``). The format comes from the path (a directory, the suffix)
+and is checked against the bytes, so a ``.onnx`` file that holds a GraphDef is reported as such;
+``format=`` forces one. Reading ``pb``, ``pbtxt`` and ``onnx`` never imports TensorFlow.
+
+Every failure is a :class:`~scopefusion.errors.ModelLoadError` (the file cannot be read as a model) or a
+:class:`~scopefusion.errors.ParseError` (the model's graph is invalid) naming the file and, where there
+is one, the node.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any, Sequence
+
+from ..errors import ModelLoadError, ScopeFusionError
+from .detect import FORMATS, format_from_path, sniff
+from .source_graph import SourceGraph
+
+__all__ = ["FORMATS", "load"]
+
+_DESCRIPTION = {
+    "pb": "a TensorFlow GraphDef",
+    "pbtxt": "a TensorFlow text GraphDef",
+    "onnx": "an ONNX model",
+    "savedmodel": "a TensorFlow SavedModel (saved_model.pb)",
+    "onnx-text": "an ONNX model in text form",
+}
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    signature: str | None = None,
+    tags: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+    inline_functions: bool = True,
+    lower_control_flow: bool = False,
+) -> SourceGraph:
+    """Reads a model into a SourceGraph.
+
+    Args:
+        path: a SavedModel directory, or a ``.pb`` / ``.pbtxt`` / ``.onnx`` file.
+        format: ``"savedmodel"``, ``"pb"``, ``"pbtxt"`` or ``"onnx"``; default: detected.
+        signature: SavedModel signature (default ``"serving_default"``).
+        tags: SavedModel meta graph tags (default: the only meta graph, else ``("serve",)``).
+        outputs: GraphDef output tensor names (default: the tensors nothing consumes).
+        inline_functions: inline TF function calls (``PartitionedCall`` / ``StatefulPartitionedCall``).
+        lower_control_flow: SavedModel only: let TensorFlow lower ``While`` / ``If`` to TF1 control flow.
+
+    Raises:
+        ModelLoadError: missing, empty, unreadable or mistyped file, wrong options, no such signature.
+        ParseError: an invalid graph (duplicate names, missing producers, data cycles...).
+    """
+    where = os.fspath(path)
+    if format is not None and format not in FORMATS:
+        raise ModelLoadError(f"{where}: unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if not os.path.exists(where):
+        raise ModelLoadError(f"{where}: no such file or directory; check the path")
+    fmt = format or format_from_path(where)
+    if fmt != "savedmodel" and (signature is not None or tags is not None):
+        raise ModelLoadError(f"{where}: signature= and tags= apply to SavedModels only, and this is read as {fmt or 'a file'}")
+    if fmt not in ("pb", "pbtxt", None) and outputs is not None:
+        raise ModelLoadError(f"{where}: outputs= applies to GraphDefs only; a {fmt} model declares its outputs")
+    try:
+        if fmt == "savedmodel":
+            from .savedmodel import DEFAULT_SIGNATURE, load_saved_model
+
+            directory = where if os.path.isdir(where) else os.path.dirname(os.path.abspath(where))
+            return load_saved_model(
+                directory,
+                signature=signature or DEFAULT_SIGNATURE,
+                tags=tags,
+                inline_functions=inline_functions,
+                lower_control_flow=lower_control_flow,
+            )
+        if os.path.isdir(where):
+            raise ModelLoadError(f"{where}: is a directory, but format {fmt!r} is a file; pass the model file")
+        return _load_file(where, fmt, forced=format is not None, outputs=outputs, inline_functions=inline_functions)
+    except ScopeFusionError:
+        raise
+    except MemoryError:
+        raise ModelLoadError(f"{where}: reading the model ran out of memory; the file claims impossibly large tensors") from None
+    except Exception as exc:
+        # NOTE: a safety net, not a code path: every known failure raises our own errors above. Anything
+        # that lands here is a scopefusion bug; the user still gets one sentence, the cause is chained.
+        raise ModelLoadError(
+            f"{where}: unexpected {type(exc).__name__} while reading the model ({exc}); this is a scopefusion bug, "
+            "please report it with the file"
+        ) from exc
+
+
+def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
+    try:
+        with open(where, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise ModelLoadError(f"{where}: the file is empty; expected {_DESCRIPTION.get(fmt or '', 'a model')}")
+            buffer: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise ModelLoadError(f"{where}: cannot read the file ({exc.strerror or exc}); check its permissions") from None
+    found = sniff(buffer)
+    if fmt is None:
+        if found is None:
+            raise ModelLoadError(
+                f"{where}: cannot tell the model format from the name or the bytes; pass format= with one of "
+                f"{', '.join(FORMATS)}"
+            )
+        fmt = found
+    elif not forced and found is not None and found != fmt:
+        raise ModelLoadError(
+            f"{where}: the name says {_DESCRIPTION[fmt]}, but the bytes look like {_DESCRIPTION[found]}; "
+            f"rename the file or pass format= explicitly"
+        )
+    if fmt == "onnx-text":
+        raise ModelLoadError(f"{where}: ONNX text form is not supported; convert it to a binary .onnx file")
+    if fmt == "savedmodel":
+        raise ModelLoadError(
+            f"{where}: the bytes look like a SavedModel's saved_model.pb, which needs its directory (variables/); "
+            "pass the SavedModel directory instead"
+        )
+    if fmt == "pb":
+        from .tf_graphdef import graph_from_graph_def, parse_graph_def_buffer
+
+        graph_def, node_views, func_views = parse_graph_def_buffer(buffer, where)
+        return graph_from_graph_def(graph_def, where, node_views, func_views, outputs=outputs,
+                                    inline_functions=inline_functions)
+    if fmt == "pbtxt":
+        from .tf_graphdef import graph_from_graph_def, parse_graph_def_text
+
+        try:
+            text = bytes(buffer).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelLoadError(f"{where}: a text GraphDef must be UTF-8, but byte {exc.start} is not; is it a binary .pb?") from None
+        graph_def = parse_graph_def_text(text, where)
+        return graph_from_graph_def(graph_def, where, outputs=outputs, inline_functions=inline_functions)
+    from .onnx_frontend import onnx_graph_from_buffer
+
+    return onnx_graph_from_buffer(buffer, where)

@@ -1,0 +1,368 @@
+"""ONNX models into a :class:`SourceGraph`.
+
+* Graph inputs (initializers excluded) become synthetic :data:`INPUT_OP` nodes, initializers (dense and
+  sparse) synthetic :data:`INITIALIZER_OP` nodes with ``value`` set, all named after their tensor.
+* Each ONNX node keeps its output tensor names in ``output_names``; its data inputs are
+  ``(producer node, output index)``. Empty node names become ``"{op_type}_{position}"`` and repeated
+  names get ``"_1"``, ``"_2"``... (also when a name equals a tensor name of an input or initializer), so
+  the result is deterministic.
+* ``If`` / ``Loop`` / ``Scan`` bodies (any graph attribute) are nested SourceGraphs, in the node's
+  ``attrs`` and ``subgraphs``; a body's reads of enclosing tensors become :data:`OUTER_SCOPE_OP` nodes.
+* Model-local functions are ``graph.functions["domain::name"]`` (``"domain::name::overload"`` when
+  overloaded); attributes that refer to the caller's attributes are :class:`.AttrPlaceholder`.
+* ``raw_data`` of large tensors are zero-copy views of the mmap'd file; external data is read from files
+  inside the model's directory only.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from google.protobuf import message as _message
+
+from ..dtypes import from_onnx
+from ..errors import ModelLoadError, ParseError
+from .onnx_tensors import ExternalData, sparse_to_numpy, tensor_to_numpy
+from .source_graph import (
+    ABSENT_INPUT,
+    INITIALIZER_OP,
+    INPUT_OP,
+    OUTER_SCOPE_OP,
+    GraphInput,
+    GraphOutput,
+    SourceGraph,
+    SourceNode,
+)
+from .tf_attrs import text
+from .values import AttrPlaceholder
+from .wire import CUT, Cut, Path, Spec, WireError, strip
+
+__all__ = ["MODEL_SPEC", "onnx_graph_from_buffer", "graph_from_model"]
+
+_TENSOR = Spec({9: CUT})
+_GRAPH = Spec()
+_ATTR = Spec({5: _TENSOR, 6: _GRAPH, 10: _TENSOR, 11: _GRAPH})
+_NODE = Spec({5: _ATTR})
+_GRAPH.fields.update({1: _NODE, 5: _TENSOR})
+MODEL_SPEC = Spec({7: _GRAPH, 25: Spec({7: _NODE})})
+
+_A = onnx.AttributeProto
+_RAW = ((9, 0),)
+
+
+def _value_type(type_proto) -> tuple[Any, tuple[int, ...] | None, tuple[str, ...]]:
+    """(DType or None, shape or None, dim_params) of a ValueInfo type."""
+    if type_proto.WhichOneof("value") != "tensor_type":
+        return None, None, ()
+    tensor_type = type_proto.tensor_type
+    dtype = from_onnx(tensor_type.elem_type)
+    if not tensor_type.HasField("shape"):
+        return dtype, None, ()
+    dims = []
+    params = []
+    for dim in tensor_type.shape.dim:
+        kind = dim.WhichOneof("value")
+        dims.append(int(dim.dim_value) if kind == "dim_value" and dim.dim_value >= 0 else -1)
+        params.append(dim.dim_param if kind == "dim_param" else "")
+    return dtype, tuple(dims), tuple(params) if any(params) else ()
+
+
+class _Builder:
+    def __init__(self, where: str, views: Mapping[Path, tuple[Any, int, int]], external: ExternalData | None,
+                 opset_imports: dict[str, int]) -> None:
+        self.where = where
+        self.views = views
+        self.external = external
+        self.opset_imports = opset_imports
+
+    # ------------------------------------------------------------------------------------ values
+    def tensor(self, proto, path: Path) -> np.ndarray:
+        return tensor_to_numpy(proto, self.where, self.views.get(path + _RAW), self.external)
+
+    def attribute(self, attr, path: Path, outer: frozenset[str], where: str) -> tuple[Any, list[tuple[str, SourceGraph]], list[str]]:
+        """Decoded value, subgraphs (name, graph) and the outer tensors the subgraphs read."""
+        if attr.ref_attr_name:
+            return AttrPlaceholder(attr.ref_attr_name), [], []
+        kind = attr.type
+        if kind == _A.UNDEFINED:
+            kind = self._guess_kind(attr)
+        if kind == _A.FLOAT:
+            return float(attr.f), [], []
+        if kind == _A.INT:
+            return int(attr.i), [], []
+        if kind == _A.STRING:
+            return text(attr.s), [], []
+        if kind == _A.TENSOR:
+            return self.tensor(attr.t, path + ((5, 0),)), [], []
+        if kind == _A.SPARSE_TENSOR:
+            return sparse_to_numpy(attr.sparse_tensor, self.where, self.external), [], []
+        if kind == _A.GRAPH:
+            graph, captures = self.graph(attr.g, path + ((6, 0),), outer, f"{where} attribute {attr.name!r}")
+            return graph, [(attr.name, graph)], captures
+        if kind == _A.FLOATS:
+            return tuple(float(v) for v in attr.floats), [], []
+        if kind == _A.INTS:
+            return tuple(int(v) for v in attr.ints), [], []
+        if kind == _A.STRINGS:
+            return tuple(text(v) for v in attr.strings), [], []
+        if kind == _A.TENSORS:
+            return tuple(self.tensor(t, path + ((10, m),)) for m, t in enumerate(attr.tensors)), [], []
+        if kind == _A.SPARSE_TENSORS:
+            return tuple(sparse_to_numpy(t, self.where, self.external) for t in attr.sparse_tensors), [], []
+        if kind == _A.GRAPHS:
+            graphs, subs, captures = [], [], []
+            for m, g in enumerate(attr.graphs):
+                graph, caps = self.graph(g, path + ((11, m),), outer, f"{where} attribute {attr.name!r}[{m}]")
+                graphs.append(graph)
+                subs.append((f"{attr.name}:{m}", graph))
+                captures.extend(caps)
+            return tuple(graphs), subs, captures
+        if kind == _A.TYPE_PROTO:
+            return _value_type(attr.tp)[:2], [], []
+        if kind == _A.TYPE_PROTOS:
+            return tuple(_value_type(t)[:2] for t in attr.type_protos), [], []
+        raise ParseError(f"{self.where}: {where} attribute {attr.name!r} has unknown type {attr.type}; the model is corrupt")
+
+    @staticmethod
+    def _guess_kind(attr) -> int:
+        # Very old models leave AttributeProto.type unset; the set field tells the kind.
+        for field, kind in (("g", _A.GRAPH), ("t", _A.TENSOR), ("s", _A.STRING), ("f", _A.FLOAT), ("i", _A.INT)):
+            if attr.HasField(field):
+                return kind
+        for field, kind in (("graphs", _A.GRAPHS), ("tensors", _A.TENSORS), ("strings", _A.STRINGS),
+                            ("floats", _A.FLOATS), ("ints", _A.INTS)):
+            if len(getattr(attr, field)):
+                return kind
+        return _A.INTS
+
+    # ------------------------------------------------------------------------------------ graphs
+    def graph(self, proto, prefix: Path, outer: frozenset[str], label: str = "main graph",
+              function=None) -> tuple[SourceGraph, list[str]]:
+        """Converts a GraphProto (or, with ``function``, a FunctionProto); returns it and its outer reads."""
+        where = f"{self.where}: {label}"
+        is_function = function is not None
+        node_field = 7 if is_function else 1
+        inputs: list[tuple[str, Any, Any, tuple[str, ...]]] = []
+        initializers: list[tuple[str, np.ndarray, int]] = []
+        if is_function:
+            inputs = [(name, None, None, ()) for name in proto.input]
+        else:
+            init_names = {t.name for t in proto.initializer} | {s.values.name for s in proto.sparse_initializer}
+            for i, t in enumerate(proto.initializer):
+                initializers.append((t.name, self.tensor(t, prefix + ((5, i),)), t.data_type))
+            for s in proto.sparse_initializer:
+                initializers.append((s.values.name, sparse_to_numpy(s, self.where, self.external), s.values.data_type))
+            inputs = [(v.name, *_value_type(v.type)) for v in proto.input if v.name not in init_names]
+        synthetic: dict[str, SourceNode] = {}
+        for name, array, code in initializers:
+            if not name:
+                raise ParseError(f"{where}: an initializer has no name; every initializer needs one")
+            if name in synthetic:
+                raise ParseError(f"{where}: two initializers are named {name!r}; tensor names must be unique")
+            dtype = from_onnx(code)
+            synthetic[name] = SourceNode(name, INITIALIZER_OP, attrs={"dtype": dtype}, value=array, synthetic=True,
+                                         output_names=[name])
+        graph_inputs = []
+        for index, (name, dtype, shape, params) in enumerate(inputs):
+            if not name:
+                raise ParseError(f"{where}: graph input {index} has no name; every input needs one")
+            if name in synthetic:
+                raise ParseError(f"{where}: two graph inputs are named {name!r}; tensor names must be unique")
+            attrs: dict[str, Any] = {"dtype": dtype, "shape": shape}
+            if params:
+                attrs["dim_params"] = params
+            synthetic[name] = SourceNode(name, INPUT_OP, attrs=attrs, synthetic=True, output_names=[name])
+            graph_inputs.append(GraphInput(name, name, dtype, shape, index))
+
+        node_protos = list(proto.node)
+        defined = set(synthetic)
+        for node in node_protos:
+            defined.update(o for o in node.output if o)
+        visible = outer | defined
+
+        # Decode every node (subgraphs first, so their outer reads are known before naming).
+        decoded = []
+        for j, node in enumerate(node_protos):
+            node_where = f"node {node.name or j!r} ({node.op_type})"
+            attrs: dict[str, Any] = {}
+            subgraphs: dict[str, SourceGraph] = {}
+            implicit: list[str] = []
+            path = prefix + ((node_field, j),)
+            for k, attr in enumerate(node.attribute):
+                if not attr.name:
+                    raise ParseError(f"{where}: {node_where} has an attribute without a name")
+                value, subs, caps = self.attribute(attr, path + ((5, k),), visible, f"{label} {node_where}")
+                attrs[attr.name] = value
+                subgraphs.update(subs)
+                implicit.extend(caps)
+            decoded.append((node, dict(sorted(attrs.items())), subgraphs, list(dict.fromkeys(implicit))))
+
+        # Tensors read here but defined in an enclosing graph.
+        referenced: list[str] = []
+        for node, _, _, implicit in decoded:
+            referenced.extend(i for i in node.input if i)
+            referenced.extend(implicit)
+        out_names = list(proto.output) if is_function else [o.name for o in proto.output]
+        referenced.extend(out_names)
+        captures = []
+        for name in dict.fromkeys(referenced):
+            if name in defined:
+                continue
+            if name not in outer:
+                user = next((n for n, *_ in decoded if name in n.input), None)
+                who = f"node {user.name!r} ({user.op_type})" if user is not None else "a graph output"
+                raise ParseError(
+                    f"{where}: {who} reads tensor {name!r}, which no node, graph input or initializer produces; "
+                    "the graph is incomplete"
+                )
+            captures.append(name)
+            synthetic[name] = SourceNode(name, OUTER_SCOPE_OP, synthetic=True, output_names=[name])
+
+        names = _node_names([n for n, *_ in decoded], set(synthetic))
+        producers: dict[str, tuple[str, int]] = {name: (name, 0) for name in synthetic}
+        for (node, *_), name in zip(decoded, names):
+            for i, out in enumerate(node.output):
+                if not out:
+                    continue
+                if out in producers and producers[out][0] != name:
+                    raise ParseError(
+                        f"{where}: tensor {out!r} is produced twice (by {producers[out][0]!r} and {name!r}); "
+                        "ONNX tensors are assigned once"
+                    )
+                producers[out] = (name, i)
+
+        nodes: list[SourceNode] = list(synthetic.values())
+        for (node, attrs, subgraphs, implicit), name in zip(decoded, names):
+            raw = list(node.input)
+            while raw and not raw[-1]:
+                raw.pop()
+            inputs_ = [producers[t] if t else ABSENT_INPUT for t in raw]
+            controls = list(dict.fromkeys(producers[t][0] for t in implicit))
+            domain = "" if node.domain == "ai.onnx" else node.domain
+            source = SourceNode(name, node.op_type, inputs=inputs_, control_inputs=controls, attrs=attrs,
+                                domain=domain, subgraphs=subgraphs, output_names=list(node.output))
+            if node.op_type == "Constant" and not domain:
+                source.value = _constant_value(attrs)
+            nodes.append(source)
+
+        graph_outputs = []
+        for name in out_names:
+            if not name:
+                raise ParseError(f"{where}: a graph output has no name; every output needs one")
+            producer, index = producers[name]
+            graph_outputs.append(GraphOutput(name, producer, index))
+
+        metadata: dict[str, Any] = {}
+        if is_function:
+            metadata["domain"] = proto.domain
+            metadata["attributes"] = tuple(proto.attribute) + tuple(a.name for a in proto.attribute_proto)
+            defaults = {}
+            for a in proto.attribute_proto:
+                defaults[a.name] = self.attribute(a, (), frozenset(), f"{label} attribute default")[0]
+            metadata["attribute_defaults"] = defaults
+            opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version) for o in proto.opset_import}
+        else:
+            value_info = {}
+            for v in proto.value_info:
+                dtype, shape, _ = _value_type(v.type)
+                value_info[v.name] = (dtype, shape)
+            metadata["value_info"] = value_info
+            opsets = self.opset_imports
+        graph = SourceGraph(
+            nodes, inputs=graph_inputs, outputs=graph_outputs, framework="onnx", path=self.where,
+            name=proto.name, opset_imports=opsets, metadata=metadata,
+        )
+        return graph, captures
+
+
+def _constant_value(attrs: dict[str, Any]) -> np.ndarray | None:
+    for key, dtype in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64), ("value_string", object),
+                       ("value_strings", object), ("sparse_value", None)):
+        if key in attrs:
+            value = attrs[key]
+            if isinstance(value, np.ndarray):
+                return value
+            if dtype is None or isinstance(value, AttrPlaceholder):
+                return None
+            array = np.array(value, dtype=dtype)
+            array.flags.writeable = False
+            return array
+    return None
+
+
+def _node_names(nodes: list, taken: set[str]) -> list[str]:
+    """Unique, deterministic node names: originals where free, else ``{op_type}_{position}`` / ``name_k``."""
+    reserved = {n.name for n in nodes if n.name} - taken
+    taken = set(taken)
+    names = []
+    for j, node in enumerate(nodes):
+        name = node.name
+        if name and name not in taken:
+            taken.add(name)
+            names.append(name)
+            continue
+        base = name or f"{node.op_type or 'node'}_{j}"
+        candidate = base
+        k = 0
+        while candidate in taken or (candidate != name and candidate in reserved):
+            k += 1
+            candidate = f"{base}_{k}"
+        taken.add(candidate)
+        names.append(candidate)
+    return names
+
+
+def _views(cuts: list[Cut], buffer) -> dict[Path, tuple[Any, int, int]]:
+    return {cut.path: (buffer, cut.offset, cut.length) for cut in cuts}
+
+
+def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tuple[Any, int, int]] | None = None,
+                     base_dir: str | None = None) -> SourceGraph:
+    """Converts a parsed ModelProto; ``views`` are cut raw data by wire path (see :mod:`.wire`).
+
+    Raises:
+        ModelLoadError: no graph, or external data that cannot be read safely.
+        ParseError: an invalid graph (missing producers, duplicate tensors, cycles, bad tensors).
+    """
+    if not model.HasField("graph") or model.ir_version <= 0:
+        raise ModelLoadError(
+            f"{where}: not an ONNX model (ir_version {model.ir_version}, "
+            f"{'a' if model.HasField('graph') else 'no'} graph); the file is corrupt or another format"
+        )
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version) for o in model.opset_import}
+    external = ExternalData(base_dir if base_dir is not None else os.path.dirname(os.path.abspath(where)), where)
+    builder = _Builder(where, views or {}, external, opsets)
+    graph, _ = builder.graph(model.graph, ((7, 0),), frozenset())
+    functions: dict[str, SourceGraph] = {}
+    for f, function in enumerate(model.functions):
+        key = f"{function.domain}::{function.name}" + (f"::{function.overload}" if function.overload else "")
+        if key in functions:
+            raise ParseError(f"{where}: the model defines function {key!r} twice; function names must be unique")
+        functions[key], _ = builder.graph(function, ((25, f),), frozenset(), f"function {key!r}", function=True)
+    graph.functions = functions
+    graph.metadata.update({
+        "ir_version": int(model.ir_version),
+        "producer_name": model.producer_name,
+        "producer_version": model.producer_version,
+        "model_version": int(model.model_version),
+        "metadata_props": {p.key: p.value for p in model.metadata_props},
+    })
+    return graph
+
+
+def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, threshold: int = 1024) -> SourceGraph:
+    """Parses ONNX model bytes (``bytes`` or ``mmap``) with large raw data kept in ``buffer``."""
+    try:
+        small, cuts = strip(buffer, 0, len(buffer), MODEL_SPEC, threshold)
+    except WireError as exc:
+        raise ModelLoadError(f"{where}: not a valid ONNX model ({exc}); the file is truncated or another format") from None
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(small)
+    except _message.DecodeError as exc:
+        raise ModelLoadError(f"{where}: not a valid ONNX model ({exc or 'protobuf decode error'}); the file is truncated or another format") from None
+    return graph_from_model(model, where, _views(cuts, buffer), base_dir)

@@ -1,0 +1,114 @@
+"""Output-argument signatures of TensorFlow ops, read from a table shipped with the package.
+
+``tf_op_signatures.json`` is generated from TensorFlow's op registry by ``tools/gen_op_signatures.py``
+(see that script for the format). With it, a function-body tensor name ``node:output_arg:index`` becomes
+the node's flat output index, and a node's number of outputs is known, without importing TensorFlow.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping, Sequence
+
+__all__ = ["OutputArg", "OpSignatures", "builtin_signatures"]
+
+
+@dataclass(frozen=True)
+class OutputArg:
+    """One output argument: a single tensor, ``number_attr`` tensors, or one per ``type_list_attr`` entry."""
+
+    name: str
+    number_attr: str = ""
+    type_list_attr: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "OutputArg":
+        if "*" in text:
+            name, attr = text.split("*", 1)
+            return cls(name, number_attr=attr)
+        if "+" in text:
+            name, attr = text.split("+", 1)
+            return cls(name, type_list_attr=attr)
+        return cls(text)
+
+    def size(self, attrs: Mapping[str, Any], defaults: Mapping[str, int]) -> int | None:
+        """How many tensors this argument holds on a node with ``attrs``; None when it cannot be known."""
+        if self.number_attr:
+            value = attrs.get(self.number_attr, defaults.get(self.number_attr))
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        if self.type_list_attr:
+            if self.type_list_attr in attrs:
+                value = attrs[self.type_list_attr]
+                return len(value) if isinstance(value, tuple) else None
+            return defaults.get(self.type_list_attr)
+        return 1
+
+
+@lru_cache(maxsize=1)
+def _builtin_table() -> tuple[dict[str, tuple[OutputArg, ...]], dict[str, dict[str, int]], str]:
+    text = resources.files(__package__).joinpath("tf_op_signatures.json").read_text(encoding="utf-8")
+    raw = json.loads(text)
+    ops = {name: tuple(OutputArg.parse(a) for a in args) for name, args in raw["ops"].items()}
+    return ops, raw["defaults"], raw["tensorflow_version"]
+
+
+class OpSignatures:
+    """Output signatures of the builtin TF ops plus, optionally, a graph's library functions.
+
+    Args:
+        functions: output arguments of each library function, by function name (a node whose op type is
+            a function name calls that function).
+    """
+
+    def __init__(self, functions: Mapping[str, Sequence[OutputArg]] | None = None) -> None:
+        self._ops, self._defaults, self.tensorflow_version = _builtin_table()
+        self._functions = {name: tuple(args) for name, args in (functions or {}).items()}
+
+    def outputs(self, op_type: str) -> tuple[OutputArg, ...] | None:
+        found = self._functions.get(op_type)
+        return found if found is not None else self._ops.get(op_type)
+
+    def knows(self, op_type: str) -> bool:
+        return op_type in self._functions or op_type in self._ops
+
+    def _sizes(self, op_type: str, attrs: Mapping[str, Any]) -> list[tuple[str, int | None]] | None:
+        args = self.outputs(op_type)
+        if args is None:
+            return None
+        defaults = {} if op_type in self._functions else self._defaults.get(op_type, {})
+        return [(a.name, a.size(attrs, defaults)) for a in args]
+
+    def num_outputs(self, op_type: str, attrs: Mapping[str, Any]) -> int | None:
+        """The node's number of output tensors, or None for an unknown op or unresolved list sizes."""
+        sizes = self._sizes(op_type, attrs)
+        if sizes is None or any(size is None for _, size in sizes):
+            return None
+        return sum(size for _, size in sizes)  # type: ignore[misc]
+
+    def output_index(self, op_type: str, attrs: Mapping[str, Any], arg: str, index: int) -> int | None:
+        """Flat output index of ``arg:index`` on a node; None when the op or the argument is unknown.
+
+        Raises:
+            IndexError: ``index`` is past the end of the argument's list of tensors.
+        """
+        sizes = self._sizes(op_type, attrs)
+        if sizes is None:
+            return None
+        offset = 0
+        for name, size in sizes:
+            if name == arg:
+                if size is not None and index >= size:
+                    raise IndexError(f"output argument {arg!r} of {op_type} holds {size} tensors, not {index + 1}")
+                return offset + index
+            if size is None:
+                return None
+            offset += size
+        return None
+
+
+def builtin_signatures() -> OpSignatures:
+    """A signature table of TensorFlow's builtin ops only."""
+    return OpSignatures()

@@ -1,0 +1,98 @@
+"""TensorFlow ``AttrValue`` to plain Python values.
+
+=============  ==========================================================================
+AttrValue      Python
+=============  ==========================================================================
+``s``          ``str`` when the bytes are UTF-8 (``"SAME"``, ``"NHWC"``), else ``bytes``
+``i f b``      ``int``, ``float``, ``bool``
+``type``       :class:`~scopefusion.dtypes.DType` (or :class:`.ForeignDType`: resource, variant)
+``shape``      ``tuple`` of ints, ``-1`` for an unknown dim; ``None`` for an unknown rank
+``tensor``     read-only ``numpy.ndarray`` (see :mod:`.tf_tensors`)
+``func``       :class:`.FunctionRef` with its own decoded attributes
+``list``       ``tuple`` of the above (``()`` for an empty list)
+placeholder    :class:`.AttrPlaceholder` (inside function bodies)
+unset          ``None``
+=============  ==========================================================================
+
+NOTE: string attributes are decoded to ``str`` because nearly all of them are names and enums
+(padding, data formats, ``_class`` colocation names); bytes that are not UTF-8 stay ``bytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .tf_tensors import shape_of, tensor_to_numpy, tf_dtype
+from .values import AttrPlaceholder, FunctionRef
+
+__all__ = ["decode_attr", "decode_attrs", "decode_func", "text"]
+
+ContentViews = Mapping[str, tuple[object, int, int]]
+
+
+def text(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def decode_func(func) -> FunctionRef:
+    attrs = tuple(sorted((k, decode_attr(v)) for k, v in func.attr.items()))
+    return FunctionRef(func.name, attrs)
+
+
+def _decode_list(lst) -> tuple:
+    if lst.s:
+        return tuple(text(v) for v in lst.s)
+    if lst.i:
+        return tuple(int(v) for v in lst.i)
+    if lst.f:
+        return tuple(float(v) for v in lst.f)
+    if lst.b:
+        return tuple(bool(v) for v in lst.b)
+    if lst.type:
+        return tuple(tf_dtype(v) for v in lst.type)
+    if lst.shape:
+        return tuple(shape_of(v) for v in lst.shape)
+    if lst.tensor:
+        return tuple(tensor_to_numpy(v) for v in lst.tensor)
+    if lst.func:
+        return tuple(decode_func(v) for v in lst.func)
+    return ()
+
+
+def decode_attr(value, content_view: tuple[object, int, int] | None = None) -> Any:
+    """Decodes one ``AttrValue`` (ours or TensorFlow's class).
+
+    Raises:
+        TensorDecodeError: a tensor attribute is inconsistent.
+    """
+    kind = value.WhichOneof("value")
+    if kind == "s":
+        return text(value.s)
+    if kind == "i":
+        return int(value.i)
+    if kind == "f":
+        return float(value.f)
+    if kind == "b":
+        return bool(value.b)
+    if kind == "type":
+        return tf_dtype(value.type)
+    if kind == "shape":
+        return shape_of(value.shape)
+    if kind == "tensor":
+        return tensor_to_numpy(value.tensor, content_view)
+    if kind == "list":
+        return _decode_list(value.list)
+    if kind == "func":
+        return decode_func(value.func)
+    if kind == "placeholder":
+        return AttrPlaceholder(value.placeholder)
+    return None
+
+
+def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[str, Any]:
+    """Decodes a NodeDef's attribute map, sorted by name; ``content_views`` maps attr names to cut tensors."""
+    views = content_views or {}
+    return {name: decode_attr(attr_map[name], views.get(name)) for name in sorted(attr_map)}

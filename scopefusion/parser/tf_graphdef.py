@@ -1,0 +1,196 @@
+"""Frozen (binary) and text GraphDefs into a :class:`SourceGraph`, without TensorFlow.
+
+Binary GraphDefs are read from a buffer (an ``mmap`` of the file): :mod:`.wire` cuts every large
+``tensor_content`` out before protobuf parses the rest, so constants are read-only views of the file and
+parsing costs memory in proportion to the graph's structure, not its weights.
+
+Graph inputs are the ``Placeholder`` nodes; graph outputs are the tensors named by ``outputs=`` or, by
+default, every output of each node nothing consumes (constants and ``NoOp`` excepted).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+from google.protobuf import message as _message
+from google.protobuf import text_format
+
+from ..dtypes import DType
+from ..errors import ModelLoadError, ParseError
+from .proto import tf_framework_pb2 as tfpb
+from .source_graph import GraphInput, GraphOutput, SourceGraph, SourceNode
+from .tf_attrs import ContentViews
+from .tf_functions import FunctionLibrary
+from .tf_nodes import assign_output_names, decode_node_def, parse_tensor_name
+from .wire import CUT, MapField, Spec, WireError, strip
+
+__all__ = [
+    "GRAPH_DEF_SPEC",
+    "NON_OUTPUT_OPS",
+    "graph_from_graph_def",
+    "parse_graph_def_buffer",
+    "parse_graph_def_text",
+    "tf_graph_from_buffer",
+]
+
+# Which fields lead to a TensorProto's tensor_content: NodeDef.attr[*].tensor.tensor_content.
+_NODE_SPEC = Spec({5: MapField(Spec({8: Spec({4: CUT})}))})
+GRAPH_DEF_SPEC = Spec({1: _NODE_SPEC, 2: Spec({1: Spec({3: _NODE_SPEC})})})
+
+NON_OUTPUT_OPS = frozenset({"Const", "HostConst", "NoOp", "Placeholder", "PlaceholderWithDefault"})
+_TENSOR_SUFFIX = ((2, 0), (8, 0), (4, 0))
+
+
+def _views_by_node(buffer, cuts, where: str) -> tuple[dict[int, dict[str, Any]], dict[tuple[int, int], dict[str, Any]]]:
+    nodes: dict[int, dict[str, Any]] = {}
+    functions: dict[tuple[int, int], dict[str, Any]] = {}
+    for cut in cuts:
+        path = cut.path
+        view = (buffer, cut.offset, cut.length)
+        if len(path) == 5 and path[0][0] == 1 and path[1][0] == 5 and path[2:] == _TENSOR_SUFFIX:
+            nodes.setdefault(path[0][1], {})[path[1][1]] = view
+        elif (len(path) == 7 and path[0] == (2, 0) and path[1][0] == 1 and path[2][0] == 3 and path[3][0] == 5
+              and path[4:] == _TENSOR_SUFFIX):
+            functions.setdefault((path[1][1], path[2][1]), {})[path[3][1]] = view
+        else:
+            raise ModelLoadError(
+                f"{where}: a tensor at byte {cut.offset} is stored in repeated singular fields, which TensorFlow "
+                "never writes; the file is corrupt"
+            )
+    return nodes, functions
+
+
+def parse_graph_def_buffer(buffer, where: str, threshold: int = 1024):
+    """Parses GraphDef bytes (``bytes`` or ``mmap``) with large tensor contents kept in ``buffer``.
+
+    Returns ``(graph_def message, node views by node index, views by (function index, node index))``.
+
+    Raises:
+        ModelLoadError: the bytes are not a well-formed GraphDef.
+    """
+    try:
+        small, cuts = strip(buffer, 0, len(buffer), GRAPH_DEF_SPEC, threshold)
+    except WireError as exc:
+        raise ModelLoadError(f"{where}: not a valid binary GraphDef ({exc}); the file is truncated or not a TensorFlow model") from None
+    graph_def = tfpb.GraphDef()
+    try:
+        graph_def.ParseFromString(small)
+    except _message.DecodeError as exc:
+        raise ModelLoadError(f"{where}: not a valid binary GraphDef ({exc or 'protobuf decode error'}); the file is truncated or not a TensorFlow model") from None
+    node_views, func_views = _views_by_node(buffer, cuts, where)
+    return graph_def, node_views, func_views
+
+
+def parse_graph_def_text(text: str, where: str):
+    """Parses a text GraphDef.
+
+    Raises:
+        ModelLoadError: the text is not a GraphDef in protobuf text format.
+    """
+    graph_def = tfpb.GraphDef()
+    try:
+        text_format.Parse(text, graph_def, allow_unknown_field=True)
+    except text_format.ParseError as exc:
+        raise ModelLoadError(f"{where}: not a valid text GraphDef ({exc}); fix the text or pass the right format") from None
+    return graph_def
+
+
+def graph_from_graph_def(
+    graph_def,
+    where: str,
+    node_views: Mapping[int, ContentViews] | None = None,
+    function_views: Mapping[tuple[int, int], ContentViews] | None = None,
+    *,
+    inputs: Sequence[tuple[str, str]] | None = None,
+    outputs: Sequence[str | tuple[str, str]] | None = None,
+    inline_functions: bool = True,
+    name: str = "",
+    metadata: Mapping[str, Any] | None = None,
+) -> SourceGraph:
+    """Converts a GraphDef message (ours or TensorFlow's class) into a SourceGraph.
+
+    Args:
+        inputs: ``(input name, tensor name)`` pairs naming the graph inputs (a SavedModel signature's
+            keys); default: every ``Placeholder``, named after the node.
+        outputs: graph output tensor names (``"node"`` or ``"node:1"``), or ``(output name, tensor name)``
+            pairs; default: every output of each node nothing consumes, constants, placeholders and
+            ``NoOp`` excepted.
+        inline_functions: inline ``PartitionedCall`` / ``StatefulPartitionedCall`` and direct function calls.
+        metadata: extra entries for ``SourceGraph.metadata``.
+
+    Raises:
+        ParseError: duplicate names, a missing producer, a data cycle, an invalid function body.
+        ModelLoadError: the GraphDef holds no nodes.
+    """
+    if not graph_def.node:
+        raise ModelLoadError(f"{where}: the GraphDef holds no nodes; the file is empty or not a TensorFlow GraphDef")
+    node_views = node_views or {}
+    nodes = [decode_node_def(nd, where, node_views.get(i)) for i, nd in enumerate(graph_def.node)]
+    library = FunctionLibrary(graph_def.library.function, where, function_views, inline_functions)
+    nodes, tensor_map = library.expand(nodes, where)
+
+    if inputs is None:
+        graph_inputs = [
+            GraphInput(n.name, n.name, _dtype(n.attrs.get("dtype")), _shape(n.attrs.get("shape")), i)
+            for i, n in enumerate(n for n in nodes if n.op_type == "Placeholder")
+        ]
+    else:
+        by_name = {n.name: n for n in nodes}
+        graph_inputs = []
+        for i, (input_name, tensor) in enumerate(inputs):
+            node_name, _ = parse_tensor_name(tensor)
+            node = by_name.get(node_name)
+            if node is None:
+                raise ParseError(f"{where}: graph input {input_name!r} names tensor {tensor!r}, but no node is named {node_name!r}")
+            graph_inputs.append(GraphInput(input_name, node_name, _dtype(node.attrs.get("dtype")), _shape(node.attrs.get("shape")), i))
+    if outputs is not None:
+        graph_outputs = []
+        for item in outputs:
+            output_name, text = (item, item) if isinstance(item, str) else item
+            node, index = parse_tensor_name(text)
+            node, index = library.follow(tensor_map, (node, index))
+            graph_outputs.append(GraphOutput(output_name, node, index))
+        assign_output_names(nodes, library.signatures, ((o.node, o.index) for o in graph_outputs))
+    else:
+        assign_output_names(nodes, library.signatures)
+        graph_outputs = list(_sink_outputs(nodes))
+    metadata = dict(metadata or {})
+    if graph_def.HasField("versions"):
+        metadata["producer"] = graph_def.versions.producer
+        metadata["min_consumer"] = graph_def.versions.min_consumer
+    return SourceGraph(
+        nodes,
+        inputs=graph_inputs,
+        outputs=graph_outputs,
+        functions=library.graphs(),
+        framework="tensorflow",
+        path=where,
+        name=name or os.path.basename(where),
+        metadata=metadata,
+    )
+
+
+def _sink_outputs(nodes: Iterable[SourceNode]) -> Iterable[GraphOutput]:
+    nodes = list(nodes)
+    consumed = {p for n in nodes for p, _ in n.inputs}
+    consumed.update(p for n in nodes for p in n.control_inputs)
+    for node in nodes:
+        if node.name in consumed or node.op_type in NON_OUTPUT_OPS:
+            continue
+        for i in range(len(node.output_names)):
+            yield GraphOutput(node.name if i == 0 else f"{node.name}:{i}", node.name, i)
+
+
+def _dtype(value):
+    return value if isinstance(value, DType) else None
+
+
+def _shape(value):
+    return value if isinstance(value, tuple) or value is None else None
+
+
+def tf_graph_from_buffer(buffer, where: str, **options: Any) -> SourceGraph:
+    """A binary GraphDef in ``buffer`` to a SourceGraph (see :func:`graph_from_graph_def` for options)."""
+    graph_def, node_views, func_views = parse_graph_def_buffer(buffer, where)
+    return graph_from_graph_def(graph_def, where, node_views, func_views, **options)

@@ -1,0 +1,109 @@
+"""One TensorFlow ``NodeDef`` into a :class:`SourceNode`, and the small helpers around it."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import ParseError
+from .op_signatures import OpSignatures
+from .source_graph import SourceNode
+from .tf_attrs import ContentViews, decode_attrs
+from .tf_tensors import TensorDecodeError
+
+__all__ = [
+    "CONST_OPS",
+    "ENTER_OPS",
+    "assign_output_names",
+    "decode_node_def",
+    "parse_graph_input",
+    "parse_tensor_name",
+]
+
+CONST_OPS = frozenset({"Const", "HostConst"})
+ENTER_OPS = frozenset({"Enter", "RefEnter"})
+
+
+def parse_tensor_name(text: str) -> tuple[str, int]:
+    """``"node:3"`` -> ``("node", 3)``; ``"node"`` -> ``("node", 0)``."""
+    name, sep, index = text.rpartition(":")
+    if sep and index.isdigit():
+        return name, int(index)
+    return text, 0
+
+
+def parse_graph_input(text: str) -> tuple[str, int] | str:
+    """A GraphDef input string: ``(producer, index)`` for data, the producer name for ``"^control"``."""
+    if text.startswith("^"):
+        return text[1:]
+    return parse_tensor_name(text)
+
+
+def decode_node_def(
+    node_def,
+    where: str,
+    content_views: ContentViews | None = None,
+    *,
+    resolve_inputs: bool = True,
+) -> SourceNode:
+    """Decodes name, op, attributes (constants included), device and, with ``resolve_inputs``, the inputs.
+
+    Function bodies resolve their inputs themselves (``resolve_inputs=False``).
+
+    Raises:
+        ParseError: a node without a name or op type, or an attribute that cannot be decoded.
+    """
+    name = node_def.name
+    op = node_def.op
+    if not name:
+        raise ParseError(f"{where}: a node ({op or 'no op type'}) has an empty name; every node needs a unique name")
+    if not op:
+        raise ParseError(f"{where}: node {name!r} has no op type; the model is incomplete or corrupt")
+    try:
+        attrs = decode_attrs(node_def.attr, content_views)
+    except TensorDecodeError as exc:
+        raise ParseError(f"{where}: node {name!r} ({op}) has an unreadable tensor attribute: {exc}") from None
+    node = SourceNode(name=name, op_type=op, attrs=attrs, device=node_def.device)
+    if op in CONST_OPS:
+        value = attrs.get("value")
+        if isinstance(value, np.ndarray):
+            node.value = value
+    elif op in ENTER_OPS:
+        frame = attrs.get("frame_name")
+        if isinstance(frame, str):
+            node.frame = frame
+    if resolve_inputs:
+        inputs = node.inputs
+        controls = node.control_inputs
+        for text in node_def.input:
+            parsed = parse_graph_input(text)
+            if isinstance(parsed, str):
+                controls.append(parsed)
+            else:
+                inputs.append(parsed)
+    return node
+
+
+def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, consumed: Iterable[tuple[str, int]] = ()) -> None:
+    """Sets ``output_names`` (``"name:i"``) on every node from its op signature.
+
+    For an op the table does not know, the count is one past the highest output index any consumer
+    (or ``consumed``, e.g. graph outputs) reads, at least one.
+    """
+    highest: dict[str, int] = {}
+    for node in nodes:
+        for producer, index in node.inputs:
+            if index > highest.get(producer, -1):
+                highest[producer] = index
+    for producer, index in consumed:
+        if index > highest.get(producer, -1):
+            highest[producer] = index
+    for node in nodes:
+        if node.output_names:
+            continue
+        count = signatures.num_outputs(node.op_type, node.attrs)
+        if count is None:
+            count = highest.get(node.name, 0) + 1
+        name = node.name
+        node.output_names = [f"{name}:{i}" for i in range(count)]

@@ -1,0 +1,201 @@
+"""A small protobuf wire-format walker that cuts large byte fields out of a message.
+
+Parsing a 400 MB GraphDef with protobuf copies every weight at least once. This module walks the wire
+format of a buffer (typically an ``mmap`` of the model file) and returns a copy of the message with the
+large ``bytes`` fields named by a :class:`Spec` removed, plus where each removed field lies in the buffer,
+so the caller parses the small remainder with protobuf and turns each cut field into a zero-copy
+``np.frombuffer(buffer, offset=..., count=...)`` view.
+
+A cut is addressed by its :data:`Path`: one ``(field number, key)`` step per nesting level, where ``key``
+is the occurrence number of that field inside its parent message (0, 1, 2... in wire order) or, for a
+map field declared with :class:`MapField`, the entry's key decoded as UTF-8.
+
+Fields shorter than ``threshold`` bytes are copied verbatim and never walked, so the Python work is
+proportional to the number of large fields, not to the size of the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+__all__ = ["CUT", "Cut", "MapField", "Path", "Spec", "WireError", "iter_fields", "read_varint", "strip"]
+
+Path = tuple[tuple[int, Union[int, str]], ...]
+
+# Wire types.
+VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
+
+
+class WireError(ValueError):
+    """The bytes are not a well-formed protobuf message; ``offset`` is where the walker stopped."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(f"{message} at byte {offset}")
+        self.offset = offset
+
+
+class _CutMarker:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "CUT"
+
+
+CUT = _CutMarker()
+"""Spec leaf: cut this ``bytes`` field out when it is at least ``threshold`` bytes long."""
+
+
+@dataclass(frozen=True)
+class MapField:
+    """Spec node for a ``map<string, V>`` field: entries are addressed by key; ``value`` walks field 2."""
+
+    value: "Spec"
+
+
+@dataclass
+class Spec:
+    """Which fields of a message to walk into (a nested :class:`Spec` or :class:`MapField`) or cut (:data:`CUT`)."""
+
+    fields: dict[int, "Spec | MapField | _CutMarker"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A removed field: its path and where its payload lies in the buffer."""
+
+    path: Path
+    offset: int
+    length: int
+
+
+def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
+    """Reads a base-128 varint at ``pos``; returns ``(value, next position)``."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise WireError("truncated varint", pos)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise WireError("varint longer than 10 bytes", pos)
+
+
+def _skip(buf, pos: int, end: int, wire_type: int, field_number: int) -> tuple[int, int]:
+    """Skips one field value; returns ``(payload start, next position)``."""
+    if wire_type == VARINT:
+        _, nxt = read_varint(buf, pos, end)
+        return pos, nxt
+    if wire_type == LEN:
+        length, start = read_varint(buf, pos, end)
+        nxt = start + length
+        if nxt > end:
+            raise WireError(f"field {field_number} claims {length} bytes but the message ends first", start)
+        return start, nxt
+    if wire_type == I64:
+        nxt = pos + 8
+    elif wire_type == I32:
+        nxt = pos + 4
+    elif wire_type == SGROUP:
+        # Groups are obsolete; walk to the matching end-group tag.
+        p = pos
+        while True:
+            key, p = read_varint(buf, p, end)
+            wt = key & 7
+            if wt == EGROUP:
+                if key >> 3 != field_number:
+                    raise WireError("mismatched end-group tag", p)
+                return pos, p
+            _, p = _skip(buf, p, end, wt, key >> 3)
+    else:
+        raise WireError(f"invalid wire type {wire_type} for field {field_number}", pos)
+    if nxt > end:
+        raise WireError(f"field {field_number} runs past the end of the message", pos)
+    return pos, nxt
+
+
+def iter_fields(buf, start: int, end: int):
+    """Yields ``(field number, wire type, field start, payload start, field end)`` for each field."""
+    pos = start
+    while pos < end:
+        field_start = pos
+        key, pos = read_varint(buf, pos, end)
+        field_number, wire_type = key >> 3, key & 7
+        if field_number == 0:
+            raise WireError("field number 0", field_start)
+        payload, pos = _skip(buf, pos, end, wire_type, field_number)
+        yield field_number, wire_type, field_start, payload, pos
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _map_key(buf, start: int, end: int) -> str | None:
+    for number, wire_type, _, payload, nxt in iter_fields(buf, start, end):
+        if number == 1 and wire_type == LEN:
+            return bytes(buf[payload:nxt]).decode("utf-8", "replace")
+    return None
+
+
+def strip(buf, start: int, end: int, spec: Spec, threshold: int = 1024) -> tuple[bytes, list[Cut]]:
+    """Copies the message in ``buf[start:end]`` without the large fields that ``spec`` marks :data:`CUT`.
+
+    Returns the remaining message bytes (parse them with protobuf) and the cuts, in wire order.
+
+    Raises:
+        WireError: the bytes are not a well-formed message (truncated, bad wire type, bad lengths).
+    """
+    cuts: list[Cut] = []
+    data = _strip(buf, start, end, spec, threshold, (), cuts)
+    return data, cuts
+
+
+def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cuts: list[Cut]) -> bytes:
+    pieces: list[bytes] = []
+    run_start = start  # start of the current run of verbatim fields
+    counts: dict[int, int] = {}
+    fields = spec.fields
+    for number, wire_type, field_start, payload, nxt in iter_fields(buf, start, end):
+        sub = fields.get(number)
+        if sub is None or wire_type != LEN:
+            continue
+        ordinal = counts.get(number, 0)
+        counts[number] = ordinal + 1
+        if nxt - payload < threshold:
+            continue
+        if run_start < field_start:
+            pieces.append(buf[run_start:field_start])
+        run_start = nxt
+        if sub is CUT:
+            cuts.append(Cut(path + ((number, ordinal),), payload, nxt - payload))
+            continue
+        if isinstance(sub, MapField):
+            key = _map_key(buf, payload, nxt)
+            step = (number, key if key is not None else "")
+            inner = Spec({2: sub.value})
+        else:
+            step = (number, ordinal)
+            inner = sub
+        body = _strip(buf, payload, nxt, inner, threshold, path + (step,), cuts)
+        pieces.append(_encode_varint((number << 3) | LEN))
+        pieces.append(_encode_varint(len(body)))
+        pieces.append(body)
+    if not pieces:
+        return bytes(buf[start:end])
+    if run_start < end:
+        pieces.append(buf[run_start:end])
+    return b"".join(pieces)
