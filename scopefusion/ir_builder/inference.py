@@ -36,6 +36,7 @@ def infer_node(node: Node) -> InferContext:
         [input_info(node, i) for i in range(len(node.inputs))],
         dict(node.attrs.items()),
         len(node.outputs),
+        node.subgraphs,
     )
     node.opdef.infer(ctx)
     context = node.graph.context

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -188,11 +188,15 @@ class OpDef:
         self.inputs[i] = InputSpec(spec.name, spec.param, spec.dtypes, spec.formats, True)
         return self
 
-    def attr(self, name: str, type_id: AttrType, *, default: Any = ...) -> "OpDef":
-        """Declares an attribute: required when no ``default`` is given, else optional with it."""
+    def attr(self, name: str, type_id: AttrType, *, default: Any = ..., optional: bool = False) -> "OpDef":
+        """Declares an attribute: required when no ``default`` is given, else optional with it.
+
+        ``optional=True`` without a default declares an attribute that a node may leave unset, with no
+        default filled in (ONNX's Conv ``strides``: when absent its meaning depends on the input's rank).
+        """
         self._check_new(name, "attribute")
         if default is ...:
-            self.attrs[name] = AttrSpec(name, type_id, True, None)
+            self.attrs[name] = AttrSpec(name, type_id, not optional, None)
         else:
             try:
                 value = default if isinstance(default, AttrValue) else AttrValue(type_id, default)
@@ -270,7 +274,8 @@ class OpDef:
             if spec.name not in out:
                 if spec.required:
                     raise ValueError(f"{where}: op {self.qualified_name} needs attribute {spec.name!r} ({spec.type_id.name})")
-                out[spec.name] = spec.default  # type: ignore[assignment]
+                if spec.default is not None:
+                    out[spec.name] = spec.default
         return out
 
     # ------------------------------------------------------------------ inference
@@ -367,8 +372,11 @@ class InferContext:
         inputs: Sequence[InputInfo | None],
         attrs: dict[str, AttrValue],
         num_outputs: int,
+        subgraphs: Mapping[str, Any] | None = None,
     ) -> None:
         self.opdef = opdef
+        # Control-flow bodies (``node.subgraphs``) by name, for ops whose outputs follow their bodies'.
+        self.subgraphs: dict[str, Any] = dict(subgraphs or {})
         self.node_name = node_name
         self._bound = opdef.bind_inputs(len(inputs))
         self._inputs: list[InputInfo | None] = []

@@ -1,0 +1,1 @@
+"""Op definitions by dialect: ``onnx`` (ONNX's operator schemas) and ``tf`` (TensorFlow's op registry)."""

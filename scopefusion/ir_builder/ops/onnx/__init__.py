@@ -1,0 +1,31 @@
+"""The ``onnx`` dialect: one op definition per ONNX operator schema, made when a registry is built.
+
+``definitions(opset)`` reads the installed ``onnx`` package's schemas for that opset (the package is
+imported then, never when this module is imported) and returns fresh :class:`~scopefusion.ir_builder.opdef.OpDef`
+objects, dialect ``onnx``. Register them in an
+:class:`~scopefusion.ir_builder.opdef.OpRegistry` of your own::
+
+    registry = OpRegistry(builtin_ops() + definitions(17))
+
+See :mod:`.schemas` for how a schema becomes a definition, :mod:`.infer` and :mod:`.control_flow` for
+inference, :mod:`.kernels` for reference kernels and constant folding.
+"""
+
+from __future__ import annotations
+
+from ...opdef import OpDef
+
+__all__ = ["DIALECT", "definitions"]
+
+DIALECT = "onnx"
+
+
+def definitions(opset: int) -> list[OpDef]:
+    """The op definitions of ONNX's default domain at ``opset``.
+
+    Raises:
+        ValueError: ``opset`` is not a version the installed ``onnx`` knows.
+    """
+    from .schemas import default_domain_definitions
+
+    return default_domain_definitions(opset)
