@@ -1,0 +1,177 @@
+"""What an accepted fusion claims and how its ports connect: everything the IR builder needs.
+
+An :class:`AcceptedFusion` is a validated :class:`~.result.FusionScopesResult` with every name resolved
+against the source graph, so applying it needs no further lookups:
+
+* ``claimed``: the source nodes it replaces, in graph order;
+* ``kept``: nodes inside its scopes that it does *not* replace because they only produce a fused input
+  (a weight and its ``Identity`` read, for instance); they stay in the graph and feed the fused op;
+* ``inputs``: per fused input port, the producer ``(node, output index)`` outside the claimed set;
+* ``outputs``: per fused output port, the claimed node output that it stands for and its consumers
+  ``(node, input slot)`` outside the claimed set, plus the graph outputs that name it;
+* ``absorbed``: constant producers whose edges into claimed nodes disappear because the fused op
+  carries their value (its attributes), as CANN drops unmapped edges;
+* ``control_inputs`` / ``control_outputs``: control edges that cross the boundary;
+* ``inner_nodes``: for a many-to-many fusion, the inner nodes with full names and resolved inputs.
+
+A producer or consumer named here may itself be claimed by another accepted fusion; the
+:class:`~.plan.FusionPlan` resolves such a tensor with ``resolve_tensor``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["AcceptedFusion", "FusedInput", "FusedOutput", "PatternCheck", "Refusal", "ResolvedInnerNode"]
+
+
+@dataclass(frozen=True)
+class FusedInput:
+    """Fused input ``port`` reads ``producer``'s output ``index``; it was mapped from ``inner_node``'s
+    input ``inner_slot``."""
+
+    port: int
+    producer: str
+    index: int
+    inner_node: str
+    inner_slot: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "port": self.port,
+            "producer": self.producer,
+            "index": self.index,
+            "inner_node": self.inner_node,
+            "inner_slot": self.inner_slot,
+        }
+
+
+@dataclass(frozen=True)
+class FusedOutput:
+    """Fused output ``port`` stands for claimed node ``inner_node``'s output ``index``."""
+
+    port: int
+    inner_node: str
+    index: int
+    consumers: tuple[tuple[str, int], ...] = ()
+    graph_outputs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "port": self.port,
+            "inner_node": self.inner_node,
+            "index": self.index,
+            "consumers": [list(c) for c in self.consumers],
+            "graph_outputs": list(self.graph_outputs),
+        }
+
+
+@dataclass(frozen=True)
+class ResolvedInnerNode:
+    """A many-to-many inner node: ``inputs`` are ``(producer, output index)`` with the producer an inner
+    node's full name or, for inputs from the fused scope, the real external producer; index ``-1`` is a
+    control edge. ``outputs`` are ``(inner node full name or OutputToFusionScope, slot or port)``."""
+
+    name: str
+    type: str
+    inputs: tuple[tuple[str, int], ...]
+    outputs: tuple[tuple[str, int], ...]
+    attrs: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "inputs": [list(i) for i in self.inputs],
+            "outputs": [list(o) for o in self.outputs],
+            "attrs": sorted(self.attrs),
+        }
+
+
+@dataclass(frozen=True)
+class AcceptedFusion:
+    """One validated fusion; see the module docstring."""
+
+    name: str
+    type: str
+    pass_name: str
+    description: str
+    scopes: tuple[str, ...]
+    claimed: tuple[str, ...]
+    kept: tuple[str, ...]
+    inputs: tuple[FusedInput, ...]
+    outputs: tuple[FusedOutput, ...]
+    absorbed: tuple[str, ...]
+    control_inputs: tuple[str, ...]
+    control_outputs: tuple[str, ...]
+    inner_nodes: tuple[ResolvedInnerNode, ...] = ()
+    attrs: dict[str, Any] = field(default_factory=dict, compare=False)
+    captures: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_many_to_many(self) -> bool:
+        return bool(self.inner_nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable summary (attribute values are listed by name only)."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "pass": self.pass_name,
+            "description": self.description,
+            "scopes": list(self.scopes),
+            "claimed": list(self.claimed),
+            "kept": list(self.kept),
+            "inputs": [i.to_dict() for i in self.inputs],
+            "outputs": [o.to_dict() for o in self.outputs],
+            "absorbed": list(self.absorbed),
+            "control_inputs": list(self.control_inputs),
+            "control_outputs": list(self.control_outputs),
+            "inner_nodes": [n.to_dict() for n in self.inner_nodes],
+            "attrs": sorted(self.attrs),
+        }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A fusion result that was not applied, and why (one sentence)."""
+
+    name: str
+    pass_name: str
+    reason: str
+    scopes: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+
+    def concerns(self, scope_name: str) -> bool:
+        """True if the refused result involved scope ``scope_name`` (or a scope or node inside it)."""
+        return any(s.startswith(scope_name) or scope_name.startswith(s) for s in self.scopes) or any(
+            n.startswith(scope_name) for n in self.nodes
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "pass": self.pass_name,
+            "reason": self.reason,
+            "scopes": list(self.scopes),
+            "nodes": list(self.nodes),
+        }
+
+    def __str__(self) -> str:
+        return f"{self.pass_name}: fusion {self.name!r} refused: {self.reason}"
+
+
+@dataclass(frozen=True)
+class PatternCheck:
+    """One pattern tried on one scope: where it sits in the pass and the first failing check (None on a match)."""
+
+    where: str
+    reason: str | None
+
+    @property
+    def matched(self) -> bool:
+        return self.reason is None
+
+    def __str__(self) -> str:
+        return f"{self.where}: {'matches' if self.reason is None else self.reason}"

@@ -1,0 +1,587 @@
+"""Dataflow patterns: confirm what a scope computes, or find a subgraph where names carry no scopes.
+
+A pattern is written as a function of an op builder and its input variables, in the style of
+onnxscript's rewriter::
+
+    def gelu_erf(op, x):
+        return op.Mul(op.Mul(x, 0.5), op.AddV2(op.Erf(op.RealDiv(x, 1.4142135)), 1.0))
+
+    GELU = DataflowPattern(gelu_erf)
+
+* The pattern is a DAG: a variable (``x``) or an op value used twice must bind to one tensor / node.
+* Literals (``0.5``) and ``op.const(name, value=, shape=, dtype=, check=)`` match constants (also
+  through ``Identity`` reads of a constant, as frozen TF graphs have).
+* ``op.Add`` etc. name an op type; ``op.op(("Add", "AddV2"), a, b)`` takes alternatives; keyword
+  arguments ``_name`` (capture name), ``_attrs`` (attribute values or predicates), ``_outputs`` (number
+  of outputs, returns a tuple), ``_commute`` and ``_check`` (a function of the node returning a reason
+  or None) refine a node.
+* Operands of commutative ops (``Add``, ``Mul``, ... see :data:`COMMUTATIVE_OPS`) match in either order.
+  Operands are assigned most specific first and an assignment is tried only if the graph input can
+  match it (right op type, constant-ness), so commutative nodes do not multiply the search.
+* Candidates come from the :class:`ScopeGraph`'s op-type index: only nodes of the output op's type are
+  tried as anchors.
+
+Every failed attempt has a reason; the deepest failure (most pattern nodes bound) is kept as the near
+miss, so ``Matches.near_miss`` answers "why did it not match here?".
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import FusionError
+from ..parser.source_graph import SourceNode
+from .features import values_equal
+from .graph import ScopeGraph
+from .tree import Scope
+
+__all__ = [
+    "COMMUTATIVE_OPS",
+    "ConstPattern",
+    "DataflowPattern",
+    "Match",
+    "Matches",
+    "NearMiss",
+    "OpBuilder",
+    "OpPattern",
+    "Var",
+]
+
+COMMUTATIVE_OPS = frozenset(
+    {"Add", "AddV2", "Mul", "Maximum", "Minimum", "Max", "Min", "Sum", "AddN", "Equal", "NotEqual",
+     "LogicalAnd", "LogicalOr", "And", "Or", "Xor", "SquaredDifference"}
+)
+_THROUGH_OPS = frozenset({"Identity"})
+
+Tensor = tuple[str, int]
+
+
+class ValuePattern:
+    """Something that matches one tensor."""
+
+    __slots__ = ()
+
+
+class Var(ValuePattern):
+    """Any tensor; a variable used twice must see the same tensor."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Var({self.name!r})"
+
+
+class ConstPattern(ValuePattern):
+    """A constant tensor, optionally with a value (close to), shape (``None`` dims match any), dtype and
+    a check function ``check(array) -> reason | None``."""
+
+    __slots__ = ("name", "value", "shape", "dtype", "check", "rtol", "atol")
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        value: Any = None,
+        shape: Sequence[int | None] | None = None,
+        dtype: Any = None,
+        check: Callable[[np.ndarray], str | None] | None = None,
+        rtol: float = 1e-5,
+        atol: float = 1e-7,
+    ) -> None:
+        self.name = name
+        self.value = None if value is None else np.asarray(value)
+        self.shape = None if shape is None else tuple(shape)
+        self.dtype = None if dtype is None else (dtype.numpy if isinstance(dtype, DType) else np.dtype(dtype))
+        self.check = check
+        self.rtol = rtol
+        self.atol = atol
+
+    def why_not(self, array: np.ndarray) -> str | None:
+        if self.dtype is not None and array.dtype != self.dtype:
+            return f"has dtype {array.dtype}, expected {self.dtype}"
+        if self.shape is not None:
+            if len(self.shape) != array.ndim or any(w is not None and w != d for w, d in zip(self.shape, array.shape)):
+                return f"has shape {array.shape}, expected {self.shape}"
+        if self.value is not None:
+            want = self.value
+            if want.ndim == 0 or want.size == 1:
+                if array.size != 1:
+                    return f"has {array.size} elements, expected the scalar {want.reshape(()).item()!r}"
+                ok = np.allclose(array.reshape(()), want.reshape(()), rtol=self.rtol, atol=self.atol)
+            else:
+                ok = array.shape == want.shape and np.allclose(array, want, rtol=self.rtol, atol=self.atol)
+            if not ok:
+                shown = array.reshape(()).item() if array.size == 1 else f"an array of shape {array.shape}"
+                return f"has value {shown!r}, expected {want.tolist()!r}"
+        if self.check is not None:
+            return self.check(array)
+        return None
+
+    def __repr__(self) -> str:
+        return f"ConstPattern({self.name!r})" if self.name else "ConstPattern()"
+
+
+class OpPattern:
+    """One op node of the pattern."""
+
+    __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check")
+
+    def __init__(
+        self,
+        op_types: tuple[str, ...],
+        inputs: list[ValuePattern],
+        name: str | None,
+        attrs: dict[str, Any],
+        num_outputs: int,
+        commute: bool,
+        check: Callable[[SourceNode], str | None] | None,
+    ) -> None:
+        self.op_types = op_types
+        self.inputs = inputs
+        self.name = name
+        self.attrs = attrs
+        self.num_outputs = num_outputs
+        self.commute = commute
+        self.check = check
+
+    def __repr__(self) -> str:
+        return f"OpPattern({'|'.join(self.op_types)}{', ' + repr(self.name) if self.name else ''})"
+
+
+class OpOutput(ValuePattern):
+    """Output ``index`` of an :class:`OpPattern`."""
+
+    __slots__ = ("op", "index")
+
+    def __init__(self, op: OpPattern, index: int) -> None:
+        self.op = op
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"{self.op!r}:{self.index}"
+
+
+class OpBuilder:
+    """The ``op`` argument of a pattern function; ``op.MatMul(a, b)`` builds a pattern node."""
+
+    def __init__(self, commutative: frozenset[str]) -> None:
+        self._commutative = commutative
+
+    def __getattr__(self, op_type: str) -> Callable[..., Any]:
+        if op_type.startswith("_"):
+            raise AttributeError(op_type)
+        return lambda *inputs, **kw: self.op(op_type, *inputs, **kw)
+
+    def op(
+        self,
+        op_type: str | Sequence[str],
+        *inputs: Any,
+        _name: str | None = None,
+        _attrs: dict[str, Any] | None = None,
+        _outputs: int = 1,
+        _commute: bool | None = None,
+        _check: Callable[[SourceNode], str | None] | None = None,
+    ) -> Any:
+        """A node of one of ``op_type``; returns its output, or a tuple of ``_outputs`` outputs."""
+        types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
+        if not types or not all(isinstance(t, str) and t for t in types):
+            raise FusionError(f"a pattern op needs op type names, got {op_type!r}")
+        values = [self._value(v) for v in inputs]
+        commute = _commute if _commute is not None else all(t in self._commutative for t in types)
+        node = OpPattern(types, values, _name, dict(_attrs or {}), _outputs, commute and len(values) > 1, _check)
+        if _outputs == 1:
+            return OpOutput(node, 0)
+        return tuple(OpOutput(node, i) for i in range(_outputs))
+
+    def const(self, name: str | None = None, **kw: Any) -> ConstPattern:
+        """A constant; see :class:`ConstPattern` for the keyword arguments."""
+        return ConstPattern(name, **kw)
+
+    def var(self, name: str) -> Var:
+        return Var(name)
+
+    @staticmethod
+    def _value(value: Any) -> ValuePattern:
+        if isinstance(value, ValuePattern):
+            return value
+        if isinstance(value, (bool, int, float, np.ndarray, np.generic, list, tuple)):
+            return ConstPattern(value=value)
+        raise FusionError(f"a pattern input must be a pattern value, a constant or a literal number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    """The deepest failed attempt: the anchor node tried, how many pattern nodes (ops, constants,
+    variables) were bound when it failed, and why."""
+
+    anchor: str
+    depth: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"at {self.anchor} ({self.depth} pattern node(s) matched): {self.reason}"
+
+
+@dataclass
+class Match:
+    """One match: op nodes bound (graph order), captures by name, and the pattern's inputs and outputs.
+
+    ``match[name]`` is the :class:`SourceNode` of a named op or constant, or the ``(producer, index)``
+    tensor of a variable; ``match.value(name)`` is a constant's array.
+    """
+
+    pattern: DataflowPattern
+    nodes: list[SourceNode]
+    captures: dict[str, Any]
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    constants: list[list[SourceNode]] = field(default_factory=list)
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self.captures[name]
+        except KeyError:
+            raise FusionError(
+                f"pattern {self.pattern.name} has no capture {name!r}; captures are {sorted(self.captures)}"
+            ) from None
+
+    def value(self, name: str) -> np.ndarray:
+        node = self[name]
+        if not isinstance(node, SourceNode) or node.value is None:
+            raise FusionError(f"capture {name!r} of pattern {self.pattern.name} is not a constant")
+        return node.value
+
+    @property
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+
+class Matches(list):
+    """The matches of one search (a list), with the best near miss when some anchor failed."""
+
+    near_miss: NearMiss | None = None
+    tried: int = 0
+
+
+class _State:
+    """Bindings of one search branch; copied on write."""
+
+    __slots__ = ("ops", "values")
+
+    def __init__(self, ops: dict[int, str], values: dict[int, Tensor]) -> None:
+        self.ops = ops
+        self.values = values
+
+    def bind_op(self, pattern: OpPattern, node: str) -> _State:
+        ops = dict(self.ops)
+        ops[id(pattern)] = node
+        return _State(ops, self.values)
+
+    def bind_value(self, pattern: ValuePattern, tensor: Tensor) -> _State:
+        values = dict(self.values)
+        values[id(pattern)] = tensor
+        return _State(self.ops, values)
+
+
+class DataflowPattern:
+    """A dataflow pattern built from a function ``fn(op, *vars)``; see the module docstring.
+
+    Args:
+        fn: builds the pattern; its parameters after ``op`` become variables of those names.
+        name: the pattern's name in reports (default: the function's name).
+        commutative: op types whose operands match in either order.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        commutative: Iterable[str] = COMMUTATIVE_OPS,
+    ) -> None:
+        self.name = name or getattr(fn, "__name__", "pattern")
+        params = list(inspect.signature(fn).parameters)
+        if not params:
+            raise FusionError(f"pattern function {self.name} must take the op builder as its first parameter")
+        self.vars = [Var(p) for p in params[1:]]
+        built = fn(OpBuilder(frozenset(commutative)), *self.vars)
+        outs = list(built) if isinstance(built, (list, tuple)) else [built]
+        if not outs or not all(isinstance(o, OpOutput) for o in outs):
+            raise FusionError(f"pattern function {self.name} must return the output(s) of pattern ops, got {built!r}")
+        self.outputs: list[OpOutput] = outs
+        self._ops = self._collect_ops()
+        names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
+        names += [c.name for c in self._consts if c.name]
+        dup = {n for n in names if n and names.count(n) > 1}
+        if dup:
+            raise FusionError(f"pattern {self.name} uses the capture name(s) {sorted(dup)} twice; names must be unique")
+
+    def _collect_ops(self) -> list[OpPattern]:
+        ops: dict[int, OpPattern] = {}
+        consts: dict[int, ConstPattern] = {}
+        stack = [o.op for o in self.outputs]
+        while stack:
+            op = stack.pop()
+            if id(op) in ops:
+                continue
+            ops[id(op)] = op
+            for value in op.inputs:
+                if isinstance(value, OpOutput):
+                    stack.append(value.op)
+                elif isinstance(value, ConstPattern):
+                    consts[id(value)] = value
+        self._consts = list(consts.values())
+        return list(ops.values())
+
+    @property
+    def anchor_types(self) -> tuple[str, ...]:
+        return self.outputs[0].op.op_types
+
+    # ------------------------------------------------------------------ search
+    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False) -> Matches:
+        """Every match anchored at a node of the output op's type (from the op-type index), in graph
+        order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
+        ``overlap``, a match sharing an op node with an earlier one is skipped."""
+        types = self.anchor_types
+        if within is None or within.is_root:
+            if len(types) == 1:
+                anchors: Iterable[SourceNode] = graph.nodes_by_type(types[0])
+            else:
+                position = graph.tree._position
+                anchors = sorted((n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
+        else:
+            anchors = [n for n in within.all_nodes if n.op_type in types]
+        found = Matches()
+        used: set[str] = set()
+        best: NearMiss | None = None
+        for node in anchors:
+            found.tried += 1
+            result, miss = self._match_anchor(graph, node, within)
+            if result is None:
+                if miss is not None and (best is None or miss.depth > best.depth):
+                    best = miss
+                continue
+            names = {n.name for n in result.nodes}
+            if not overlap and names & used:
+                continue
+            used |= names
+            found.append(result)
+        found.near_miss = best
+        return found
+
+    def match_at(self, graph: ScopeGraph, node: SourceNode | str, within: Scope | None = None) -> Match | NearMiss:
+        """The match anchored at ``node`` (the pattern's first output), or the near miss saying why not."""
+        if isinstance(node, str):
+            node = graph.node(node)
+        if node.op_type not in self.anchor_types:
+            return NearMiss(node.name, 0, f"{node.name} is {node.op_type}, expected {'|'.join(self.anchor_types)}")
+        result, miss = self._match_anchor(graph, node, within)
+        return result if result is not None else miss  # type: ignore[return-value]
+
+    def _match_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
+        run = _Run(self, graph, within)
+        for state in run.match_value(self.outputs[0], (node.name, self.outputs[0].index), _State({}, {})):
+            final = self._rest_outputs(run, state)
+            if final is not None:
+                return self._build(graph, final), None
+        return None, NearMiss(node.name, run.best_depth, run.best_reason or "no match")
+
+    def _rest_outputs(self, run: _Run, state: _State) -> _State | None:
+        for out in self.outputs[1:]:
+            node = state.ops.get(id(out.op))
+            if node is None:
+                run.fail(state, f"pattern output {out!r} is not connected to the first output")
+                return None
+        return state
+
+    def _build(self, graph: ScopeGraph, state: _State) -> Match:
+        position = graph.tree._position
+        nodes = sorted((graph.node(n) for n in set(state.ops.values())), key=lambda n: position[n.name])
+        captures: dict[str, Any] = {}
+        for op in self._ops:
+            if op.name:
+                captures[op.name] = graph.node(state.ops[id(op)])
+        chains: list[list[SourceNode]] = []
+        for const in self._consts:
+            tensor = state.values.get(id(const))
+            if tensor is None:
+                continue
+            chain = _const_chain(graph, tensor[0])
+            if chain:
+                chains.append(chain)
+                if const.name:
+                    captures[const.name] = chain[-1]
+        for var in self.vars:
+            if id(var) in state.values:
+                captures[var.name] = state.values[id(var)]
+        inputs = [state.values[id(v)] for v in self.vars if id(v) in state.values]
+        outputs = [(state.ops[id(o.op)], o.index) for o in self.outputs]
+        return Match(self, nodes, captures, inputs, outputs, chains)
+
+    def __repr__(self) -> str:
+        return f"DataflowPattern({self.name!r})"
+
+
+def _const_chain(graph: ScopeGraph, name: str) -> list[SourceNode]:
+    """``[first, ..., constant]``: the Identity reads from ``name`` down to a constant, or [] if none."""
+    chain = []
+    for _ in range(16):
+        node = graph.node(name)
+        chain.append(node)
+        if node.value is not None:
+            return chain
+        if node.op_type in _THROUGH_OPS and len(node.inputs) == 1:
+            name = node.inputs[0][0]
+            continue
+        return []
+    return []
+
+
+class _Run:
+    """One anchored search: backtracking over bindings, remembering the deepest failure."""
+
+    def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
+        self.pattern = pattern
+        self.graph = graph
+        self.within = None if within is None or within.is_root else within
+        self.best_depth = -1
+        self.best_reason = ""
+
+    def fail(self, state: _State, reason: str) -> None:
+        depth = len(state.ops) + len(state.values)
+        if depth > self.best_depth:
+            self.best_depth = depth
+            self.best_reason = reason
+
+    def match_value(self, value: ValuePattern, tensor: Tensor, state: _State) -> Iterator[_State]:
+        bound = state.values.get(id(value))
+        if bound is not None:
+            if bound == tensor:
+                yield state
+            else:
+                self.fail(state, f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another")
+            return
+        if isinstance(value, Var):
+            yield state.bind_value(value, tensor)
+        elif isinstance(value, ConstPattern):
+            chain = _const_chain(self.graph, tensor[0])
+            if not chain:
+                self.fail(state, f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}")
+                return
+            why = value.why_not(np.asarray(chain[-1].value))
+            if why is not None:
+                self.fail(state, f"constant {chain[-1].name} {why}")
+                return
+            yield state.bind_value(value, tensor)
+        else:
+            yield from self.match_op(value, tensor, state)  # type: ignore[arg-type]
+
+    def match_op(self, out: OpOutput, tensor: Tensor, state: _State) -> Iterator[_State]:
+        op = out.op
+        name, index = tensor
+        if index != out.index:
+            self.fail(state, f"{name}:{index} is output {index}, expected output {out.index} of {op!r}")
+            return
+        bound = state.ops.get(id(op))
+        if bound is not None:
+            if bound == name:
+                yield state
+            else:
+                self.fail(state, f"{op!r} is {bound} in one place and {name} in another")
+            return
+        node = self.graph.node(name)
+        why = self._node_why_not(op, node)
+        if why is not None:
+            self.fail(state, why)
+            return
+        if name in state.ops.values():
+            self.fail(state, f"{name} is already bound to another pattern op")
+            return
+        state = state.bind_op(op, name)
+        tensors = list(node.inputs)
+        if not op.commute:
+            yield from self._match_inputs(list(zip(op.inputs, tensors)), state)
+            return
+        yield from self._match_commutative(node, op.inputs, tensors, state)
+
+    def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
+        if node.op_type not in op.op_types:
+            return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
+        if self.within is not None and not node.name.startswith(self.within.name):
+            return f"{node.name} lies outside scope {self.within.name}"
+        if len(node.inputs) != len(op.inputs):
+            return f"{node.name} ({node.op_type}) has {len(node.inputs)} input(s), the pattern expects {len(op.inputs)}"
+        for attr, want in op.attrs.items():
+            if attr not in node.attrs:
+                return f"{node.name} has no attribute {attr!r}"
+            found = node.attrs[attr]
+            if callable(want):
+                reason = want(found)
+                if reason not in (None, True):
+                    return f"{node.name} attribute {attr}={found!r}: {reason if isinstance(reason, str) else 'rejected'}"
+            elif not values_equal(found, want):
+                return f"{node.name} has {attr}={found!r}, expected {want!r}"
+        if op.check is not None:
+            reason = op.check(node)
+            if reason is not None:
+                return f"{node.name}: {reason}"
+        return None
+
+    def _match_inputs(self, pairs: list[tuple[ValuePattern, Tensor]], state: _State) -> Iterator[_State]:
+        if not pairs:
+            yield state
+            return
+        (value, tensor), rest = pairs[0], pairs[1:]
+        for next_state in self.match_value(value, tensor, state):
+            yield from self._match_inputs(rest, next_state)
+
+    def _cannot_match(self, value: ValuePattern, tensor: Tensor) -> str | None:
+        """A cheap test that skips hopeless operand assignments of commutative ops: the reason, or None."""
+        if isinstance(value, OpOutput):
+            node = self.graph.node(tensor[0])
+            if node.op_type not in value.op.op_types:
+                return f"{node.name} is {node.op_type}, expected {'|'.join(value.op.op_types)}"
+            if tensor[1] != value.index:
+                return f"{tensor[0]}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {value.op!r}"
+            return None
+        if isinstance(value, ConstPattern) and not _const_chain(self.graph, tensor[0]):
+            return f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
+        return None
+
+    def _match_commutative(
+        self, node: SourceNode, values: list[ValuePattern], tensors: list[Tensor], state: _State
+    ) -> Iterator[_State]:
+        # Most specific operands first: ops, then constants, then variables.
+        order = sorted(range(len(values)), key=lambda i: 0 if isinstance(values[i], OpOutput) else 1 if isinstance(values[i], ConstPattern) else 2)
+        any_assignment = False
+
+        def assign(k: int, free: list[int], st: _State) -> Iterator[_State]:
+            nonlocal any_assignment
+            if k == len(order):
+                any_assignment = True
+                yield st
+                return
+            value = values[order[k]]
+            for pos in free:
+                hopeless = self._cannot_match(value, tensors[pos])
+                if hopeless is not None:
+                    self.fail(st, hopeless)
+                    continue
+                rest = [p for p in free if p != pos]
+                for next_state in self.match_value(value, tensors[pos], st):
+                    yield from assign(k + 1, rest, next_state)
+
+        yielded = False
+        for final in assign(0, list(range(len(tensors))), state):
+            yielded = True
+            yield final
+        if not yielded and not any_assignment:
+            self.fail(state, f"no order of {node.name}'s operands matches {[repr(v) for v in values]}")

@@ -1,0 +1,78 @@
+"""``ScopeGraph``: a SourceGraph together with its scope tree and an op-type index, built once."""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from ..errors import FusionError
+from ..parser.source_graph import SourceGraph, SourceNode
+from .tree import Scope, ScopeTree
+
+__all__ = ["ScopeGraph"]
+
+
+class ScopeGraph:
+    """The scope tree of one :class:`SourceGraph` plus the indexes that rules share.
+
+    Attributes:
+        source: the SourceGraph, unchanged.
+        tree: the :class:`ScopeTree` built from its node names.
+    """
+
+    def __init__(self, source: SourceGraph, tree: ScopeTree, by_type: dict[str, list[SourceNode]]) -> None:
+        self.source = source
+        self.tree = tree
+        self._by_type = by_type
+
+    @classmethod
+    def build(cls, source: SourceGraph) -> ScopeGraph:
+        """Builds the scope tree and the op-type index in one pass over ``source.nodes``."""
+        if not isinstance(source, SourceGraph):
+            raise FusionError(f"ScopeGraph.build needs a SourceGraph, got {type(source).__name__}")
+        nodes = source.nodes
+        tree = ScopeTree.from_nodes(nodes)
+        by_type: dict[str, list[SourceNode]] = {}
+        for node in nodes:
+            bucket = by_type.get(node.op_type)
+            if bucket is None:
+                by_type[node.op_type] = [node]
+            else:
+                bucket.append(node)
+        return cls(source, tree, by_type)
+
+    # ------------------------------------------------------------------ nodes
+    def node(self, name: str) -> SourceNode:
+        return self.source.node(name)
+
+    def get(self, name: str) -> SourceNode | None:
+        return self.source.get(name)
+
+    def nodes_by_type(self, op_type: str) -> Sequence[SourceNode]:
+        """Every node of ``op_type``, in graph order (from the index; no scan)."""
+        return self._by_type.get(op_type, ())
+
+    def op_types(self) -> list[str]:
+        """Op types present in the graph, in order of first appearance."""
+        return list(self._by_type)
+
+    def position(self, name: str) -> int:
+        """The node's index in graph order."""
+        return self.tree._position[name]
+
+    def consumers(self, name: str) -> Iterator[tuple[str, int, int]]:
+        """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
+        control edges have slot and index ``-1``. Unordered (adjacency order)."""
+        for consumer, keyed in self.source.nx._succ[name].items():
+            for slot, data in keyed.items():
+                yield consumer, slot, data["index"]
+
+    # ------------------------------------------------------------------ scopes
+    def scope(self, name: str) -> Scope:
+        """The scope called ``name``; FusionError if there is none."""
+        return self.tree[name]
+
+    def scopes(self) -> list[Scope]:
+        return self.tree.all_scopes()
+
+    def __repr__(self) -> str:
+        return f"ScopeGraph({len(self.source.nodes)} nodes, {len(self.tree)} scopes)"

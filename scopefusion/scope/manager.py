@@ -1,0 +1,234 @@
+"""``PassManager``: runs the enabled passes in order, validates their results, reports per pass.
+
+Each pass runs (:meth:`ScopeBasePass.run`), then each of its results is submitted to the run's
+:class:`FusionPlan` (validated against the graph and everything accepted before). A pass that raises
+is reported by name and skipped, the others go on; in strict mode the run fails with a FusionError
+naming the pass and the passes that ran before it. :meth:`PassManager.explain` answers "why did this
+scope not fuse?" for each pass: the first failing feature, what the pass did with a match, and why a
+result was refused.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Container
+
+from ..errors import FusionError
+from .accepted import AcceptedFusion, PatternCheck, Refusal
+from .graph import ScopeGraph
+from .plan import FusionPlan
+from .registry import PassRegistry
+from .tree import Scope
+
+__all__ = ["Explanation", "PassManager", "PassReport", "RunReport"]
+
+CHANGED = "changed"
+NOT_CHANGED = "not_changed"
+ERROR = "error"
+
+
+@dataclass
+class PassReport:
+    """What one pass did in one run."""
+
+    name: str
+    source: str
+    status: str = NOT_CHANGED
+    scopes_matched: list[str] = field(default_factory=list)
+    results_accepted: list[str] = field(default_factory=list)
+    results_refused: list[Refusal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "status": self.status,
+            "scopes_matched": list(self.scopes_matched),
+            "results_accepted": list(self.results_accepted),
+            "results_refused": [r.to_dict() for r in self.results_refused],
+            "notes": list(self.notes),
+            "error": self.error,
+            "seconds": round(self.seconds, 6),
+        }
+
+
+@dataclass
+class RunReport:
+    """The reports of every pass of one run, and the resulting plan."""
+
+    passes: list[PassReport]
+    plan: FusionPlan
+    seconds: float = 0.0
+
+    def __getitem__(self, name: str) -> PassReport:
+        for report in self.passes:
+            if report.name == name:
+                return report
+        raise KeyError(f"no pass named {name!r} ran; passes: {[r.name for r in self.passes]}")
+
+    @property
+    def accepted(self) -> list[AcceptedFusion]:
+        return list(self.plan.accepted)
+
+    @property
+    def refused(self) -> list[Refusal]:
+        return list(self.plan.refused)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passes": [r.to_dict() for r in self.passes],
+            "accepted": [a.to_dict() for a in self.plan.accepted],
+            "seconds": round(self.seconds, 6),
+        }
+
+
+@dataclass
+class Explanation:
+    """Why one pass did or did not fuse one scope."""
+
+    pass_name: str
+    scope: str
+    matched: bool
+    reason: str
+    checks: list[PatternCheck] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.pass_name}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pass": self.pass_name,
+            "scope": self.scope,
+            "matched": self.matched,
+            "reason": self.reason,
+            "checks": [str(c) for c in self.checks],
+        }
+
+
+class PassManager:
+    """Runs a registry's enabled passes; see the module docstring.
+
+    Args:
+        registry: the passes.
+        strict: a pass that raises fails the run instead of being skipped.
+        known_types: op types a fused op (or inner node) may have: a predicate or a container; None
+            accepts any non-empty type.
+    """
+
+    def __init__(
+        self,
+        registry: PassRegistry,
+        *,
+        strict: bool = False,
+        known_types: Callable[[str], bool] | Container[str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.strict = strict
+        if known_types is None or callable(known_types):
+            self._known = known_types
+        else:
+            self._known = known_types.__contains__
+        self._last: tuple[ScopeGraph, RunReport, dict[str, set[str]]] | None = None
+
+    def run(self, graph: ScopeGraph) -> RunReport:
+        """Runs every enabled pass on ``graph`` (whose sub_types are cleared first) and returns the
+        per-pass reports with the fusion plan."""
+        start = time.perf_counter()
+        graph.tree.reset_sub_types()
+        plan = FusionPlan(graph, self._known)
+        reports: list[PassReport] = []
+        matched_by_pass: dict[str, set[str]] = {}
+        for entry in self.registry.enabled_passes():
+            report = PassReport(entry.name, entry.source)
+            reports.append(report)
+            t0 = time.perf_counter()
+            try:
+                outcome = entry.rule.run(graph)
+            except Exception as exc:
+                report.status = ERROR
+                report.error = f"{type(exc).__name__}: {exc}"
+                report.notes.append("".join(traceback.format_exception_only(type(exc), exc)).strip())
+                report.seconds = time.perf_counter() - t0
+                if self.strict:
+                    before = [r.name for r in reports[:-1]]
+                    raise FusionError(
+                        f"fusion pass {entry.name!r} ({entry.source}) failed: {report.error}; passes run before "
+                        f"it: {', '.join(before) or 'none'}; fix or disable the pass"
+                    ) from exc
+                continue
+            report.scopes_matched = [s.name for s in outcome.matched]
+            matched_by_pass[entry.name] = set(report.scopes_matched)
+            report.notes.extend(outcome.notes)
+            for result in outcome.results:
+                result.pass_name = entry.name
+                recorded = plan.submit(result)
+                if isinstance(recorded, Refusal):
+                    report.results_refused.append(recorded)
+                else:
+                    report.results_accepted.append(recorded.name)
+            report.status = CHANGED if report.results_accepted else NOT_CHANGED
+            report.seconds = time.perf_counter() - t0
+        run = RunReport(reports, plan, time.perf_counter() - start)
+        self._last = (graph, run, matched_by_pass)
+        return run
+
+    def explain(self, scope: Scope | str, graph: ScopeGraph | None = None) -> list[Explanation]:
+        """For each enabled pass, why ``scope`` did or did not match and fuse.
+
+        Features are evaluated on the graph's current state (sub_types as the last run left them);
+        ``graph`` defaults to the graph of the last run.
+        """
+        last = self._last
+        if graph is None:
+            if last is None:
+                raise FusionError("explain() needs a graph: run the manager first or pass graph=")
+            graph = last[0]
+        if isinstance(scope, str):
+            scope = graph.tree[scope]
+        run_info = last if last is not None and last[0] is graph else None
+        out = []
+        for entry in self.registry.enabled_passes():
+            checks = list(entry.rule.explain(scope, graph))
+            matched = bool(checks) and checks[-1].matched if _is_dataflow(checks) else any(c.matched for c in checks)
+            reason = self._summary(entry.name, scope, checks, matched, run_info)
+            out.append(Explanation(entry.name, scope.name, matched, reason, checks))
+        return out
+
+    @staticmethod
+    def _summary(name: str, scope: Scope, checks: list[PatternCheck], matched: bool, run_info: Any) -> str:
+        if not matched:
+            failing = [c for c in checks if not c.matched]
+            if not failing:
+                return "no match: the pass defines no pattern"
+            return f"no match: {failing[-1] if _is_dataflow(checks) else failing[0]}"
+        if run_info is None:
+            return "features match (the pass has not run on this graph)"
+        _, run, matched_by_pass = run_info
+        plan: FusionPlan = run.plan
+        report = next((r for r in run.passes if r.name == name), None)
+        if report is not None and report.status == ERROR:
+            return f"matched, but the pass failed: {report.error}"
+        fused = [a for a in plan.accepted if a.pass_name == name and _touches(a, scope)]
+        if fused:
+            return f"fused by {', '.join(repr(a.name) for a in fused)}"
+        refused = [r for r in plan.refused if r.pass_name == name and r.concerns(scope.name)]
+        if refused:
+            return f"matched, but the result was refused: {refused[0].reason}"
+        if scope.name not in matched_by_pass.get(name, set()):
+            return "features match now, but the scope was not a final match in the run (multi-batch or an enclosing match)"
+        return "matched, but last_match_scopes_and_ops did not select it or another check declined it"
+
+
+def _is_dataflow(checks: list[PatternCheck]) -> bool:
+    return bool(checks) and checks[-1].where.startswith("dataflow pattern")
+
+
+def _touches(accepted: AcceptedFusion, scope: Scope) -> bool:
+    if scope.name in accepted.scopes:
+        return True
+    return any(name.startswith(scope.name) for name in accepted.claimed)

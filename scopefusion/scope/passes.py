@@ -1,0 +1,317 @@
+"""``ScopeBasePass`` (CANN's scope fusion pass) and the lighter function forms of a rule.
+
+A pass runs in three steps, as in CANN:
+
+1. ``define_patterns()`` -> pattern sets, matched against the scope tree (:mod:`.matching`);
+2. ``last_match_scopes_and_ops(graph, matches)`` -> :class:`ScopesResult` candidates (default: one per
+   matched scope); an empty answer clears the sub_types this pass set, as CANN does on failure;
+3. ``generate_fusion_result(scopes, result, graph)`` fills one :class:`FusionScopesResult` per candidate;
+   ``result.invalidate(reason)`` declines it with a reason.
+
+``run`` does those steps and returns a :class:`PassOutcome`; it never touches the fusion plan, so a pass
+that raises leaves nothing behind. The :class:`~.manager.PassManager` validates the results.
+
+Function forms::
+
+    @scope_rule(ScopePattern("gelu", NodeOpTypeFeature("Erf", 1)), name="MyGelu", type="Gelu")
+    def my_gelu(scope, result, graph):   # one call per matched scope; return a reason to decline
+        ...
+
+    @dataflow_rule(DataflowPattern(gelu_erf), name="MyGeluDF", type="Gelu")
+    def my_gelu_df(match, result, graph):  # ports are mapped from the pattern's inputs and outputs
+        ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from ..errors import FusionError
+from .accepted import PatternCheck
+from .dataflow import DataflowPattern, Match
+from .graph import ScopeGraph
+from .matching import match_all_batches, normalize_patterns
+from .result import FUSION_DISABLE_INDEX, FusionScopesResult, ScopesResult
+from .tree import Scope
+
+__all__ = [
+    "DataflowRulePass",
+    "FunctionScopePass",
+    "PassOutcome",
+    "ScopeBasePass",
+    "dataflow_rule",
+    "scope_rule",
+]
+
+
+@dataclass
+class PassOutcome:
+    """What one pass produced, before validation."""
+
+    matched: list[Scope] = field(default_factory=list)
+    results: list[FusionScopesResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class ScopeBasePass:
+    """Base class of a scope fusion pass; see the module docstring.
+
+    Class attributes:
+        name: the pass's registered name (default: the class name).
+        general: whether the pass is on by default when registered without an explicit flag.
+    """
+
+    name: str = ""
+    general: bool = False
+
+    @property
+    def pass_name(self) -> str:
+        return self.name or type(self).__name__
+
+    # ------------------------------------------------------------------ what a rule overrides
+    def define_patterns(self) -> Any:
+        """Pattern sets > batches > alternative ScopePatterns (a bare pattern stands for a list)."""
+        return []
+
+    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> Iterable[ScopesResult]:
+        """Chooses what to fuse among the final matches; default: each matched scope on its own."""
+        return [ScopesResult(scopes=[scope]) for scope in matches]
+
+    def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        """Sets the result's name, type, index maps (and inner nodes); the default declines."""
+        result.invalidate(f"pass {self.pass_name} does not implement generate_fusion_result")
+
+    # ------------------------------------------------------------------ the framework
+    def pattern_sets(self) -> list:
+        return normalize_patterns(self.define_patterns(), self.pass_name)
+
+    def run(self, graph: ScopeGraph) -> PassOutcome:
+        """Matches, selects and generates; see the module docstring. Exceptions propagate, with every
+        sub_type this pass set cleared first."""
+        outcome = PassOutcome()
+        try:
+            sets = self.pattern_sets()
+            if sets:
+                outcome.matched = match_all_batches(graph.tree, sets)
+                if not outcome.matched:
+                    return outcome
+            selected = list(self.last_match_scopes_and_ops(graph, outcome.matched) or [])
+            if not selected:
+                if outcome.matched:
+                    outcome.notes.append("last_match_scopes_and_ops selected nothing")
+                _rollback(outcome.matched)
+                return outcome
+            for candidate in selected:
+                if not isinstance(candidate, ScopesResult):
+                    raise FusionError(
+                        f"pass {self.pass_name}: last_match_scopes_and_ops returned {candidate!r}; return ScopesResult objects"
+                    )
+                result = FusionScopesResult(
+                    self._default_name(candidate),
+                    scopes=candidate.scopes,
+                    nodes=candidate.nodes,
+                    captures=candidate.captures,
+                )
+                result.pass_name = self.pass_name
+                self.generate_fusion_result(list(candidate.scopes), result, graph)
+                outcome.results.append(result)
+        except BaseException:
+            _rollback(outcome.matched)
+            raise
+        return outcome
+
+    @staticmethod
+    def _default_name(candidate: ScopesResult) -> str:
+        if candidate.scopes:
+            return candidate.scopes[0].name.rstrip("/")
+        return candidate.nodes[-1] if candidate.nodes else ""
+
+    def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
+        """Each pattern of each batch of each set tried on ``scope``: a match or the first failing feature.
+
+        For a multi-batch set, a batch's patterns are judged on the scope as it stands now (the
+        sub_types the last run left).
+        """
+        checks = []
+        for i, batches in enumerate(self.pattern_sets()):
+            for j, batch in enumerate(batches):
+                for pattern in batch:
+                    where = f"set {i} batch {j} pattern {pattern.sub_type!r}"
+                    checks.append(PatternCheck(where, pattern.check(scope)))
+        return checks
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.pass_name!r}>"
+
+
+def _rollback(scopes: Iterable[Scope]) -> None:
+    for scope in scopes:
+        scope.sub_type = ""
+        for sub in scope.descendants():
+            sub.sub_type = ""
+
+
+class FunctionScopePass(ScopeBasePass):
+    """A pass made by :func:`scope_rule`: one function call per matched scope."""
+
+    def __init__(self, fn: Callable[..., str | None], patterns: Any, name: str, fused_type: str, general: bool) -> None:
+        self.fn = fn
+        self.patterns = patterns
+        self.name = name
+        self.fused_type = fused_type
+        self.general = general
+        normalize_patterns(patterns, name)
+
+    def define_patterns(self) -> Any:
+        return self.patterns
+
+    def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        result.type = self.fused_type
+        reason = self.fn(scopes[0], result, graph)
+        if reason is not None:
+            result.invalidate(str(reason))
+
+
+def scope_rule(patterns: Any, *, name: str | None = None, type: str = "", general: bool = False) -> Callable[[Callable[..., str | None]], FunctionScopePass]:
+    """Decorator: ``fn(scope, result, graph) -> reason | None`` becomes a pass matching ``patterns``.
+
+    ``type`` presets ``result.type``; the function may change it. The pass's name defaults to the
+    function's name.
+    """
+
+    def wrap(fn: Callable[..., str | None]) -> FunctionScopePass:
+        return FunctionScopePass(fn, patterns, name or fn.__name__, type, general)
+
+    return wrap
+
+
+class DataflowRulePass(ScopeBasePass):
+    """A pass made by :func:`dataflow_rule`: every match of a dataflow pattern is one fusion.
+
+    Without ``within`` the pattern is searched over the whole graph (anchors from the op-type index);
+    with ``within`` (scope patterns) it is searched inside each matched scope only. The fused input
+    ports are the pattern's variables in parameter order, the output ports its outputs in order; the
+    result is named after the node of the first output, and claims the matched op nodes and the
+    constants (with their ``Identity`` reads) that nothing else reads.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., str | None] | None,
+        pattern: DataflowPattern,
+        name: str,
+        fused_type: str,
+        general: bool,
+        within: Any = None,
+    ) -> None:
+        if not isinstance(pattern, DataflowPattern):
+            raise FusionError(f"dataflow rule {name}: expected a DataflowPattern, got {pattern!r}")
+        self.fn = fn
+        self.pattern = pattern
+        self.name = name
+        self.fused_type = fused_type
+        self.general = general
+        self.within = within
+        if within is not None:
+            normalize_patterns(within, name)
+
+    def define_patterns(self) -> Any:
+        return self.within if self.within is not None else []
+
+    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
+        found: list[Match] = []
+        if self.within is None:
+            found.extend(self.pattern.find(graph))
+        else:
+            for scope in matches:
+                found.extend(self.pattern.find(graph, within=scope))
+        return [ScopesResult(nodes=_claim(graph, m), captures={"match": m}) for m in found]
+
+    def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        match: Match = result.captures["match"]
+        result.type = self.fused_type
+        result.name = match.outputs[0][0]
+        map_ports(result, graph, match)
+        if self.fn is not None:
+            reason = self.fn(match, result, graph)
+            if reason is not None:
+                result.invalidate(str(reason))
+
+    def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
+        checks = super().explain(scope, graph) if self.within is not None else []
+        if self.within is not None and not any(c.matched for c in checks):
+            return checks
+        where = f"dataflow pattern {self.pattern.name!r}"
+        if graph is None:
+            return checks + [PatternCheck(where, "not tried without a graph")]
+        found = self.pattern.find(graph, within=scope)
+        if found:
+            checks.append(PatternCheck(where, None))
+        elif found.tried == 0:
+            checks.append(PatternCheck(where, f"no {'|'.join(self.pattern.anchor_types)} node in {scope.name}"))
+        else:
+            checks.append(PatternCheck(where, f"no match in {scope.name}; nearest miss {found.near_miss}"))
+        return checks
+
+
+def _claim(graph: ScopeGraph, match: Match) -> list[str]:
+    """Matched op nodes, plus constant chains whose every consumer is claimed."""
+    claimed = dict.fromkeys(match.node_names)
+    for chain in match.constants:
+        for node in chain:
+            if node.name in claimed:
+                continue
+            if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
+                claimed[node.name] = None
+            else:
+                break
+    return list(claimed)
+
+
+def map_ports(result: FusionScopesResult, graph: ScopeGraph, match: Match) -> None:
+    """Maps a dataflow match's variables to fused input ports and its outputs to output ports.
+
+    Port ``k`` of the inputs reads the tensor of the ``k``-th pattern variable, mapped on the first
+    matched node (graph order) that reads it; the other readers see the same tensor.
+    """
+    in_maps: dict[str, list[int]] = {}
+    for port, tensor in enumerate(match.inputs):
+        done = False
+        for node in match.nodes:
+            for slot, seen in enumerate(node.inputs):
+                if seen != tensor:
+                    continue
+                index_map = in_maps.setdefault(node.name, [FUSION_DISABLE_INDEX] * len(node.inputs))
+                if index_map[slot] == FUSION_DISABLE_INDEX:
+                    index_map[slot] = port
+                    done = True
+                    break
+            if done:
+                break
+    for node_name, index_map in in_maps.items():
+        result.insert_inputs(node_name, index_map)
+    out_maps: dict[str, list[int]] = {}
+    for port, (node_name, index) in enumerate(match.outputs):
+        index_map = out_maps.setdefault(node_name, [])
+        index_map.extend([FUSION_DISABLE_INDEX] * (index + 1 - len(index_map)))
+        index_map[index] = port
+    for node_name, index_map in out_maps.items():
+        result.insert_outputs(node_name, index_map)
+
+
+def dataflow_rule(
+    pattern: DataflowPattern,
+    *,
+    name: str | None = None,
+    type: str = "",
+    general: bool = False,
+    within: Any = None,
+) -> Callable[[Callable[..., str | None]], DataflowRulePass]:
+    """Decorator: ``fn(match, result, graph) -> reason | None`` becomes a pass fusing every match of
+    ``pattern`` (inside scopes matched by ``within`` if given); see :class:`DataflowRulePass`."""
+
+    def wrap(fn: Callable[..., str | None]) -> DataflowRulePass:
+        return DataflowRulePass(fn, pattern, name or fn.__name__, type, general, within)
+
+    return wrap

@@ -1,0 +1,105 @@
+"""``FusionPlan``: the fusions accepted so far, in order, and the ones refused with their reasons.
+
+A plan belongs to one :class:`ScopeGraph`. :meth:`FusionPlan.submit` validates a
+:class:`FusionScopesResult` against the graph *and every fusion accepted before it* (see
+:mod:`._validate`), then either accepts it (recording which nodes it claims) or refuses it with a
+one-sentence reason. Nothing is applied to the graph here: the IR builder reads the accepted fusions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from ._order import ContractedOrder
+from ._validate import Refused, validate_result
+from .accepted import AcceptedFusion, Refusal
+from .graph import ScopeGraph
+from .result import OUTPUT_TO_FUSION_SCOPE, FusionScopesResult
+
+__all__ = ["FusionPlan"]
+
+
+class FusionPlan:
+    """Accepted and refused fusions of one graph; see the module docstring.
+
+    Args:
+        graph: the scope graph the results refer to.
+        known_types: optional predicate for fused (and inner) op types; an unknown type is refused.
+    """
+
+    def __init__(self, graph: ScopeGraph, known_types: Callable[[str], bool] | None = None) -> None:
+        self.graph = graph
+        self.known_types = known_types
+        self.accepted: list[AcceptedFusion] = []
+        self.refused: list[Refusal] = []
+        self._owner: dict[str, str] = {}
+        self._names: dict[str, str] = {}
+        self._by_name: dict[str, AcceptedFusion] = {}
+        self._tensors: dict[tuple[str, int], tuple[str, int]] = {}
+        has_back_edges = bool(graph.nodes_by_type("NextIteration") or graph.nodes_by_type("NextIterationV2"))
+        self._order = ContractedOrder(graph.source, graph.tree._position, has_back_edges)
+
+    def submit(self, result: FusionScopesResult) -> AcceptedFusion | Refusal:
+        """Validates ``result`` and accepts or refuses it; returns what was recorded."""
+        try:
+            accepted, claimed, token = validate_result(result, self.graph, self, self.known_types)
+        except Refused as refused:
+            label = result.name if isinstance(result.name, str) else repr(result.name)
+            refusal = Refusal(
+                label,
+                result.pass_name,
+                refused.reason,
+                tuple(s.name for s in result.scopes),
+                tuple(result.nodes),
+            )
+            self.refused.append(refusal)
+            return refusal
+        self._order.contract(accepted.name, claimed, token)
+        self.accepted.append(accepted)
+        self._by_name[accepted.name] = accepted
+        self._names[accepted.name] = accepted.name
+        for inner in accepted.inner_nodes:
+            self._names[inner.name] = accepted.name
+        for node in claimed:
+            self._owner[node] = accepted.name
+        for out in accepted.outputs:
+            self._tensors[(out.inner_node, out.index)] = self._port_target(accepted, out.port)
+        return accepted
+
+    @staticmethod
+    def _port_target(accepted: AcceptedFusion, port: int) -> tuple[str, int]:
+        if not accepted.inner_nodes:
+            return accepted.name, port
+        for inner in accepted.inner_nodes:
+            for j, (dst, index) in enumerate(inner.outputs):
+                if dst == OUTPUT_TO_FUSION_SCOPE and index == port:
+                    return inner.name, j
+        raise AssertionError(f"validated fusion {accepted.name} has no inner node for output port {port}")
+
+    # ------------------------------------------------------------------ queries
+    def owner(self, node: str) -> str | None:
+        """The name of the accepted fusion that claims ``node``, else None."""
+        return self._owner.get(node)
+
+    def get(self, name: str) -> AcceptedFusion | None:
+        return self._by_name.get(name)
+
+    def resolve_tensor(self, node: str, index: int) -> tuple[str, int]:
+        """Where source tensor ``node:index`` comes from once every accepted fusion is applied.
+
+        An output mapped to a fused port resolves to ``(fusion name, port)`` (many-to-many: the inner
+        node's full name and output index); any other tensor resolves to itself.
+        """
+        return self._tensors.get((node, index), (node, index))
+
+    def __iter__(self) -> Iterator[AcceptedFusion]:
+        return iter(self.accepted)
+
+    def __len__(self) -> int:
+        return len(self.accepted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": [a.to_dict() for a in self.accepted],
+            "refused": [r.to_dict() for r in self.refused],
+        }

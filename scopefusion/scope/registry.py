@@ -1,0 +1,259 @@
+"""``PassRegistry``: which passes exist, where each came from, which are on, and in what order they run.
+
+* ``register(rule, name=None, general=None)``: a :class:`ScopeBasePass` instance or subclass. General
+  passes are on by default and can be disabled; others are off until enabled by name.
+* ``load_builtins(rules)``: the builtin rules (an explicit iterable; the scope layer has none of its own).
+* ``load_rules_file(path)``: a Python file defining ``FUSION_RULES`` (passes or pass classes) and/or
+  ``register(registry)``; a file that fails to import is a FusionError naming the file and the cause.
+* ``load_entry_points()``: installed packages' entry points in the group ``scopefusion.fusion_rules``;
+  each names a pass, a pass class, a list of them, or a ``register(registry)`` function.
+
+Run order: user passes (file, package or direct registration) in registration order, then builtins in
+theirs. A user pass with a builtin's name replaces that builtin (recorded in ``replacements``), as
+CANN's custom plugin path does. Two user passes (or two builtins) with one name, or an unknown name in
+``enable``/``disable``, is a FusionError listing the known names.
+
+NOTE: unlike CANN, the registry is an ordinary object (a test makes a fresh one), a duplicate name is an
+error rather than a silent first-wins, an unknown name is an error rather than a warning, and general
+passes can be disabled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..errors import FusionError
+from .passes import ScopeBasePass
+
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement"]
+
+ENTRY_POINT_GROUP = "scopefusion.fusion_rules"
+BUILTIN = "builtin"
+USER = "user"
+
+
+@dataclass
+class RegisteredPass:
+    """One registered pass: its name, instance, default flag, origin and current on/off state."""
+
+    name: str
+    rule: ScopeBasePass
+    general: bool
+    source: str
+    enabled: bool
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.source == BUILTIN
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "general": self.general, "source": self.source, "enabled": self.enabled}
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A builtin pass replaced by a user pass of the same name."""
+
+    name: str
+    by: str
+    replaced: str
+
+    def __str__(self) -> str:
+        return f"pass {self.name!r} from {self.by} replaces the builtin pass of that name"
+
+
+class PassRegistry:
+    """Registered passes; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._user: dict[str, RegisteredPass] = {}
+        self._builtin: dict[str, RegisteredPass] = {}
+        self.replacements: list[Replacement] = []
+        self._source = USER
+
+    # ------------------------------------------------------------------ registration
+    def register(self, rule: Any, *, name: str | None = None, general: bool | None = None, source: str | None = None) -> RegisteredPass:
+        """Registers one pass (instance or subclass of :class:`ScopeBasePass`) and returns its entry."""
+        instance = self._instance(rule)
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise FusionError(f"a pass name must be a non-empty string, got {name!r}")
+            instance.name = name
+        pass_name = instance.pass_name
+        flag = bool(instance.general if general is None else general)
+        origin = source or self._source
+        entry = RegisteredPass(pass_name, instance, flag, origin, flag)
+        if origin == BUILTIN:
+            self._check_free(self._builtin, pass_name, origin)
+            self._builtin[pass_name] = entry
+            if pass_name in self._user:
+                self.replacements.append(Replacement(pass_name, self._user[pass_name].source, origin))
+        else:
+            self._check_free(self._user, pass_name, origin)
+            self._user[pass_name] = entry
+            if pass_name in self._builtin:
+                self.replacements.append(Replacement(pass_name, origin, BUILTIN))
+        return entry
+
+    def _check_free(self, table: dict[str, RegisteredPass], name: str, origin: str) -> None:
+        if name in table:
+            raise FusionError(
+                f"pass name {name!r} from {origin} is already registered from {table[name].source}; "
+                f"rename one of them (known passes: {', '.join(self.names()) or 'none'})"
+            )
+
+    @staticmethod
+    def _instance(rule: Any) -> ScopeBasePass:
+        if isinstance(rule, ScopeBasePass):
+            return rule
+        if isinstance(rule, type) and issubclass(rule, ScopeBasePass):
+            try:
+                return rule()
+            except TypeError as exc:
+                raise FusionError(f"pass class {rule.__name__} cannot be created without arguments ({exc}); register an instance") from exc
+        raise FusionError(f"cannot register {rule!r} as a fusion pass; expected a ScopeBasePass instance or subclass")
+
+    def load_builtins(self, rules: Iterable[Any] = ()) -> list[RegisteredPass]:
+        """Registers the builtin rules (pass instances or classes), source ``"builtin"``."""
+        with self._from(BUILTIN):
+            return self._register_all(rules, "the builtin rules")
+
+    def load_rules_file(self, path: str | Path) -> list[RegisteredPass]:
+        """Imports a rules file and registers its ``FUSION_RULES`` and/or calls its ``register(registry)``."""
+        path = Path(path)
+        label = f"file:{path}"
+        if not path.is_file():
+            raise FusionError(f"fusion rules file {path} does not exist; pass the path of a .py file")
+        digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+        module_name = f"_scopefusion_rules_{path.stem}_{digest}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise FusionError(f"cannot load fusion rules from {path}: it is not an importable Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(module_name, None)
+            raise FusionError(f"cannot load fusion rules from {path}: {type(exc).__name__}: {exc}; fix the file") from exc
+        rules = getattr(module, "FUSION_RULES", None)
+        register = getattr(module, "register", None)
+        if rules is None and not callable(register):
+            raise FusionError(f"fusion rules file {path} defines neither FUSION_RULES nor register(registry); add one of them")
+        added: list[RegisteredPass] = []
+        with self._from(label):
+            if rules is not None:
+                added += self._register_all(rules, str(path))
+            if callable(register):
+                added += self._call_register(register, str(path))
+        return added
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[RegisteredPass]:
+        """Registers the rules of every installed package's entry point in ``group``, source
+        ``"package:<distribution>"``, in (distribution, entry point) name order."""
+        points = list(importlib.metadata.entry_points(group=group))
+        points.sort(key=lambda ep: (_dist_name(ep), ep.name))
+        added: list[RegisteredPass] = []
+        for ep in points:
+            dist = _dist_name(ep)
+            where = f"entry point {ep.name!r} ({ep.value}) of package {dist}"
+            try:
+                obj = ep.load()
+            except Exception as exc:
+                raise FusionError(f"cannot load fusion rules from {where}: {type(exc).__name__}: {exc}") from exc
+            with self._from(f"package:{dist}"):
+                if callable(obj) and not isinstance(obj, ScopeBasePass) and not (isinstance(obj, type) and issubclass(obj, ScopeBasePass)):
+                    added += self._call_register(obj, where)
+                else:
+                    added += self._register_all(obj, where)
+        return added
+
+    def _register_all(self, rules: Any, where: str) -> list[RegisteredPass]:
+        if isinstance(rules, ScopeBasePass) or (isinstance(rules, type) and issubclass(rules, ScopeBasePass)):
+            rules = [rules]
+        if isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
+            raise FusionError(f"fusion rules from {where} must be passes or a list of passes, got {rules!r}")
+        return [self.register(rule) for rule in rules]
+
+    def _call_register(self, register: Any, where: str) -> list[RegisteredPass]:
+        before = set(id(e) for e in self._entries())
+        try:
+            register(self)
+        except FusionError:
+            raise
+        except Exception as exc:
+            raise FusionError(f"register(registry) from {where} failed: {type(exc).__name__}: {exc}") from exc
+        return [e for e in self._entries() if id(e) not in before]
+
+    def _entries(self) -> list[RegisteredPass]:
+        return list(self._user.values()) + list(self._builtin.values())
+
+    @contextmanager
+    def _from(self, source: str) -> Iterator[None]:
+        saved, self._source = self._source, source
+        try:
+            yield
+        finally:
+            self._source = saved
+
+    # ------------------------------------------------------------------ switches
+    def enable(self, *names: str) -> None:
+        """Turns passes on by name (non-general passes are off until named here)."""
+        for entry in self._lookup(names, "enable"):
+            entry.enabled = True
+
+    def disable(self, *names: str) -> None:
+        """Turns passes off by name, general ones included."""
+        for entry in self._lookup(names, "disable"):
+            entry.enabled = False
+
+    def configure(self, enable: Iterable[str] = (), disable: Iterable[str] = ()) -> None:
+        """``enable`` then ``disable``, checking every name first (nothing changes on an error)."""
+        enable, disable = list(enable), list(disable)
+        self._lookup(enable + disable, "configure")
+        self.enable(*enable)
+        self.disable(*disable)
+
+    def _lookup(self, names: Iterable[str], what: str) -> list[RegisteredPass]:
+        active = {e.name: e for e in self.passes()}
+        unknown = [n for n in names if n not in active]
+        if unknown:
+            raise FusionError(
+                f"{what}: unknown pass name(s) {', '.join(map(repr, unknown))}; known passes: "
+                f"{', '.join(active) or 'none'}"
+            )
+        return [active[n] for n in names]
+
+    # ------------------------------------------------------------------ queries
+    def passes(self) -> list[RegisteredPass]:
+        """Every active pass in run order (user passes, then builtins not replaced), enabled or not."""
+        return list(self._user.values()) + [e for n, e in self._builtin.items() if n not in self._user]
+
+    def enabled_passes(self) -> list[RegisteredPass]:
+        """The passes that run, in run order."""
+        return [e for e in self.passes() if e.enabled]
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.passes()]
+
+    def get(self, name: str) -> RegisteredPass | None:
+        return self._user.get(name) or self._builtin.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __len__(self) -> int:
+        return len(self.passes())
+
+
+def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return name or ep.value.split(":", 1)[0].split(".", 1)[0]

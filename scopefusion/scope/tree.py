@@ -1,0 +1,281 @@
+"""The scope tree: CANN's ``ScopeTree`` of ``Scope`` built from node names.
+
+A node named ``a/b/c`` lives directly in scope ``a/b/``, which is a child of ``a/``, a child of the
+root. Names are split on ``/`` with empty parts dropped, so TF names (``bert/encoder/layer_0/...``)
+and ONNX names (``/encoder/layers.0/self_attn/MatMul``) build the same kind of tree; a name without
+``/`` belongs to the root. Scope names keep CANN's trailing slash (``"a/b/"``); the root is named
+``"root"`` and is never matched by a pattern.
+
+``op_counts`` counts op types over a scope's whole subtree (CANN's ``op_nums_``), ``nodes`` holds the
+scope's direct nodes and ``all_nodes`` the subtree's, in graph order. ``last_name`` is the scope's last
+name part with CANN's ``_N`` index trimmed (``batchnorm_1`` -> ``batchnorm``; ``x_0`` stays).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping, Sequence
+
+from ..errors import FusionError
+from ..parser.source_graph import SourceNode
+
+__all__ = ["ROOT_NAME", "Scope", "ScopeTree", "scope_key", "trim_scope_index"]
+
+ROOT_NAME = "root"
+
+
+def trim_scope_index(name: str) -> str:
+    """CANN's TrimScopeIndex: drops a trailing ``_N`` when N is all digits and greater than zero."""
+    cut = name.rfind("_")
+    if cut < 0:
+        return name
+    tail = name[cut + 1 :]
+    if tail.isdigit() and tail.isascii() and int(tail) > 0:
+        return name[:cut]
+    return name
+
+
+def scope_key(name: str) -> str:
+    """The canonical scope name for ``name``: parts split on ``/``, empty parts dropped, trailing ``/``.
+
+    ``scope_key("/encoder//layer/")`` is ``"encoder/layer/"``; ``scope_key("")`` is ``""`` (the root).
+    """
+    parts = [p for p in name.split("/") if p]
+    return "/".join(parts) + "/" if parts else ""
+
+
+class Scope:
+    """One node of the scope tree; see the module docstring for the meaning of each attribute.
+
+    ``sub_type`` is the only mutable state: a pattern that matches the scope sets it, a rollback resets
+    it to ``""``.
+    """
+
+    __slots__ = (
+        "name",
+        "sub_type",
+        "parent",
+        "_children",
+        "_nodes",
+        "_counts",
+        "_last_name",
+        "_all_nodes",
+        "_tree",
+        "depth",
+    )
+
+    def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
+        self.name = name
+        self.sub_type = ""
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self._children: dict[str, Scope] = {}
+        self._nodes: list[SourceNode] = []
+        self._counts: dict[str, int] = {}
+        self._all_nodes: tuple[SourceNode, ...] | None = None
+        self._tree = tree
+        if parent is None:
+            self._last_name = ""
+        else:
+            self._last_name = trim_scope_index(name[:-1].rsplit("/", 1)[-1])
+
+    # ------------------------------------------------------------------ CANN accessors
+    @property
+    def last_name(self) -> str:
+        return self._last_name
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None
+
+    @property
+    def children(self) -> tuple[Scope, ...]:
+        """Direct sub-scopes in creation order."""
+        return tuple(self._children.values())
+
+    @property
+    def nodes(self) -> tuple[SourceNode, ...]:
+        """Nodes directly in this scope, in graph order."""
+        return tuple(self._nodes)
+
+    @property
+    def op_counts(self) -> Mapping[str, int]:
+        """Op type -> number of nodes of that type in the whole subtree (read-only view)."""
+        return _ReadOnlyCounts(self._counts)
+
+    def op_count(self, op_type: str) -> int:
+        """Nodes of ``op_type`` in the subtree; ``-1`` when there are none (CANN's GetOpTypeNum)."""
+        return self._counts.get(op_type, -1)
+
+    @property
+    def all_nodes(self) -> tuple[SourceNode, ...]:
+        """Nodes of the whole subtree (direct and in every descendant), in graph order; cached."""
+        if self._all_nodes is None:
+            if not self._children:
+                self._all_nodes = tuple(self._nodes)
+            else:
+                gathered: list[SourceNode] = list(self._nodes)
+                for sub in self.descendants():
+                    gathered.extend(sub._nodes)
+                position = self._tree._position
+                gathered.sort(key=lambda n: position[n.name])
+                self._all_nodes = tuple(gathered)
+        return self._all_nodes
+
+    def sub_scope(self, name: str) -> Scope | None:
+        """The direct child named ``name`` (full name, trailing slash optional), else None."""
+        return self._children.get(scope_key(name))
+
+    def descendants(self) -> Iterator[Scope]:
+        """Every scope below this one (not itself), depth first, children in creation order."""
+        stack = list(reversed(self._children.values()))
+        while stack:
+            scope = stack.pop()
+            yield scope
+            if scope._children:
+                stack.extend(reversed(scope._children.values()))
+
+    def ancestors(self) -> Iterator[Scope]:
+        """Parent, grandparent, ... up to and including the root."""
+        scope = self.parent
+        while scope is not None:
+            yield scope
+            scope = scope.parent
+
+    def contains(self, other: Scope) -> bool:
+        """True if ``other`` is this scope or lies below it."""
+        if self.parent is None:
+            return True
+        return other.name.startswith(self.name)
+
+    def __repr__(self) -> str:
+        sub = f", sub_type={self.sub_type!r}" if self.sub_type else ""
+        return f"Scope({self.name!r}{sub})"
+
+
+def _raw_prefix(name: str) -> str:
+    """The text up to and including the last ``/`` that precedes the node's own (last) name part."""
+    stripped = name.rstrip("/")
+    return stripped[: stripped.rfind("/") + 1]
+
+
+class _ReadOnlyCounts(Mapping[str, int]):
+    __slots__ = ("_d",)
+
+    def __init__(self, d: dict[str, int]) -> None:
+        self._d = d
+
+    def __getitem__(self, key: str) -> int:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __repr__(self) -> str:
+        return repr(self._d)
+
+
+class ScopeTree:
+    """Every scope of one graph, keyed by full name, root first in creation order."""
+
+    def __init__(self) -> None:
+        self._position: dict[str, int] = {}
+        self.root = Scope(ROOT_NAME, None, self)
+        self._scopes: dict[str, Scope] = {}
+        self._order: list[Scope] = [self.root]
+
+    @classmethod
+    def from_nodes(cls, nodes: Sequence[SourceNode]) -> ScopeTree:
+        """Builds the tree of ``nodes`` (in graph order) in one pass over their names."""
+        tree = cls()
+        tree._build(nodes)
+        return tree
+
+    def _build(self, nodes: Sequence[SourceNode]) -> None:
+        # NOTE: the cache is keyed by the raw text before the last '/', so the common case costs one
+        # rfind, one slice and one dict lookup per node; canonical names are computed once per scope.
+        by_raw: dict[str, Scope] = {"": self.root}
+        position = self._position
+        root = self.root
+        for i, node in enumerate(nodes):
+            name = node.name
+            position[name] = i
+            raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
+            scope = by_raw.get(raw)
+            if scope is None:
+                key = scope_key(raw)
+                scope = self._ensure(key) if key else root
+                by_raw[raw] = scope
+            scope._nodes.append(node)
+            counts = scope._counts
+            op = node.op_type
+            counts[op] = counts.get(op, 0) + 1
+        # Subtree counts bottom-up: children are created after their parents, so reverse creation order
+        # visits every child before its parent.
+        for scope in reversed(self._order):
+            parent = scope.parent
+            if parent is None:
+                continue
+            into = parent._counts
+            for op, n in scope._counts.items():
+                into[op] = into.get(op, 0) + n
+
+    def _ensure(self, key: str) -> Scope:
+        scope = self._scopes.get(key)
+        if scope is not None:
+            return scope
+        cut = key.rfind("/", 0, len(key) - 1)
+        parent = self._ensure(key[: cut + 1]) if cut >= 0 else self.root
+        scope = Scope(key, parent, self)
+        parent._children[key] = scope
+        self._scopes[key] = scope
+        self._order.append(scope)
+        return scope
+
+    # ------------------------------------------------------------------ queries
+    def all_scopes(self) -> list[Scope]:
+        """Every scope, root first, in creation order (CANN's GetAllScopes)."""
+        return list(self._order)
+
+    def get(self, name: str) -> Scope | None:
+        """The scope called ``name`` (trailing slash and leading ``/`` optional), else None."""
+        if name == ROOT_NAME:
+            return self.root
+        key = scope_key(name)
+        return self._scopes.get(key) if key else self.root
+
+    def __getitem__(self, name: str) -> Scope:
+        scope = self.get(name)
+        if scope is None:
+            raise FusionError(
+                f"no scope named {name!r} in the scope tree ({len(self._scopes)} scopes); "
+                "scope names are node-name prefixes such as 'a/b/'"
+            )
+        return scope
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self) -> Iterator[Scope]:
+        return iter(self._order)
+
+    def scope_of(self, node_name: str) -> Scope:
+        """The scope that holds ``node_name`` directly (the root for a name without ``/``)."""
+        if node_name not in self._position:
+            raise FusionError(f"no node named {node_name!r} in the scope tree; pass a node of this graph")
+        key = scope_key(_raw_prefix(node_name))
+        return self._scopes[key] if key else self.root
+
+    def position(self, node_name: str) -> int:
+        """The node's index in graph order."""
+        return self._position[node_name]
+
+    def reset_sub_types(self) -> None:
+        """Clears every scope's ``sub_type``."""
+        for scope in self._order:
+            scope.sub_type = ""
