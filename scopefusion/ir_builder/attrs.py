@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..dtypes import DType
-from .types import TensorType
+from .types import TensorType, Type
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
@@ -329,6 +329,11 @@ def values_equal(a: Any, b: Any) -> bool:
         from .compare import graphs_equal
 
         return graphs_equal(a, b)
+    if isinstance(a, Type) and isinstance(b, Type):
+        # Types of one context compare by identity; across contexts by parameters (as graphs do).
+        from .compare import types_equal
+
+        return types_equal(a, b)
     return type(a) is type(b) and a == b
 
 
