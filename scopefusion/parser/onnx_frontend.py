@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 import onnx
 from google.protobuf import message as _message
+from google.protobuf.descriptor import FieldDescriptor
 
 from ..dtypes import from_onnx
 from ..errors import ModelLoadError, ParseError
@@ -316,6 +317,32 @@ def _node_names(nodes: list, taken: set[str]) -> list[str]:
     return names
 
 
+_STRING = FieldDescriptor.TYPE_STRING
+_MESSAGE = FieldDescriptor.TYPE_MESSAGE
+
+
+def _non_utf8_field(message, path: str = "model") -> str | None:
+    """The path of the first string field that is not valid UTF-8 (ONNX is proto2: it is not checked on parse)."""
+    for field, value in message.ListFields():
+        if field.type == _STRING:
+            values = value if field.is_repeated else (value,)
+            if any(v.__class__ is not str for v in values):
+                return f"{path}.{field.name}"
+        elif field.type == _MESSAGE:
+            if field.is_repeated:
+                if field.message_type.GetOptions().map_entry:
+                    continue
+                for i, item in enumerate(value):
+                    found = _non_utf8_field(item, f"{path}.{field.name}[{i}]")
+                    if found:
+                        return found
+            else:
+                found = _non_utf8_field(value, f"{path}.{field.name}")
+                if found:
+                    return found
+    return None
+
+
 def _views(cuts: list[Cut], buffer) -> dict[Path, tuple[Any, int, int]]:
     return {cut.path: (buffer, cut.offset, cut.length) for cut in cuts}
 
@@ -333,6 +360,9 @@ def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tu
             f"{where}: not an ONNX model (ir_version {model.ir_version}, "
             f"{'a' if model.HasField('graph') else 'no'} graph); the file is corrupt or another format"
         )
+    bad = _non_utf8_field(model)
+    if bad is not None:
+        raise ParseError(f"{where}: the string field {bad} holds bytes that are not UTF-8; the file is corrupt")
     opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version) for o in model.opset_import}
     external = ExternalData(base_dir if base_dir is not None else os.path.dirname(os.path.abspath(where)), where)
     builder = _Builder(where, views or {}, external, opsets)

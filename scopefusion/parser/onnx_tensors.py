@@ -141,6 +141,13 @@ def tensor_to_numpy(
                 f"of raw_data, found {length}"
             )
         return _read_only(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape))
+    if tensor.data_type == TensorProto.STRING:
+        # Strings stay bytes, as TensorFlow's string tensors do (numpy_helper would decode them).
+        if len(tensor.string_data) != count:
+            raise ParseError(f"{where}: tensor {name!r} holds {len(tensor.string_data)} strings, its dims {list(shape)} need {count}")
+        array = np.empty(count, dtype=object)
+        array[:] = list(tensor.string_data)
+        return _read_only(array.reshape(shape))
     if raw_view is not None:
         buffer, offset, length = raw_view
         tensor = _copy_with_raw(tensor, bytes(memoryview(buffer)[offset:offset + length]))
