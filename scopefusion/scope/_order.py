@@ -95,7 +95,7 @@ class ContractedOrder:
         for node in source.nodes:
             here = base[node.name]
             for producer, _ in node.inputs:
-                if base[producer] >= here and not self._is_back_edge_fast(producer, node.name):
+                if producer and base[producer] >= here and not self._is_back_edge_fast(producer, node.name):
                     ok = False
                     break
             if not ok:

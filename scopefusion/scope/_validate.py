@@ -137,6 +137,8 @@ def validate_result(
                 f"{len(node.inputs)} data input(s)"
             )
         producer, index = node.inputs[slot]
+        if not producer:
+            raise Refused(f"insert_inputs maps input {slot} of {node_name} ({node.op_type}), which is an omitted optional input")
         port_tensors.setdefault((producer, index), port)
         inputs.append(FusedInput(port, producer, index, node_name, slot))
     out_tensor: dict[tuple[str, int], int] = {}
@@ -203,7 +205,7 @@ def validate_result(
     for node_name in claimed:
         node = graph.node(node_name)
         for slot, (producer, index) in enumerate(node.inputs):
-            if producer in claimed_set or (producer, index) in port_tensors:
+            if not producer or producer in claimed_set or (producer, index) in port_tensors:
                 continue
             if _is_constant_like(graph, producer):
                 absorbed[producer] = None

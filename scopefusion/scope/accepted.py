@@ -143,11 +143,6 @@ class Refusal:
     scopes: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()
 
-    def concerns(self, scope_name: str) -> bool:
-        """True if the refused result involved scope ``scope_name`` (or a scope or node inside it)."""
-        return any(s.startswith(scope_name) or scope_name.startswith(s) for s in self.scopes) or any(
-            n.startswith(scope_name) for n in self.nodes
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

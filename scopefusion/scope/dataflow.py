@@ -462,6 +462,9 @@ class _Run:
             self.best_reason = reason
 
     def match_value(self, value: ValuePattern, tensor: Tensor, state: _State) -> Iterator[_State]:
+        if not tensor[0]:
+            self.fail(state, f"an omitted optional input stands where {value!r} is expected")
+            return
         bound = state.values.get(id(value))
         if bound is not None:
             if bound == tensor:
@@ -515,7 +518,7 @@ class _Run:
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:
             return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
-        if self.within is not None and not node.name.startswith(self.within.name):
+        if self.within is not None and not self.within.contains(self.graph.tree.scope_of(node.name)):
             return f"{node.name} lies outside scope {self.within.name}"
         if len(node.inputs) != len(op.inputs):
             return f"{node.name} ({node.op_type}) has {len(node.inputs)} input(s), the pattern expects {len(op.inputs)}"
@@ -545,6 +548,8 @@ class _Run:
 
     def _cannot_match(self, value: ValuePattern, tensor: Tensor) -> str | None:
         """A cheap test that skips hopeless operand assignments of commutative ops: the reason, or None."""
+        if not tensor[0]:
+            return f"an omitted optional input stands where {value!r} is expected"
         if isinstance(value, OpOutput):
             node = self.graph.node(tensor[0])
             if node.op_type not in value.op.op_types:

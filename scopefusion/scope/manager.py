@@ -13,14 +13,14 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container
+from typing import Any, Callable, Container, Sequence
 
 from ..errors import FusionError
 from .accepted import AcceptedFusion, PatternCheck, Refusal
 from .graph import ScopeGraph
 from .plan import FusionPlan
 from .registry import PassRegistry
-from .tree import Scope
+from .tree import Scope, ScopeTree
 
 __all__ = ["Explanation", "PassManager", "PassReport", "RunReport"]
 
@@ -213,10 +213,11 @@ class PassManager:
         report = next((r for r in run.passes if r.name == name), None)
         if report is not None and report.status == ERROR:
             return f"matched, but the pass failed: {report.error}"
-        fused = [a for a in plan.accepted if a.pass_name == name and _touches(a, scope)]
+        tree = plan.graph.tree
+        fused = [a for a in plan.accepted if a.pass_name == name and _concerns(tree, scope, a.scopes, a.claimed)]
         if fused:
             return f"fused by {', '.join(repr(a.name) for a in fused)}"
-        refused = [r for r in plan.refused if r.pass_name == name and r.concerns(scope.name)]
+        refused = [r for r in plan.refused if r.pass_name == name and _concerns(tree, scope, r.scopes, r.nodes)]
         if refused:
             return f"matched, but the result was refused: {refused[0].reason}"
         if scope.name not in matched_by_pass.get(name, set()):
@@ -228,7 +229,10 @@ def _is_dataflow(checks: list[PatternCheck]) -> bool:
     return bool(checks) and checks[-1].where.startswith("dataflow pattern")
 
 
-def _touches(accepted: AcceptedFusion, scope: Scope) -> bool:
-    if scope.name in accepted.scopes:
-        return True
-    return any(name.startswith(scope.name) for name in accepted.claimed)
+def _concerns(tree: ScopeTree, scope: Scope, scopes: Sequence[str], nodes: Sequence[str]) -> bool:
+    """True if a result's scopes or nodes lie in ``scope``, or ``scope`` lies in one of its scopes."""
+    for name in scopes:
+        other = tree.get(name)
+        if other is not None and (scope.contains(other) or other.contains(scope)):
+            return True
+    return any(scope.contains(tree.scope_of(node)) for node in nodes)

@@ -2,7 +2,7 @@
 
 ``mk`` builds small graphs from text: ``mk.node("a/b/c", "Mul", "x", "y:1", "^ctrl", T="float")`` and
 ``mk.graph(*nodes, outputs=["c"])``. The TensorFlow graphs (a BERT-like layer, a Keras model) are
-built once per session and converted node by node from their GraphDef.
+built once per session, frozen, written as ``.pb`` files and read with ``scopefusion.parser.load``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scopefusion.parser.source_graph import GraphInput, GraphOutput, SourceGraph, SourceNode
+from scopefusion.parser.source_graph import GraphOutput, SourceGraph, SourceNode
 
 
 def _parse_input(text: str) -> tuple[str, int]:
@@ -50,45 +50,6 @@ def mk() -> SimpleNamespace:
 
 
 # ---------------------------------------------------------------------- TensorFlow
-def _decode_attr(value: Any) -> Any:
-    kind = value.WhichOneof("value")
-    if kind in ("i", "f", "b"):
-        return getattr(value, kind)
-    if kind == "s":
-        return value.s
-    if kind == "type":
-        return int(value.type)
-    if kind == "shape":
-        if value.shape.unknown_rank:
-            return None
-        return tuple(d.size for d in value.shape.dim)
-    if kind == "list":
-        lst = value.list
-        for field in ("i", "f", "b", "s"):
-            items = getattr(lst, field)
-            if len(items):
-                return tuple(items)
-        if len(lst.type):
-            return tuple(int(t) for t in lst.type)
-        return ()
-    if kind == "tensor":
-        import tensorflow as tf
-
-        return tf.make_ndarray(value.tensor)
-    return value
-
-
-def graph_def_to_source(graph_def: Any, name: str) -> SourceGraph:
-    """A minimal GraphDef -> SourceGraph conversion (until the TF frontend is available)."""
-    nodes = []
-    for nd in graph_def.node:
-        attrs = {k: _decode_attr(v) for k, v in nd.attr.items()}
-        value = attrs.get("value") if nd.op == "Const" else None
-        nodes.append(make_node(nd.name, nd.op, *nd.input, _value=value, **attrs))
-    inputs = [GraphInput(n.name, n.name, None, None, i) for i, n in enumerate(x for x in nodes if x.op_type == "Placeholder")]
-    return SourceGraph(nodes, inputs=inputs, framework="tensorflow", name=name)
-
-
 def _bert_layer_graph_def() -> Any:
     import tensorflow as tf
 
@@ -151,11 +112,22 @@ def _keras_graph_def() -> Any:
     return convert_variables_to_constants_v2(fn).graph.as_graph_def()
 
 
-@pytest.fixture(scope="session")
-def bert_source() -> SourceGraph:
-    return graph_def_to_source(_bert_layer_graph_def(), "bert_layer")
+def _load(tmp_path_factory: pytest.TempPathFactory, name: str, graph_def: Any) -> SourceGraph:
+    from scopefusion.parser import load
+
+    path = tmp_path_factory.mktemp("scope_models") / f"{name}.pb"
+    path.write_bytes(graph_def.SerializeToString())
+    return load(path)
 
 
 @pytest.fixture(scope="session")
-def keras_source() -> SourceGraph:
-    return graph_def_to_source(_keras_graph_def(), "keras_classifier")
+def bert_source(tmp_path_factory: pytest.TempPathFactory) -> SourceGraph:
+    """A frozen BERT-like encoder layer (tf.compat.v1, layer norms from tf.nn.moments and
+    tf.nn.batch_normalization), read back with the TF frontend."""
+    return _load(tmp_path_factory, "bert_layer", _bert_layer_graph_def())
+
+
+@pytest.fixture(scope="session")
+def keras_source(tmp_path_factory: pytest.TempPathFactory) -> SourceGraph:
+    """A frozen Keras model (Dense, LayerNormalization, Dense + softmax), read back with the TF frontend."""
+    return _load(tmp_path_factory, "keras_classifier", _keras_graph_def())

@@ -402,3 +402,21 @@ def test_result_accessors(two):
     assert result.recent_inner_node().name == "second" and result.inner_node(5) is None
     assert result.check_inner_nodes_info() is None
     assert repr(result) == "FusionScopesResult('s/fused', 'ScopeToMultiNodes')"
+
+
+def test_omitted_optional_inputs(mk):
+    resize = mk.node("f/r", "Resize", "x", "sizes")
+    resize.inputs = [("x", 0), ("", -1), ("", -1), ("sizes", 0)]  # ONNX Resize(X, "", "", sizes)
+    graph = ScopeGraph.build(mk.graph(mk.node("x", "Input"), mk.node("sizes", "Initializer", _value=[1, 2]), resize))
+    result = FusionScopesResult("f", "Up", scopes=[graph.scope("f/")])
+    result.pass_name = "TestPass"
+    result.insert_inputs("f/r", [0, 1])
+    assert refuse(FusionPlan(graph), result) == "insert_inputs maps input 1 of f/r (Resize), which is an omitted optional input"
+    ok = FusionScopesResult("f", "Up", scopes=[graph.scope("f/")])
+    ok.insert_inputs("f/r", [0])
+    accepted = FusionPlan(graph).submit(ok)
+    assert accepted.absorbed == ("sizes",)
+    from scopefusion.scope import DataflowPattern
+
+    miss = DataflowPattern(lambda op, x, a, b, c: op.Resize(x, a, b, c), name="resize").match_at(graph, "f/r")
+    assert miss.reason == "an omitted optional input stands where Var('a') is expected"

@@ -1,0 +1,189 @@
+"""PassManager: order, failures, strict mode, reports and explain()."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scopefusion.errors import FusionError
+from scopefusion.scope import (
+    DataflowPattern,
+    NodeOpTypeFeature,
+    PassManager,
+    PassRegistry,
+    ScopeBasePass,
+    ScopeGraph,
+    ScopePattern,
+    dataflow_rule,
+    scope_rule,
+)
+
+
+@pytest.fixture
+def graph(mk):
+    nodes = [mk.node("x", "Placeholder")]
+    prev = "x"
+    for cell in ("net/cell_a/", "net/cell_b/", "net/odd/"):
+        tanh_input = cell + "sig"
+        nodes += mk.ops((cell + "sig", "Sigmoid", prev), (cell + "tanh", "Tanh", tanh_input))
+        prev = cell + "tanh"
+    nodes += mk.ops(("y", "Relu", prev), ("leak", "Neg", "net/cell_b/sig"))
+    return ScopeGraph.build(mk.graph(*nodes))
+
+
+@scope_rule(ScopePattern("cell", NodeOpTypeFeature("Sigmoid", 1), NodeOpTypeFeature("Tanh", 1)), name="Cell", type="Cell", general=True)
+def cell_rule(scope, result, graph):
+    if scope.last_name == "odd":
+        return "odd cells stay unfused"
+    result.insert_inputs("sig", [0])
+    result.insert_outputs("tanh", [0])
+
+
+def registry_of(*rules, enable=()):
+    registry = PassRegistry()
+    for rule in rules:
+        registry.register(rule)
+    registry.enable(*enable)
+    return registry
+
+
+class Boom(ScopeBasePass):
+    name = "Boom"
+    general = True
+
+    def define_patterns(self):
+        return ScopePattern("b", NodeOpTypeFeature("Sigmoid", 0, 1))
+
+    def last_match_scopes_and_ops(self, graph, matches):
+        raise ValueError("bad rule")
+
+
+class Order(ScopeBasePass):
+    general = True
+    log: list[str] = []
+
+    def last_match_scopes_and_ops(self, graph, matches):
+        Order.log.append(self.pass_name)
+        return []
+
+
+def test_enabled_passes_run_in_registry_order():
+    Order.log = []
+    registry = PassRegistry()
+    registry.load_builtins([type("Builtin", (Order,), {"name": "Builtin"})])
+    registry.register(type("Second", (Order,), {"name": "Second"}))
+    registry.register(type("Off", (Order,), {"name": "Off", "general": False}))
+    registry.register(type("Third", (Order,), {"name": "Third"}))
+    graph = ScopeGraph.build(__import__("scopefusion.parser", fromlist=["SourceGraph"]).SourceGraph([]))
+    report = PassManager(registry).run(graph)
+    assert Order.log == ["Second", "Third", "Builtin"]
+    assert [r.name for r in report.passes] == ["Second", "Third", "Builtin"]
+    assert all(r.status == "not_changed" for r in report.passes)
+
+
+def test_a_raising_pass_is_reported_and_skipped(graph):
+    report = PassManager(registry_of(Boom, cell_rule)).run(graph)
+    boom, cell = report.passes
+    assert (boom.name, boom.status, boom.error) == ("Boom", "error", "ValueError: bad rule")
+    assert cell.status == "changed" and cell.results_accepted == ["net/cell_a"]
+    # Boom's tags were cleared before Cell ran.
+    assert graph.scope("net/").sub_type == ""
+
+
+def test_strict_mode_fails_the_run_naming_the_pass_and_those_before(graph):
+    with pytest.raises(FusionError) as info:
+        PassManager(registry_of(cell_rule, Boom), strict=True).run(graph)
+    assert str(info.value) == (
+        "fusion pass 'Boom' (user) failed: ValueError: bad rule; passes run before it: Cell; fix or disable the pass"
+    )
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_report_contents_and_json(graph):
+    report = PassManager(registry_of(cell_rule)).run(graph)
+    cell = report["Cell"]
+    assert cell.scopes_matched == ["net/cell_a/", "net/cell_b/", "net/odd/"]
+    assert cell.results_accepted == ["net/cell_a"]
+    assert [(r.name, r.reason) for r in cell.results_refused] == [
+        ("net/cell_b", "intermediate value net/cell_b/sig:0 is consumed outside the fusion by leak (input 0); "
+                       "map it to a fused output port or leave the node out"),
+        ("net/odd", "odd cells stay unfused"),
+    ]
+    assert cell.seconds >= 0 and report.seconds >= cell.seconds
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["passes"][0]["results_refused"][1] == {
+        "name": "net/odd", "pass": "Cell", "reason": "odd cells stay unfused", "scopes": ["net/odd/"], "nodes": []}
+    assert data["accepted"][0]["claimed"] == ["net/cell_a/sig", "net/cell_a/tanh"]
+    with pytest.raises(KeyError, match="no pass named 'Nope' ran"):
+        report["Nope"]
+
+
+def test_a_second_run_starts_afresh(graph):
+    manager = PassManager(registry_of(cell_rule))
+    first = manager.run(graph)
+    second = manager.run(graph)
+    assert [a.name for a in second.accepted] == [a.name for a in first.accepted] == ["net/cell_a"]
+
+
+def test_known_types_as_a_container(graph):
+    report = PassManager(registry_of(cell_rule), known_types={"LayerNorm"}).run(graph)
+    assert report.accepted == []
+    assert report.refused[0].reason == "fused op type 'Cell' is not a known op type; register the op or fix the type"
+
+
+# ---------------------------------------------------------------------- explain
+def test_explain_says_why_for_each_pass(graph):
+    never = scope_rule(ScopePattern("conv", NodeOpTypeFeature("Conv2D", 1)), name="Conv", general=True)(lambda s, r, g: None)
+    manager = PassManager(registry_of(never, cell_rule))
+    manager.run(graph)
+    by_pass = {e.pass_name: e for e in manager.explain("net/cell_a/")}
+    assert not by_pass["Conv"].matched
+    assert by_pass["Conv"].reason == (
+        "no match: set 0 batch 0 pattern 'conv': NodeOpTypeFeature('Conv2D', 1): Conv2D is absent in net/cell_a/, expected exactly 1"
+    )
+    assert by_pass["Cell"].matched and by_pass["Cell"].reason == "fused by 'net/cell_a'"
+    assert str(by_pass["Cell"]) == "Cell: fused by 'net/cell_a'"
+    assert manager.explain("net/odd/")[1].reason == "matched, but the result was refused: odd cells stay unfused"
+    net = manager.explain(graph.scope("net/"))[1]
+    assert net.reason.startswith("no match: set 0 batch 0 pattern 'cell': NodeOpTypeFeature('Sigmoid', 1): Sigmoid is present 3 times")
+    json.dumps([e.to_dict() for e in manager.explain("net/")])
+
+
+def test_explain_a_match_that_was_not_selected(graph):
+    class Picky(ScopeBasePass):
+        name = "Picky"
+        general = True
+
+        def define_patterns(self):
+            return ScopePattern("cell", NodeOpTypeFeature("Sigmoid", 1), NodeOpTypeFeature("Tanh", 1))
+
+        def last_match_scopes_and_ops(self, graph, matches):
+            return []
+
+    manager = PassManager(registry_of(Picky))
+    manager.run(graph)
+    (explanation,) = manager.explain("net/cell_a/")
+    assert explanation.matched
+    assert explanation.reason == "matched, but last_match_scopes_and_ops did not select it or another check declined it"
+
+
+def test_explain_a_dataflow_rule_gives_the_near_miss(mk):
+    graph = ScopeGraph.build(
+        mk.graph(*mk.ops(("x", "Placeholder"), ("act/sig", "Sigmoid", "x"), ("act/out", "Mul", "act/sig", "act/sig")))
+    )
+    swish = DataflowPattern(lambda op, x: op.Mul(x, op.Sigmoid(x)), name="swish")
+    rule = dataflow_rule(swish, name="Swish", type="Swish", general=True)(lambda m, r, g: None)
+    manager = PassManager(registry_of(rule))
+    manager.run(graph)
+    (explanation,) = manager.explain("act/")
+    assert not explanation.matched
+    assert explanation.reason == (
+        "no match: dataflow pattern 'swish': no match in act/; nearest miss at act/out (3 pattern node(s) matched): "
+        "Var('x') is x:0 in one place and act/sig:0 in another"
+    )
+
+
+def test_explain_needs_a_graph():
+    with pytest.raises(FusionError, match="explain\\(\\) needs a graph"):
+        PassManager(PassRegistry()).explain("a/")
