@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from ..errors import ModelLoadError, ScopeFusionError
 from .detect import FORMATS, format_from_path, sniff
 from .source_graph import SourceGraph
+from .wire import FileReader
 
 __all__ = ["FORMATS", "load"]
 
@@ -96,14 +97,25 @@ def load(
 
 def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
     try:
-        with open(where, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                raise ModelLoadError(f"{where}: the file is empty; expected {_DESCRIPTION.get(fmt or '', 'a model')}")
-            buffer: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        file = open(where, "rb")
     except OSError as exc:
         raise ModelLoadError(f"{where}: cannot read the file ({exc.strerror or exc}); check its permissions") from None
-    found = sniff(buffer)
+    with file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            raise ModelLoadError(f"{where}: the file is empty; expected {_DESCRIPTION.get(fmt or '', 'a model')}")
+        try:
+            # Constants become views of `mapped`; the wire walker reads through `reader` (see wire.py).
+            mapped: Any = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"{where}: cannot map the file ({exc}); is it a regular file?") from None
+        reader = FileReader(file.fileno(), size)
+        return _parse(where, fmt, forced, mapped, reader, outputs, inline_functions)
+
+
+def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileReader,
+           outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
+    found = sniff(reader)
     if fmt is None:
         if found is None:
             raise ModelLoadError(
@@ -126,18 +138,18 @@ def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[s
     if fmt == "pb":
         from .tf_graphdef import graph_from_graph_def, parse_graph_def_buffer
 
-        graph_def, node_views, func_views = parse_graph_def_buffer(buffer, where)
+        graph_def, node_views, func_views = parse_graph_def_buffer(mapped, where, reader=reader)
         return graph_from_graph_def(graph_def, where, node_views, func_views, outputs=outputs,
                                     inline_functions=inline_functions)
     if fmt == "pbtxt":
         from .tf_graphdef import graph_from_graph_def, parse_graph_def_text
 
         try:
-            text = bytes(buffer).decode("utf-8")
+            text = reader[0:len(reader)].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ModelLoadError(f"{where}: a text GraphDef must be UTF-8, but byte {exc.start} is not; is it a binary .pb?") from None
         graph_def = parse_graph_def_text(text, where)
         return graph_from_graph_def(graph_def, where, outputs=outputs, inline_functions=inline_functions)
     from .onnx_frontend import onnx_graph_from_buffer
 
-    return onnx_graph_from_buffer(buffer, where)
+    return onnx_graph_from_buffer(mapped, where, reader=reader)

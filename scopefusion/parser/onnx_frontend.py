@@ -384,10 +384,15 @@ def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tu
     return graph
 
 
-def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, threshold: int = 1024) -> SourceGraph:
-    """Parses ONNX model bytes (``bytes`` or ``mmap``) with large raw data kept in ``buffer``."""
+def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, threshold: int = 1024,
+                           reader=None) -> SourceGraph:
+    """Parses ONNX model bytes (``bytes`` or ``mmap``) with large raw data kept in ``buffer``.
+
+    ``reader`` (default: ``buffer``) is what the wire walker reads (see :func:`.parse_graph_def_buffer`).
+    """
+    reader = buffer if reader is None else reader
     try:
-        small, cuts = strip(buffer, 0, len(buffer), MODEL_SPEC, threshold)
+        small, cuts = strip(reader, 0, len(reader), MODEL_SPEC, threshold)
     except WireError as exc:
         raise ModelLoadError(f"{where}: not a valid ONNX model ({exc}); the file is truncated or another format") from None
     model = onnx.ModelProto()

@@ -61,16 +61,20 @@ def _views_by_node(buffer, cuts, where: str) -> tuple[dict[int, dict[str, Any]],
     return nodes, functions
 
 
-def parse_graph_def_buffer(buffer, where: str, threshold: int = 1024):
+def parse_graph_def_buffer(buffer, where: str, threshold: int = 1024, reader=None):
     """Parses GraphDef bytes (``bytes`` or ``mmap``) with large tensor contents kept in ``buffer``.
+
+    ``reader`` (default: ``buffer``) is what the wire walker reads, e.g. a :class:`.FileReader` over the
+    same file as the ``mmap`` ``buffer``, so walking does not make the mapped weights resident.
 
     Returns ``(graph_def message, node views by node index, views by (function index, node index))``.
 
     Raises:
         ModelLoadError: the bytes are not a well-formed GraphDef.
     """
+    reader = buffer if reader is None else reader
     try:
-        small, cuts = strip(buffer, 0, len(buffer), GRAPH_DEF_SPEC, threshold)
+        small, cuts = strip(reader, 0, len(reader), GRAPH_DEF_SPEC, threshold)
     except WireError as exc:
         raise ModelLoadError(f"{where}: not a valid binary GraphDef ({exc}); the file is truncated or not a TensorFlow model") from None
     graph_def = tfpb.GraphDef()

@@ -12,14 +12,20 @@ map field declared with :class:`MapField`, the entry's key decoded as UTF-8.
 
 Fields shorter than ``threshold`` bytes are copied verbatim and never walked, so the Python work is
 proportional to the number of large fields, not to the size of the model.
+
+NOTE: the walker reads a file through :class:`FileReader` (``pread`` into a small cache) rather than
+through the ``mmap`` that the views use. Touching an mmap maps whole page-cache folios into the process
+(hundreds of KB each for a freshly written file), so walking the headers between the weights through
+the mmap would make the weights resident; ``pread`` copies only the bytes it is asked for.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Union
 
-__all__ = ["CUT", "Cut", "MapField", "Path", "Spec", "WireError", "iter_fields", "read_varint", "strip"]
+__all__ = ["CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "iter_fields", "read_varint", "strip"]
 
 Path = tuple[tuple[int, Union[int, str]], ...]
 
@@ -33,6 +39,47 @@ class WireError(ValueError):
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(f"{message} at byte {offset}")
         self.offset = offset
+
+
+class FileReader:
+    """Byte and slice access to a file through ``os.pread``, with a one-chunk cache.
+
+    Supports what the walker needs: ``len()``, ``reader[i]`` (an int) and ``reader[a:b]`` (bytes).
+    """
+
+    def __init__(self, fd: int, size: int, chunk: int = 1 << 16) -> None:
+        self._fd = fd
+        self._size = size
+        self._chunk = chunk
+        self._start = 0
+        self._data = b""
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _load(self, pos: int) -> None:
+        self._start = pos - pos % self._chunk
+        self._data = os.pread(self._fd, self._chunk, self._start)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self._size)
+            if step != 1:
+                raise ValueError("FileReader slices must be contiguous")
+            if stop <= start:
+                return b""
+            if self._start <= start and stop <= self._start + len(self._data):
+                return self._data[start - self._start:stop - self._start]
+            return os.pread(self._fd, stop - start, start)
+        if key < 0:
+            key += self._size
+        if not 0 <= key < self._size:
+            raise IndexError("FileReader index out of range")
+        offset = key - self._start
+        if not 0 <= offset < len(self._data):
+            self._load(key)
+            offset = key - self._start
+        return self._data[offset]
 
 
 class _CutMarker:

@@ -99,3 +99,26 @@ def test_strip_then_parse_keeps_everything_but_the_cut_bytes(sizes, threshold, e
             original.attr["value"].tensor.ClearField("tensor_content")
         assert node == original
     assert parsed.versions.producer == 7
+
+
+def test_file_reader_serves_bytes_and_slices_like_bytes(tmp_path):
+    from scopefusion.parser.wire import FileReader
+
+    data = bytes(range(256)) * 40
+    path = tmp_path / "data.bin"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        reader = FileReader(f.fileno(), len(data), chunk=100)
+        assert len(reader) == len(data)
+        for i in (0, 99, 100, 5000, len(data) - 1, -1):
+            assert reader[i] == data[i]
+        for a, b in ((0, 10), (95, 105), (150, 160), (0, len(data)), (10, 5), (len(data) - 3, len(data) + 10)):
+            assert reader[a:b] == data[a:b]
+        with pytest.raises(IndexError):
+            reader[len(data)]
+        graph = tfpb.GraphDef(node=[_const("big", np.arange(500, dtype=np.float32)), tfpb.NodeDef(name="r", op="Relu")])
+        blob = graph.SerializeToString()
+        path.write_bytes(blob)
+    with open(path, "rb") as f:
+        assert strip(FileReader(f.fileno(), len(blob), chunk=64), 0, len(blob), GRAPH_DEF_SPEC, 256) == strip(
+            blob, 0, len(blob), GRAPH_DEF_SPEC, 256)
