@@ -126,14 +126,24 @@ class ContractedOrder:
         names starting and ending at the fusion; ``token`` is handed back to :meth:`contract`.
         """
         self._ensure_valid()
-        group_vertices = {self._vertex(m) for m in members}
+        group_of = self._group_of
+        group_vertices = {group_of.get(m, m) for m in members}
         preds: set[Hashable] = set()
         succs: set[Hashable] = set()
+        back = self._has_back_edges
         for vertex in group_vertices:
-            preds.update(p for p in self.predecessors(vertex) if p not in group_vertices)
-            succs.update(s for s in self.successors(vertex) if s not in group_vertices)
-        top = max((self.pos(p) for p in preds), default=-math.inf)
-        low = min((self.pos(s) for s in succs), default=math.inf)
+            for node in self._nodes_of(vertex):
+                for producer in self._pred[node]:
+                    other = group_of.get(producer, producer)
+                    if other not in group_vertices and not (back and self._is_back_edge(producer, node)):
+                        preds.add(other)
+                for consumer in self._succ[node]:
+                    other = group_of.get(consumer, consumer)
+                    if other not in group_vertices and not (back and self._is_back_edge(node, consumer)):
+                        succs.add(other)
+        pos = self.pos
+        top = max((pos(p) for p in preds), default=-math.inf)
+        low = min((pos(s) for s in succs), default=math.inf)
         if top < low:
             return None, (group_vertices, preds, succs, top, low, [])
         # Search the successors' descendants numbered <= top, the only ones that can reach a predecessor.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 import networkx as nx
 
+from ..parser.source_graph import SourceNode
 from .accepted import AcceptedFusion, FusedInput, FusedOutput, ResolvedInnerNode
 from .result import (
     FUSION_DISABLE_INDEX,
@@ -113,16 +114,21 @@ def validate_result(
 
     # --- what the result claims, in graph order
     position = graph.tree._position
-    wanted: set[str] = set()
+    wanted: dict[str, SourceNode] = {}
     for scope in result.scopes:
-        wanted.update(n.name for n in scope.all_nodes)
+        for node in scope.all_nodes:
+            wanted[node.name] = node
     for node_name in result.nodes:
-        if node_name not in position:
+        node = graph.get(node_name) if isinstance(node_name, str) else None
+        if node is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
-        wanted.add(node_name)
+        wanted[node_name] = node
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
-    candidates = {n: position[n] for n in sorted(wanted, key=position.__getitem__)}
+    if len(result.scopes) + len(result.nodes) > 1:  # one scope's all_nodes is in graph order already
+        wanted = {n: wanted[n] for n in sorted(wanted, key=position.__getitem__)}
+    candidates = wanted
+    uses = {n: graph.consumers(n) for n in candidates}
 
     in_ports = _ports(result._inputs, candidates, "insert_inputs")
     out_ports = _ports(result._outputs, candidates, "insert_outputs")
@@ -130,7 +136,7 @@ def validate_result(
     inputs: list[FusedInput] = []
     for port in sorted(in_ports):
         node_name, slot = in_ports[port]
-        node = graph.node(node_name)
+        node = candidates[node_name]
         if slot >= len(node.inputs):
             raise Refused(
                 f"insert_inputs maps input {slot} of {node_name} ({node.op_type}), which has only "
@@ -144,7 +150,7 @@ def validate_result(
     out_tensor: dict[tuple[str, int], int] = {}
     for port in sorted(out_ports):
         node_name, index = out_ports[port]
-        node = graph.node(node_name)
+        node = candidates[node_name]
         if node.output_names and index >= len(node.output_names):
             raise Refused(
                 f"insert_outputs maps output {index} of {node_name} ({node.op_type}), which has only "
@@ -162,7 +168,7 @@ def validate_result(
             continue
         feeds_port = False
         feeds_inside = False
-        for consumer, slot, index in graph.consumers(node_name):
+        for consumer, slot, index in uses[node_name]:
             if consumer not in candidates:
                 continue
             if consumer in kept or (slot >= 0 and (node_name, index) in port_tensors):
@@ -177,13 +183,13 @@ def validate_result(
     while changed:
         changed = False
         for node_name in [n for n in candidates if n in kept]:
-            node = graph.node(node_name)
+            node = candidates[node_name]
             reads_inside = any(p in candidates and p not in kept for p, _ in node.inputs) or any(
                 p in candidates and p not in kept for p in node.control_inputs
             )
             feeds_inside = any(
                 c in candidates and c not in kept and (slot < 0 or (node_name, index) not in port_tensors)
-                for c, slot, index in graph.consumers(node_name)
+                for c, slot, index in uses[node_name]
             )
             if reads_inside or feeds_inside:
                 kept.discard(node_name)
@@ -203,7 +209,7 @@ def validate_result(
     control_outputs: dict[str, None] = {}
     consumers_of: dict[int, list[tuple[str, int]]] = {port: [] for port in out_ports}
     for node_name in claimed:
-        node = graph.node(node_name)
+        node = candidates[node_name]
         for slot, (producer, index) in enumerate(node.inputs):
             if not producer or producer in claimed_set or (producer, index) in port_tensors:
                 continue
@@ -217,7 +223,7 @@ def validate_result(
         for producer in node.control_inputs:
             if producer not in claimed_set:
                 control_inputs[producer] = None
-        for consumer, slot, index in graph.consumers(node_name):
+        for consumer, slot, index in uses[node_name]:
             if consumer in claimed_set:
                 continue
             if slot < 0:
@@ -231,7 +237,7 @@ def validate_result(
                 )
             consumers_of[port].append((consumer, slot))
     graph_outputs_of: dict[int, list[str]] = {port: [] for port in out_ports}
-    for out in graph.source.outputs:
+    for out in (o for node_name in claimed for o in plan._graph_outputs.get(node_name, ())):
         if out.node in claimed_set:
             port = out_tensor.get((out.node, out.index))
             if port is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
@@ -23,6 +23,7 @@ class ScopeGraph:
         self.source = source
         self.tree = tree
         self._by_type = by_type
+        self._succ = source.nx._succ
 
     @classmethod
     def build(cls, source: SourceGraph) -> ScopeGraph:
@@ -59,12 +60,14 @@ class ScopeGraph:
         """The node's index in graph order."""
         return self.tree._position[name]
 
-    def consumers(self, name: str) -> Iterator[tuple[str, int, int]]:
+    def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
-        control edges have slot and index ``-1``. Unordered (adjacency order)."""
-        for consumer, keyed in self.source.nx._succ[name].items():
-            for slot, data in keyed.items():
-                yield consumer, slot, data["index"]
+        control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
+        return [
+            (consumer, slot, data["index"])
+            for consumer, keyed in self._succ[name].items()
+            for slot, data in keyed.items()
+        ]
 
     # ------------------------------------------------------------------ scopes
     def scope(self, name: str) -> Scope:

@@ -59,11 +59,13 @@ class PassReport:
 
 @dataclass
 class RunReport:
-    """The reports of every pass of one run, and the resulting plan."""
+    """The reports of every pass of one run, the resulting plan, and the builtins that user passes
+    replaced."""
 
     passes: list[PassReport]
     plan: FusionPlan
     seconds: float = 0.0
+    replacements: list[str] = field(default_factory=list)
 
     def __getitem__(self, name: str) -> PassReport:
         for report in self.passes:
@@ -83,6 +85,7 @@ class RunReport:
         return {
             "passes": [r.to_dict() for r in self.passes],
             "accepted": [a.to_dict() for a in self.plan.accepted],
+            "replacements": list(self.replacements),
             "seconds": round(self.seconds, 6),
         }
 
@@ -173,7 +176,8 @@ class PassManager:
                     report.results_accepted.append(recorded.name)
             report.status = CHANGED if report.results_accepted else NOT_CHANGED
             report.seconds = time.perf_counter() - t0
-        run = RunReport(reports, plan, time.perf_counter() - start)
+        replaced = [str(r) for r in self.registry.replacements]
+        run = RunReport(reports, plan, time.perf_counter() - start, replaced)
         self._last = (graph, run, matched_by_pass)
         return run
 

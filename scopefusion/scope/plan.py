@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
+from ..parser.source_graph import GraphOutput
 from ._order import ContractedOrder
 from ._validate import Refused, validate_result
 from .accepted import AcceptedFusion, Refusal
@@ -36,6 +37,9 @@ class FusionPlan:
         self._names: dict[str, str] = {}
         self._by_name: dict[str, AcceptedFusion] = {}
         self._tensors: dict[tuple[str, int], tuple[str, int]] = {}
+        self._graph_outputs: dict[str, list[GraphOutput]] = {}
+        for out in graph.source.outputs:
+            self._graph_outputs.setdefault(out.node, []).append(out)
         has_back_edges = bool(graph.nodes_by_type("NextIteration") or graph.nodes_by_type("NextIterationV2"))
         self._order = ContractedOrder(graph.source, graph.tree._position, has_back_edges)
 

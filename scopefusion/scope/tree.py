@@ -73,15 +73,16 @@ class Scope:
         self._counts: dict[str, int] = {}
         self._all_nodes: tuple[SourceNode, ...] | None = None
         self._tree = tree
-        if parent is None:
-            self._last_name = ""
-        else:
-            self._last_name = trim_scope_index(name[:-1].rsplit("/", 1)[-1])
+        self._last_name: str | None = None if parent is not None else ""
 
     # ------------------------------------------------------------------ CANN accessors
     @property
     def last_name(self) -> str:
-        return self._last_name
+        """The last name part with CANN's ``_N`` index trimmed (``""`` for the root); cached."""
+        last = self._last_name
+        if last is None:
+            last = self._last_name = trim_scope_index(self.name[:-1].rsplit("/", 1)[-1])
+        return last
 
     @property
     def is_root(self) -> bool:

@@ -119,6 +119,16 @@ def test_report_contents_and_json(graph):
         report["Nope"]
 
 
+def test_replaced_builtins_are_in_the_report(graph):
+    registry = PassRegistry()
+    registry.load_builtins([type("Cell", (ScopeBasePass,), {"name": "Cell", "general": True})])
+    registry.register(cell_rule)
+    report = PassManager(registry).run(graph)
+    assert report.replacements == ["pass 'Cell' from user replaces the builtin pass of that name"]
+    assert report.to_dict()["replacements"] == report.replacements
+    assert report["Cell"].source == "user" and report["Cell"].results_accepted == ["net/cell_a"]
+
+
 def test_a_second_run_starts_afresh(graph):
     manager = PassManager(registry_of(cell_rule))
     first = manager.run(graph)
