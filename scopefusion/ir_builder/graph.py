@@ -6,7 +6,8 @@
   ``(node, slot)`` in insertion order, so visiting is deterministic. Rewire only through
   :meth:`Graph.replace_all_uses_with` and :meth:`Node.replace_input_with`.
 * Node names are unique in a graph; :meth:`Graph.unique_name` makes deterministic fresh ones.
-* Control-flow bodies are graphs held in ``node.subgraphs`` by name.
+* Control-flow bodies are graphs held in ``node.subgraphs`` by name. The one allowed read of a later
+  value is a TF1 loop back edge (``NextIteration`` → ``Merge``), whose value has ``meta["back_edge"]``.
 * :meth:`Graph.verify` checks order, dangling values, names, uses and each op against its definition.
 """
 
@@ -304,10 +305,17 @@ class Graph:
         """A structural copy (same names, attributes shared where immutable, bodies cloned)."""
         other = Graph(self.name, self.context, self.registry)
         mapping: dict[int, Value] = {}
+        later: list[tuple[Node, int, Value]] = []  # back edges: inputs produced later in the schedule
         for node in self.nodes:
+            inputs = []
+            for slot, v in enumerate(node.inputs):
+                if v is not None and id(v) not in mapping:
+                    later.append((node, slot, v))
+                    v = None
+                inputs.append(None if v is None else mapping[id(v)])
             new = other.add_node(
                 node.op,
-                [None if v is None else mapping[id(v)] for v in node.inputs],
+                inputs,
                 name=node.name,
                 attrs={k: v.copy() for k, v in node.attrs.items()},
                 output_types=[v.type for v in node.outputs],
@@ -319,6 +327,8 @@ class Graph:
             for old_v, new_v in zip(node.outputs, new.outputs):
                 mapping[id(old_v)] = new_v
                 new_v.meta = dict(old_v.meta)
+        for node, slot, v in later:
+            other.node(node.name).replace_input_with(slot, mapping[id(v)])
         other.inputs = [mapping[id(v)] for v in self.inputs]
         other.outputs = [mapping[id(v)] for v in self.outputs]
         for key, value in self.attrs.items():
@@ -349,7 +359,7 @@ class Graph:
                     continue
                 if value.producer.graph is not self or value.producer.name not in self._names:
                     yield f"node {node.name!r} input {slot} reads {value.ref}, whose producer is not in this graph"
-                elif id(value.producer) not in seen:
+                elif id(value.producer) not in seen and not value.meta.get("back_edge"):
                     yield f"node {node.name!r} input {slot} reads {value.ref}, which is scheduled later (not topological)"
                 if (node, slot) not in value._uses:
                     yield f"node {node.name!r} input {slot} is missing from the uses of {value.ref}"

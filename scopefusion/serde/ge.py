@@ -73,7 +73,9 @@ DIALECT_ATTR = "_dialect"
 SUBGRAPH_KEYS_ATTR = "_subgraph_keys"
 GRAPH_NAME_ATTR = "_graph_name"
 SUBGRAPHS_ATTR = "_subgraphs"
-RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR})
+# Input slots that read a later op: TF1 loop back edges (NextIteration -> Merge), the one cycle a graph may hold.
+BACK_EDGES_ATTR = "_back_edges"
+RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR})
 RESERVED_GRAPH_ATTRS = frozenset({GRAPH_NAME_ATTR, SUBGRAPHS_ATTR})
 _VT = pb.AttrDef.ListValue
 _INDEX = re.compile(r"-?[0-9]+")
@@ -355,7 +357,13 @@ def _write_op(
         if value is None:
             op_def.input.append("")
             continue
-        op_def.input.append(_ref(value, written, f"{where} input {slot}"))
+        if value.meta.get("back_edge") and written.get(value.producer.name) is not value.producer:
+            op_def.input.append(value.ref)
+            back = op_def.attr[BACK_EDGES_ATTR].list
+            back.val_type = _VT.VT_LIST_INT
+            back.i.append(slot)
+        else:
+            op_def.input.append(_ref(value, written, f"{where} input {slot}"))
         value_type_to_desc(value.type, desc, f"{where} input {slot}")
     for ctrl in node.control_inputs:
         if written.get(ctrl.name) is not ctrl:
@@ -419,6 +427,7 @@ class _OpRecord:
     bodies: list[tuple[str, str]]  # (key, GraphDef name)
     attrs: dict[str, AttrValue]
     where: str
+    back_edges: tuple[int, ...] = ()
 
 
 def _read_graph(graph_def: pb.GraphDef, bodies: _BodySource, ctx: SerdeContext) -> Graph:
@@ -429,11 +438,13 @@ def _read_graph(graph_def: pb.GraphDef, bodies: _BodySource, ctx: SerdeContext) 
     records = [_parse_op(op_def, where, ctx) for op_def in graph_def.op]
     graph = Graph(name, ctx.ir, ctx.ops)
     outputs: dict[str, list[Value]] = {}
+    back_edges: list[tuple[_OpRecord, int]] = []
     for record in _schedule(records, where):
         inputs = [
-            None if ref is None else _value(outputs, ref, f"{record.where} input {slot}")
+            None if ref is None or slot in record.back_edges else _value(outputs, ref, f"{record.where} input {slot}")
             for slot, ref in enumerate(record.inputs)
         ]
+        back_edges.extend((record, slot) for slot in record.back_edges)
         subgraphs = {}
         for key, body_name in record.bodies:
             body_def = bodies.take(body_name, record.where)
@@ -452,6 +463,10 @@ def _read_graph(graph_def: pb.GraphDef, bodies: _BodySource, ctx: SerdeContext) 
         except (ScopeFusionError, TypeError, ValueError, KeyError) as e:
             raise SerdeError(f"{record.where}: cannot rebuild the op in the IR ({e})") from None
         outputs[node.name] = node.outputs
+    for record, slot in back_edges:
+        value = _value(outputs, record.inputs[slot], f"{record.where} input {slot}")  # type: ignore[arg-type]
+        value.meta["back_edge"] = True
+        graph.node(record.name).replace_input_with(slot, value)
     graph.inputs = [_graph_value(outputs, r, f"{where} input {i}") for i, r in enumerate(graph_def.input)]
     graph.outputs = [_graph_value(outputs, r, f"{where} output {i}") for i, r in enumerate(graph_def.output)]
     for key, attr in sorted(graph_def.attr.items()):
@@ -500,8 +515,16 @@ def _parse_op(op_def: pb.OpDef, graph_where: str, ctx: SerdeContext) -> _OpRecor
     for key, attr in sorted(op_def.attr.items()):
         if key not in RESERVED_OP_ATTRS:
             attrs[key] = ctx.at(f"{where} attribute {key!r}").read_attr(attr)
+    back_edges: tuple[int, ...] = ()
+    if BACK_EDGES_ATTR in op_def.attr:
+        attr = op_def.attr[BACK_EDGES_ATTR]
+        back_edges = tuple(int(i) for i in attr.list.i) if attr.WhichOneof("value") == "list" else ()
+        if not back_edges or any(not 0 <= i < len(inputs) or inputs[i] is None for i in back_edges):
+            raise SerdeError(f"{where}: reserved attribute {BACK_EDGES_ATTR!r} must list input slots that read an op")
     op = f"{dialect}.{op_def.type}" if dialect else op_def.type
-    return _OpRecord(op_def.name, op, inputs, controls, types, list(zip(keys, op_def.subgraph_name)), attrs, where)
+    return _OpRecord(
+        op_def.name, op, inputs, controls, types, list(zip(keys, op_def.subgraph_name)), attrs, where, back_edges
+    )
 
 
 def _reserved_str(attr: pb.AttrDef, where: str) -> str:
@@ -553,7 +576,7 @@ def _schedule(records: list[_OpRecord], where: str) -> Iterable[_OpRecord]:
     for i, record in enumerate(records):
         producers = set()
         for slot, ref in enumerate(record.inputs):
-            if ref is not None:
+            if ref is not None and slot not in record.back_edges:
                 producers.add(_producer_index(index, ref[0], f"{record.where} input {slot}"))
         for ctrl in record.controls:
             producers.add(_producer_index(index, ctrl, f"{record.where} control input"))

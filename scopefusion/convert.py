@@ -1,0 +1,118 @@
+"""``convert``: a model file to a fused, typed, shape-inferred IR with profiles and memory plans.
+
+Stages (each timed in the report): load → scope tree → fusion passes → build IR → infer each shape
+profile → plan memory per profile.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from os import PathLike
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .errors import ScopeFusionError
+from .model import Model
+
+__all__ = ["convert"]
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def convert(
+    path: str | PathLike,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[Mapping[str, Sequence[int]]] | None = None,
+    enable: Iterable[str] = (),
+    disable: Iterable[str] = (),
+    rules: Iterable[str | PathLike] = (),
+    strict: bool = False,
+    model_format: str | None = None,
+    signature: str | None = None,
+    tags: Sequence[str] | None = None,
+    progress: ProgressFn | None = None,
+) -> Model:
+    """Converts the model at ``path``.
+
+    Args:
+        path: a SavedModel directory, a frozen GraphDef ``.pb``, a text GraphDef ``.pbtxt`` or an ``.onnx`` file.
+        input_shapes: one mapping of input name to shape, or a list of them: one shape profile each
+            (an input left out keeps the model's own shape). None: one profile with the model's shapes.
+        enable / disable: fusion pass names to turn on (non-general passes) or off (general ones).
+        rules: Python files of user fusion rules, run before the builtins.
+        strict: a fusion pass that raises, or an op with no definition, fails the conversion.
+        model_format: force the input format (``savedmodel``, ``pb``, ``pbtxt``, ``onnx``).
+        signature / tags: the SavedModel signature and tag set.
+        progress: called as ``progress(stage, done, total)`` during long stages.
+
+    Raises:
+        ScopeFusionError: any stage's error (ModelLoadError, ParseError, FusionError, InferenceError).
+    """
+    from .ir_builder.build import build_graph
+    from .ir_builder.memory_plan import plan_memory
+    from .ir_builder.ops import default_registry
+    from .ir_builder.profiles import build_profile, normalize_input_shapes
+    from .ir_builder.shape_inference import infer_graph
+    from .ir_builder.types import IRContext
+    from .parser import load
+    from .scope import PassManager, ScopeGraph
+    from .fusion_rules import default_fusion_setup
+
+    timings: dict[str, float] = {}
+
+    @contextmanager
+    def stage(name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            timings[name] = round(timings.get(name, 0.0) + time.perf_counter() - start, 6)
+
+    def report_progress(name: str) -> Callable[[int, int], None] | None:
+        if progress is None:
+            return None
+        return lambda done, total: progress(name, done, total)
+
+    profiles_wanted = normalize_input_shapes(input_shapes)
+    options: dict[str, Any] = {}
+    if model_format:
+        options["format"] = model_format
+    if signature:
+        options["signature"] = signature
+    if tags:
+        options["tags"] = tuple(tags)
+    with stage("load"):
+        source = load(path, **options)
+    with stage("scope"):
+        scope_graph = ScopeGraph.build(source)
+    with stage("fusion"):
+        registry, parsers = default_fusion_setup(rules=rules, enable=enable, disable=disable)
+        manager = PassManager(registry, strict=strict)
+        fusion_run = manager.run(scope_graph)
+    context = IRContext()
+    ops = default_registry(source)
+    with stage("build"):
+        built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
+    graph = built.graph
+    with stage("infer"):
+        main_inference = infer_graph(graph, strict=strict, progress=report_progress("infer"))
+        profiles = [
+            build_profile(graph, i, shapes, strict=strict, progress=report_progress(f"profile {i}"))
+            for i, shapes in enumerate(profiles_wanted or [{}])
+        ]
+    with stage("memory_plan"):
+        for profile in profiles:
+            profile.memory_plan = plan_memory(profile.graph)
+    return Model(
+        graph=graph,
+        profiles=profiles,
+        source=source,
+        fusion_run=fusion_run,
+        inference=main_inference,
+        dropped_attrs=built.dropped_attrs,
+        timings=timings,
+    )
+
+
+def _is_our_error(e: BaseException) -> bool:
+    return isinstance(e, ScopeFusionError)

@@ -1,0 +1,218 @@
+"""Building the IR graph from a SourceGraph and the accepted fusions.
+
+* Every node no fusion claimed is converted one to one by its op parser (:mod:`.op_parsers`): framework
+  ops into the ``tf`` / ``onnx`` dialects with their attributes typed, constants into ``ge.Const``, graph
+  inputs into ``ge.Data``.
+* A one-to-one fusion becomes one fused op (dialect ``fused``) whose inputs and outputs follow the
+  result's index maps; a many-to-many fusion becomes its inner nodes. Every fused node records the
+  rule that made it (``_fusion_rule``) and the original node names (``_original_nodes``).
+* Control edges survive: a control input on a claimed node moves to the fused node.
+* Control-flow bodies (TF function bodies, ONNX If/Loop/Scan graphs) are built recursively.
+
+Units (fusions and unclaimed nodes) are emitted in a topological order of the graph contracted by the
+fusions, ties broken by source order, so the output is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import networkx as nx
+
+from ..errors import FusionError
+from ..parser.source_graph import SourceGraph, SourceNode
+from .attrs import LIST_STR, STR
+from .graph import Graph, Node, Value
+from .op_parsers import BACK_EDGE_OPS, BuildContext, OpParserRegistry
+from .opdef import OpRegistry
+from .types import IRContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..scope.accepted import AcceptedFusion
+
+__all__ = ["BuildResult", "build_graph"]
+
+
+@dataclass
+class BuildResult:
+    graph: Graph
+    dropped_attrs: dict[str, list[str]] = field(default_factory=dict)  # node -> attribute names with no IR form
+    fused_nodes: dict[str, str] = field(default_factory=dict)  # IR node name -> rule
+
+
+def build_graph(
+    source: SourceGraph,
+    *,
+    context: IRContext,
+    registry: OpRegistry,
+    parsers: OpParserRegistry,
+    fusions: Sequence["AcceptedFusion"] = (),
+    name: str = "main",
+) -> BuildResult:
+    """Builds the IR graph of ``source`` with ``fusions`` applied (see the module docstring)."""
+    graph = Graph(name, context, registry)
+    result = BuildResult(graph)
+    ctx = BuildContext(source, graph, parsers, result.dropped_attrs, _body_builder(context, registry, parsers))
+    claimed_by: dict[str, AcceptedFusion] = {}
+    for fusion in fusions:
+        for node_name in fusion.claimed:
+            if node_name in claimed_by:
+                raise FusionError(
+                    f"{source.path or source.name}: node {node_name!r} is claimed by fusions {claimed_by[node_name].name!r} "
+                    f"and {fusion.name!r}; the pass manager should have refused the second"
+                )
+            claimed_by[node_name] = fusion
+    for declared in source.inputs:  # graph inputs first, in the model's order
+        node = source.get(declared.node)
+        if node is not None and node.name not in claimed_by and not node.inputs:
+            parsers.convert_node(ctx, node)
+    for unit in _schedule(source, fusions, claimed_by):
+        if isinstance(unit, SourceNode) and ctx.node_for(unit.name) is not None:
+            continue
+        if isinstance(unit, SourceNode):
+            parsers.convert_node(ctx, unit)
+        else:
+            _apply_fusion(ctx, unit)
+            for node in ctx.emitted_for(unit.name):
+                result.fused_nodes[node.name] = unit.pass_name
+    ctx.connect_back_edges()
+    _mark_tf1_frames(graph)
+    _set_outputs(ctx)
+    return result
+
+
+def _mark_tf1_frames(graph: Graph) -> None:
+    """Marks every value computed inside a TF1 while frame (from Enter up to Exit) with ``meta["in_frame"]``.
+
+    NOTE: such a value is produced once per iteration and read across iterations through the loop's back
+    edge, so one fixed arena slot per value does not describe it; the memory plan leaves these values to
+    run time, like dynamic ones.
+    """
+    stack = [n for n in graph.nodes if n.op_type in ("Enter", "RefEnter")]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for value in node.outputs:
+            value.meta["in_frame"] = True
+            for user, _ in value._uses:
+                if user.op_type not in ("Exit", "RefExit") and id(user) not in seen:
+                    stack.append(user)
+
+
+def _body_builder(context: IRContext, registry: OpRegistry, parsers: OpParserRegistry):
+    def build_body(body: SourceGraph, name: str) -> Graph:
+        return build_graph(body, context=context, registry=registry, parsers=parsers, name=name).graph
+
+    return build_body
+
+
+def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_by: dict[str, "AcceptedFusion"]) -> list[Any]:
+    """Fusions and unclaimed nodes in a topological order of the contracted graph."""
+    if not fusions:
+        return list(source.nodes)
+    order = {n.name: i for i, n in enumerate(source.nodes)}
+    unit_of = {name: ("fusion", f.name) for name, f in claimed_by.items()}
+    units: dict[Any, Any] = {}
+    first: dict[Any, int] = {}
+    for node in source.nodes:
+        key = unit_of.get(node.name, ("node", node.name))
+        units.setdefault(key, claimed_by[node.name] if key[0] == "fusion" else node)
+        first.setdefault(key, order[node.name])
+    dag = nx.DiGraph()
+    dag.add_nodes_from(units)
+    for node in source.nodes:
+        dst = unit_of.get(node.name, ("node", node.name))
+        producers = [p for p, _ in node.inputs] + list(node.control_inputs)
+        for producer in producers:
+            src = unit_of.get(producer, ("node", producer))
+            if src != dst and not _is_back_edge(source, producer, node):
+                dag.add_edge(src, dst)
+    try:
+        keys = list(nx.lexicographical_topological_sort(dag, key=first.__getitem__))
+    except nx.NetworkXUnfeasible:
+        cycle = " -> ".join(str(u[1]) for u, _ in nx.find_cycle(dag))
+        raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})") from None
+    return [units[k] for k in keys]
+
+
+def _is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:
+    p = source.get(producer)
+    return p is not None and p.op_type in BACK_EDGE_OPS and consumer.op_type in ("Merge", "RefMerge")
+
+
+def _apply_fusion(ctx: BuildContext, fusion: "AcceptedFusion") -> None:
+    graph = ctx.graph
+    provenance = {"_fusion_rule": fusion.pass_name, "_original_nodes": list(fusion.claimed) or [fusion.name]}
+    controls = [ctx.node_for(name) for name in fusion.control_inputs]
+    controls = [c for c in controls if c is not None]
+    if fusion.is_many_to_many:
+        _apply_many_to_many(ctx, fusion, provenance, controls)
+        return
+    inputs: list[Value | None] = []
+    for fused_input in sorted(fusion.inputs, key=lambda i: i.port):
+        while len(inputs) < fused_input.port:
+            inputs.append(None)
+        inputs.append(ctx.value(fused_input.producer, fused_input.index))  # fused ports are never back edges
+    n_out = max((o.port for o in fusion.outputs), default=-1) + 1
+    node = ctx.parsers.convert_fused(ctx, fusion, inputs, max(n_out, 1), provenance, controls)
+    for out in fusion.outputs:
+        ctx.bind(out.inner_node, out.index, node.outputs[out.port])
+    ctx.record(fusion.name, [node])
+
+
+def _apply_many_to_many(ctx: BuildContext, fusion: "AcceptedFusion", provenance: dict, controls: list[Node]) -> None:
+    emitted: list[Node] = []
+    inner_names = {inner.name for inner in fusion.inner_nodes}
+    pending = list(fusion.inner_nodes)
+    # Inner nodes may be listed in any order: emit each once its inner producers exist.
+    while pending:
+        progressed = False
+        for inner in list(pending):
+            if any(src in inner_names and ctx.graph.get_node(src) is None for src, idx in inner.inputs if idx >= 0):
+                continue
+            data = [(s, i) for s, i in inner.inputs if i >= 0]
+            inputs = [ctx.value(src, idx) for src, idx in data]
+            ctrl = [ctx.node_for(s) for s, i in inner.inputs if i < 0]
+            n_out = max(1, sum(1 for _, i in inner.outputs if i >= 0))
+            node = ctx.parsers.convert_inner(
+                ctx, fusion, inner, inputs, n_out, provenance, [c for c in ctrl if c is not None] + controls
+            )
+            emitted.append(node)
+            pending.remove(inner)
+            progressed = True
+        if not progressed:
+            names = ", ".join(i.name for i in pending)
+            raise FusionError(f"fusion {fusion.name!r} ({fusion.pass_name}): inner nodes {names} read each other in a cycle")
+    for inner in fusion.inner_nodes:
+        node = ctx.graph.node(inner.name)
+        j = 0
+        for dst, port in inner.outputs:
+            if port < 0:
+                continue
+            if dst == "OutputToFusionScope":
+                for out in fusion.outputs:
+                    if out.port == port:
+                        ctx.bind(out.inner_node, out.index, node.outputs[j])
+            j += 1
+    ctx.record(fusion.name, emitted)
+
+
+def _set_outputs(ctx: BuildContext) -> None:
+    graph = ctx.graph
+    outputs = []
+    for out in ctx.source.outputs:
+        value = ctx.value(out.node, out.index)
+        outputs.append(value)
+        value.meta.setdefault("output_names", []).append(out.name)
+    graph.set_outputs(outputs)
+    graph.attrs.set_attr("_output_names", [o.name for o in ctx.source.outputs], LIST_STR)
+    if ctx.source.framework:
+        graph.attrs.set_attr("_framework", ctx.source.framework, STR)
+
+
+def unit_names(units: Iterable[Any]) -> list[str]:
+    return [u.name for u in units]

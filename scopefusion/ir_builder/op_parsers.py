@@ -1,0 +1,290 @@
+"""Op parsers: how each framework node and each fused op becomes IR (after seed 003's op-parser registration).
+
+An :class:`OpParserRegistry` maps ``(framework, op type)`` to a parser that turns one source node into IR
+nodes; nodes with no registered parser are converted one to one into their framework's dialect
+(``tf.Conv2D``, ``onnx.MatMul``), attributes typed through the op definition. For each fused op type a
+*fused parser* reads the fused op's parameters (epsilon, axes, weights, activation...) from the claimed
+source nodes and returns its attributes.
+
+The registry is an ordinary object; :func:`default_op_parsers` makes one with the builtin parsers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..errors import FusionError, ParseError
+from ..parser.source_graph import ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, SourceGraph, SourceNode
+from .attrs import LIST_STR, STR, AttrValue
+from .graph import CONST_OP, DATA_OP, Graph, Node, Value
+from .source_attrs import convert_attrs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..scope.accepted import AcceptedFusion, ResolvedInnerNode
+
+__all__ = ["BuildContext", "OpParserRegistry", "default_op_parsers", "dialect_of"]
+
+NodeParser = Callable[["BuildContext", SourceNode], Node]
+FusedParser = Callable[["AcceptedFusion", SourceGraph], dict[str, Any]]
+
+BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+INPUT_OPS = frozenset({"Placeholder", "_Arg", INPUT_OP})
+
+
+def dialect_of(framework: str, domain: str = "") -> str:
+    """``tf`` for TensorFlow; ``onnx`` for ONNX's default domain, ``onnx:<domain>`` for others."""
+    if framework == "onnx":
+        return "onnx" if domain in ("", "ai.onnx") else f"onnx:{domain}"
+    return "tf" if framework in ("tensorflow", "tf", "") else framework
+
+
+@dataclass
+class BuildContext:
+    """What parsers see while one graph is built: the source, the IR graph, and the value map."""
+
+    source: SourceGraph
+    graph: Graph
+    parsers: "OpParserRegistry"
+    dropped_attrs: dict[str, list[str]]
+    build_body: Callable[[SourceGraph, str], Graph]
+    _values: dict[tuple[str, int], Value] = field(default_factory=dict)
+    _nodes: dict[str, Node] = field(default_factory=dict)
+    _fusions: dict[str, list[Node]] = field(default_factory=dict)
+    _back_edges: list[tuple[str, int, str, int]] = field(default_factory=list)
+
+    def bind(self, source_name: str, index: int, value: Value) -> None:
+        self._values[(source_name, index)] = value
+
+    def value(self, source_name: str, index: int) -> Value:
+        found = self._values.get((source_name, index))
+        if found is None:
+            node = self.source.get(source_name)
+            what = f"{node.op_type} node" if node is not None else "node"
+            raise ParseError(
+                f"{self.source.path or self.source.name}: output {index} of {what} {source_name!r} is read but was "
+                "never built (it has fewer outputs, or a fusion absorbed it); check the fusion's index maps"
+            )
+        return found
+
+    def input_value(self, node: SourceNode, slot: int) -> Value | None:
+        """The value feeding ``node``'s input ``slot``: None for an omitted optional input; a TF1 loop back
+        edge (NextIteration → Merge), whose producer comes later, is connected when the producer is built."""
+        producer, index = node.inputs[slot]
+        if (producer, index) == ABSENT_INPUT:
+            return None
+        if (producer, index) not in self._values and _is_back_edge(self.source, producer, node):
+            self._back_edges.append((producer, index, node.name, slot))
+            return None
+        return self.value(producer, index)
+
+    def connect_back_edges(self) -> None:
+        for producer, index, consumer, slot in self._back_edges:
+            value = self.value(producer, index)
+            value.meta["back_edge"] = True
+            self.node_for(consumer).replace_input_with(slot, value)  # type: ignore[union-attr]
+        self._back_edges.clear()
+
+    def node_for(self, source_name: str) -> Node | None:
+        """The IR node standing for a source node (the fused node for a claimed one)."""
+        return self._nodes.get(source_name)
+
+    def record(self, fusion: "AcceptedFusion | str", nodes: list[Node]) -> None:
+        name = fusion if isinstance(fusion, str) else fusion.name
+        self._fusions[name] = nodes
+        if not isinstance(fusion, str) and nodes:
+            for claimed in fusion.claimed:
+                self._nodes[claimed] = nodes[0]
+
+    def emitted_for(self, fusion_name: str) -> list[Node]:
+        return self._fusions.get(fusion_name, [])
+
+    def emit(self, source: SourceNode, node: Node) -> Node:
+        self._nodes[source.name] = node
+        names = source.output_names
+        for i, v in enumerate(node.outputs):
+            self.bind(source.name, i, v)
+            if i < len(names) and names[i]:
+                v.meta["tensor_name"] = names[i]
+        return node
+
+
+class OpParserRegistry:
+    """Parsers by framework op type and by fused op type; an ordinary object, fresh per use."""
+
+    def __init__(self) -> None:
+        self._node_parsers: dict[tuple[str, str], NodeParser] = {}
+        self._fused_parsers: dict[str, FusedParser] = {}
+        self._signatures = None
+
+    def register(self, framework: str, op_type: str, parser: NodeParser) -> None:
+        key = (framework, op_type)
+        if key in self._node_parsers:
+            raise FusionError(f"an op parser for {framework} op {op_type!r} is already registered")
+        self._node_parsers[key] = parser
+
+    def register_fused(self, fused_type: str, parser: FusedParser) -> None:
+        """Registers the parameter parser of fused op type ``fused_type`` (replacing none)."""
+        if fused_type in self._fused_parsers:
+            raise FusionError(f"a fused-op parser for {fused_type!r} is already registered")
+        self._fused_parsers[fused_type] = parser
+
+    def fused_types(self) -> list[str]:
+        return sorted(self._fused_parsers)
+
+    # ------------------------------------------------------------------ conversion
+    def convert_node(self, ctx: BuildContext, node: SourceNode) -> Node:
+        framework = ctx.source.framework
+        parser = self._node_parsers.get((framework, node.op_type))
+        if parser is not None:
+            return ctx.emit(node, parser(ctx, node))
+        if node.value is not None or node.op_type == INITIALIZER_OP:
+            value = ctx.graph.add_const(_array(node), node.name, unique=False)
+            return ctx.emit(node, value.producer)
+        if node.op_type in INPUT_OPS and not node.inputs:
+            return ctx.emit(node, self._input(ctx, node))
+        if node.op_type == OUTER_SCOPE_OP:
+            # A body's read of an enclosing graph's tensor: an extra body input, typed from the enclosing
+            # graph during inference and fed by name at run time.
+            value = ctx.graph.add_input(node.name, None)
+            value.producer.set_attr("_outer_name", node.output_names[0] if node.output_names else node.name, STR)
+            return ctx.emit(node, value.producer)
+        return ctx.emit(node, self.one_to_one(ctx, node))
+
+    def _input(self, ctx: BuildContext, node: SourceNode) -> Node:
+        declared = next((i for i in ctx.source.inputs if i.node == node.name), None)
+        dtype = declared.dtype if declared is not None else node.attrs.get("dtype")
+        shape = declared.shape if declared is not None else node.attrs.get("shape")
+        t = ctx.graph.context.tensor(dtype, shape) if dtype is not None and type(dtype).__name__ == "DType" else None
+        value = ctx.graph.add_input(node.name, t)
+        value.producer.set_attr("_input_name", declared.name if declared is not None else node.name, STR)
+        return value.producer
+
+    def one_to_one(self, ctx: BuildContext, node: SourceNode) -> Node:
+        """The node in its framework's dialect, attributes typed, bodies built."""
+        framework = ctx.source.framework
+        op = f"{dialect_of(framework, node.domain)}.{node.op_type}"
+        graph = ctx.graph
+        opdef = graph.registry.lookup(op)
+        # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
+        plain = {k: v for k, v in node.attrs.items() if k not in node.subgraphs}
+        attrs, dropped = convert_attrs(plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"))
+        if dropped:
+            ctx.dropped_attrs[node.name] = dropped
+        inputs = [ctx.input_value(node, slot) for slot in range(len(node.inputs))]
+        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None]
+        bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in node.subgraphs.items()}
+        return graph.add_node(
+            op,
+            inputs,
+            name=node.name,
+            attrs=_keep_declared(attrs, opdef),
+            num_outputs=self._num_outputs(framework, node, opdef),
+            control_inputs=controls,
+            subgraphs=bodies,
+            allow_unknown=True,
+        )
+
+    def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:
+        if node.output_names and framework == "onnx":
+            return len(node.output_names)
+        if framework in ("tensorflow", "tf"):
+            if self._signatures is None:
+                from ..parser.op_signatures import builtin_signatures
+
+                self._signatures = builtin_signatures()
+            n = self._signatures.num_outputs(node.op_type, node.attrs)
+            if n is not None:
+                return n
+        if opdef is not None and all(s.param.value == "required" for s in opdef.outputs):
+            return len(opdef.outputs)
+        return max(1, len(node.output_names))
+
+    def convert_fused(
+        self,
+        ctx: BuildContext,
+        fusion: "AcceptedFusion",
+        inputs: list[Value | None],
+        num_outputs: int,
+        provenance: dict[str, Any],
+        controls: list[Node],
+    ) -> Node:
+        """The fused op of a one-to-one fusion, its parameters read by the fused parser of its type."""
+        attrs: dict[str, Any] = dict(fusion.attrs)
+        parser = self._fused_parsers.get(fusion.type)
+        if parser is not None:
+            try:
+                attrs.update(parser(fusion, ctx.source))
+            except (KeyError, ValueError, TypeError, IndexError) as e:
+                raise FusionError(
+                    f"fusion {fusion.name!r} ({fusion.pass_name}) to {fusion.type}: its parameters cannot be read "
+                    f"from the claimed nodes: {e}"
+                ) from e
+        attrs.update(provenance)
+        op = f"fused.{fusion.type}"
+        opdef = ctx.graph.registry.lookup(op)
+        typed, dropped = convert_attrs(attrs, opdef)
+        if dropped:
+            ctx.dropped_attrs[fusion.name] = dropped
+        typed["_original_nodes"] = AttrValue(LIST_STR, tuple(provenance["_original_nodes"]))
+        name = fusion.name if fusion.name not in ctx.graph else ctx.graph.unique_name(fusion.name)
+        return ctx.graph.add_node(
+            op, inputs, name=name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
+        )
+
+    def convert_inner(
+        self,
+        ctx: BuildContext,
+        fusion: "AcceptedFusion",
+        inner: "ResolvedInnerNode",
+        inputs: list[Value],
+        num_outputs: int,
+        provenance: dict[str, Any],
+        controls: list[Node],
+    ) -> Node:
+        """One inner node of a many-to-many fusion: a fused op when one is defined, else a framework op."""
+        registry = ctx.graph.registry
+        candidates = [f"fused.{inner.type}", f"{dialect_of(ctx.source.framework)}.{inner.type}"]
+        op = next((c for c in candidates if c in registry), candidates[0])
+        if inner.type in ("Const", "Constant") and "value" in inner.attrs:
+            value = ctx.graph.add_const(np.asarray(inner.attrs["value"]), inner.name, unique=False)
+            value.producer.set_attr("_fusion_rule", provenance["_fusion_rule"], STR)
+            return value.producer
+        typed, dropped = convert_attrs(dict(inner.attrs) | {"_fusion_rule": provenance["_fusion_rule"]}, registry.lookup(op))
+        if dropped:
+            ctx.dropped_attrs[inner.name] = dropped
+        typed["_original_nodes"] = AttrValue(LIST_STR, tuple(provenance["_original_nodes"]))
+        return ctx.graph.add_node(
+            op, inputs, name=inner.name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
+        )
+
+
+def _is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:
+    p = source.get(producer)
+    return p is not None and p.op_type in BACK_EDGE_OPS and consumer.op_type in ("Merge", "RefMerge")
+
+
+def _keep_declared(attrs: dict[str, AttrValue], opdef) -> dict[str, AttrValue]:
+    """Drops attributes whose kind contradicts a declared one (kept by name in the dropped list upstream)."""
+    if opdef is None:
+        return attrs
+    out = {}
+    for key, value in attrs.items():
+        spec = opdef.attrs.get(key)
+        if spec is None or spec.type_id is value.type_id:
+            out[key] = value
+    return out
+
+
+def _array(node: SourceNode) -> np.ndarray:
+    value = node.value if node.value is not None else node.attrs.get("value")
+    if value is None:
+        raise ParseError(f"constant node {node.name!r} ({node.op_type}) has no value")
+    return np.asarray(value)
+
+
+def default_op_parsers() -> OpParserRegistry:
+    """A registry with the builtin parsers (the fused-op parsers come with the fusion rules)."""
+    return OpParserRegistry()

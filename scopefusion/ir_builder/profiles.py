@@ -1,0 +1,154 @@
+"""Shape profiles (after seed 002): one fully inferred copy of the graph per set of input shapes.
+
+A profile fixes the shape of some graph inputs (an input left out keeps the model's own shape), is
+inferred on its own clone of the graph, and gets its own memory plan. All profiles live in one model;
+at run time exactly one is active, chosen by the input shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import InferenceError
+from .graph import Graph, Value
+from .shape_inference import InferenceResult, infer_graph
+from .types import TensorType
+
+__all__ = ["Profile", "build_profile", "input_names", "normalize_input_shapes"]
+
+
+@dataclass
+class Profile:
+    """One shape profile: the input shapes it fixes, its inferred graph, and (once planned) its memory plan."""
+
+    index: int
+    inputs: dict[str, tuple[int, ...] | None]
+    graph: Graph
+    inference: InferenceResult
+    memory_plan: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "inputs": {k: (None if v is None else list(v)) for k, v in self.inputs.items()},
+            "dynamic_tensors": len(self.inference.dynamic_values),
+        }
+        plan = self.memory_plan
+        if plan is not None:
+            out.update(
+                arena_bytes=plan.arena_bytes,
+                naive_bytes=plan.naive_bytes,
+                lower_bound_bytes=plan.lower_bound_bytes,
+                dynamic_tensors=plan.dynamic_tensors,
+            )
+        return out
+
+    def matches(self, shapes: Mapping[str, Sequence[int]]) -> bool:
+        """True when the given input shapes fit this profile (unknown dims match anything)."""
+        for value in self.graph.inputs:
+            name = input_name(value)
+            if name not in shapes:
+                continue
+            t = value.type
+            if not isinstance(t, TensorType) or t.rank is None:
+                continue
+            given = tuple(shapes[name])
+            if len(given) != len(t.shape) or any(d >= 0 and d != g for d, g in zip(t.shape, given)):
+                return False
+        return True
+
+
+def input_name(value: Value) -> str:
+    """The user-facing name of a graph input (a signature key or the input tensor's name)."""
+    return value.producer.attrs.get("_input_name") or value.producer.name
+
+
+def input_names(graph: Graph) -> list[str]:
+    return [input_name(v) for v in graph.inputs]
+
+
+def normalize_input_shapes(
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[Mapping[str, Sequence[int]]] | None,
+) -> list[dict[str, tuple[int, ...]]]:
+    """``None`` → no explicit profile; one mapping → one profile; a list of mappings → one profile each."""
+    if input_shapes is None:
+        return []
+    if isinstance(input_shapes, Mapping):
+        input_shapes = [input_shapes]
+    out = []
+    for i, profile in enumerate(input_shapes):
+        if not isinstance(profile, Mapping):
+            raise InferenceError(f"input_shapes[{i}] is a {type(profile).__name__}; give a mapping of input name to shape")
+        fixed: dict[str, tuple[int, ...]] = {}
+        for name, shape in profile.items():
+            try:
+                dims = tuple(int(d) for d in shape)
+            except (TypeError, ValueError):
+                raise InferenceError(f"input_shapes[{i}][{name!r}] = {shape!r} is not a list of integers") from None
+            if any(d < -1 for d in dims):
+                raise InferenceError(f"input_shapes[{i}][{name!r}] = {list(dims)}: dims are >= 0, or -1 for unknown")
+            fixed[str(name)] = dims
+        out.append(fixed)
+    return out
+
+
+def build_profile(
+    graph: Graph,
+    index: int,
+    shapes: Mapping[str, tuple[int, ...]],
+    *,
+    strict: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Profile:
+    """Clones ``graph``, fixes the given input shapes, and infers the clone.
+
+    Raises:
+        InferenceError: a shape names no input, has the wrong rank or contradicts a static dim of the
+            model, or inference finds the shapes contradict the graph.
+    """
+    clone = graph.clone()
+    clone.name = f"{graph.name}_profile{index}"
+    by_name = {input_name(v): v for v in clone.inputs}
+    for name in shapes:
+        if name not in by_name:
+            raise InferenceError(
+                f"profile {index}: --input-shape names {name!r}, which is not a graph input; inputs are "
+                f"{', '.join(sorted(by_name)) or 'none'}"
+            )
+    fixed: dict[str, tuple[int, ...] | None] = {}
+    for name, value in by_name.items():
+        t = value.type
+        if name not in shapes:
+            fixed[name] = None if not isinstance(t, TensorType) or t.rank is None else t.shape
+            continue
+        dims = shapes[name]
+        if isinstance(t, TensorType) and t.rank is not None:
+            if len(dims) != t.rank:
+                raise InferenceError(
+                    f"profile {index}: input {name!r} has rank {t.rank} (shape {_fmt(t.shape)}) but the profile gives "
+                    f"{_fmt(dims)} (rank {len(dims)}); give {t.rank} dims"
+                )
+            for axis, (have, want) in enumerate(zip(t.shape, dims)):
+                if have >= 0 and want >= 0 and have != want:
+                    raise InferenceError(
+                        f"profile {index}: input {name!r} dim {axis} is {have} in the model but {want} in the profile "
+                        f"{_fmt(dims)}; only unknown dims (-1) can be set"
+                    )
+        if not isinstance(t, TensorType):
+            raise InferenceError(f"profile {index}: input {name!r} has no known dtype, so its shape cannot be set")
+        value.type = clone.context.tensor(t.element, dims, t.format)
+        fixed[name] = dims
+    try:
+        inference = infer_graph(clone, strict=strict, progress=progress)
+    except InferenceError as e:
+        raise InferenceError(f"profile {index} ({_describe(fixed)}): {e}") from None
+    return Profile(index, fixed, clone, inference)
+
+
+def _fmt(dims: Sequence[int]) -> str:
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+def _describe(shapes: Mapping[str, tuple[int, ...] | None]) -> str:
+    return "; ".join(f"{k}:{'*' if v is None else ','.join(map(str, v))}" for k, v in shapes.items())

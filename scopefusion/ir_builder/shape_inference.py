@@ -1,0 +1,165 @@
+"""Shape and dtype inference over a whole IR graph, with constant folding of value-dependent chains.
+
+Nodes are visited in schedule order. For each node, every input whose value is known at build time
+(a ``ge.Const``, or a value folded earlier) is offered to the op's ``fold`` / ``reference`` hook, so
+chains such as Shape → StridedSlice → Pack → Reshape become known values and Reshape gets a static
+shape whenever the graph's input shapes are static. Folded values live in a side table
+(:attr:`InferenceResult.known_values`): the graph itself is not rewritten, so each shape profile can be
+inferred on its own clone with its own table.
+
+An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
+:class:`~scopefusion.errors.InferenceError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import InferenceError
+from .graph import CONST_OP, DATA_OP, Graph, Node, Value
+from .opdef import InferContext, InputInfo
+from .types import TensorType
+
+__all__ = ["InferenceResult", "infer_graph"]
+
+log = logging.getLogger(__name__)
+
+# Folding is for shape arithmetic, not for precomputing weights: larger constant inputs are not folded
+# unless the op folds from shapes alone (its ``fold`` hook decides).
+MAX_FOLD_ELEMENTS = 1 << 16
+
+
+@dataclass
+class InferenceResult:
+    """What inference found: ops without definitions, dynamic values, folded values."""
+
+    uninferred: Counter = field(default_factory=Counter)  # qualified op -> node count
+    uninferred_nodes: list[str] = field(default_factory=list)
+    dynamic_values: list[str] = field(default_factory=list)
+    folded: int = 0
+    known_values: dict[int, np.ndarray] = field(default_factory=dict)  # id(Value) -> value
+
+    def known(self, value: Value) -> np.ndarray | None:
+        return self.known_values.get(id(value))
+
+
+def _info(value: Value | None, result: InferenceResult) -> InputInfo | None:
+    if value is None:
+        return None
+    data = result.known_values.get(id(value))
+    t = value.type
+    if isinstance(t, TensorType):
+        return InputInfo(None if t.rank is None else t.shape, t.dtype, t.format, data)
+    return InputInfo(None, None, "ND", data)
+
+
+def infer_graph(
+    graph: Graph,
+    *,
+    strict: bool = False,
+    result: InferenceResult | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    outer: dict[str, Value] | None = None,
+) -> InferenceResult:
+    """Infers every node's output types in place; returns what was found.
+
+    Raises:
+        InferenceError: an inference function failed or contradicted its inputs, or (``strict``) an op
+            has no definition.
+    """
+    result = result if result is not None else InferenceResult()
+    context = graph.context
+    total = len(graph.nodes)
+    # Tensors visible to bodies by name: the enclosing graphs' and this graph's, as they are inferred.
+    visible: dict[str, Value] = dict(outer or {})
+    for position, node in enumerate(graph.nodes):
+        if progress is not None and position % 256 == 0:
+            progress(position, total)
+        if node.op == DATA_OP:
+            outer_name = node.attrs.get("_outer_name")
+            if outer_name is not None and node.outputs[0].type is None and outer_name in visible:
+                node.outputs[0].type = visible[outer_name].type
+        for value in node.outputs:
+            name = value.meta.get("tensor_name")
+            if name:
+                visible[name] = value
+        if node.op == DATA_OP:
+            continue
+        if node.op == CONST_OP:
+            array = node.attrs.get("value")
+            result.known_values[id(node.outputs[0])] = array
+            dtype = _dt.from_numpy(array.dtype)
+            node.outputs[0].type = context.tensor(dtype, array.shape) if dtype is not None else None
+            continue
+        for body in node.subgraphs.values():
+            infer_graph(body, strict=strict, result=InferenceResult(uninferred=result.uninferred), outer=visible)
+        if node.opdef is None:
+            _uninferred(node, result, strict)
+            continue
+        if any(v is not None and v.type is None and not v.meta.get("back_edge") for v in node.inputs):
+            # An input of unknown type (its producer had no definition): the outputs stay unknown too.
+            for value in node.outputs:
+                value.type = None
+            continue
+        infos = [_info(v, result) for v in node.inputs]
+        folded = _try_fold(node, infos)
+        ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
+        node.opdef.infer(ctx)
+        for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, ctx.results())):
+            if folded is not None and i < len(folded) and folded[i] is not None:
+                array = np.asarray(folded[i])
+                result.known_values[id(value)] = array
+                folded_dtype = _dt.from_numpy(array.dtype)
+                shape, dtype = array.shape, dtype or folded_dtype
+            value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+        if folded is not None:
+            result.folded += 1
+    if progress is not None:
+        progress(total, total)
+    for value in graph.values():
+        if value.producer.op == CONST_OP:
+            continue
+        t = value.type
+        dynamic = not (isinstance(t, TensorType) and t.is_static)
+        value.meta["dynamic"] = dynamic
+        if dynamic:
+            result.dynamic_values.append(value.ref)
+    return result
+
+
+def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
+    if strict:
+        raise InferenceError(
+            f"node {node.name!r} ({node.op}) has no op definition, so its outputs cannot be inferred; "
+            "register an OpDef for it or convert without --strict"
+        )
+    if not result.uninferred[node.op]:
+        log.warning("no op definition for %s (first seen at node %r): its outputs stay unknown", node.op, node.name)
+    result.uninferred[node.op] += 1
+    result.uninferred_nodes.append(node.name)
+    for value in node.outputs:
+        value.type = None
+
+
+def _try_fold(node: Node, infos: list[InputInfo | None]) -> list[np.ndarray | None] | None:
+    opdef = node.opdef
+    assert opdef is not None
+    if opdef.fold is None:
+        if opdef.reference is None or not infos:
+            return None
+        if any(i is None or i.data is None or i.data.size > MAX_FOLD_ELEMENTS for i in infos):
+            return None
+    try:
+        out = opdef.try_fold(infos, dict(node.attrs.items()))
+    except Exception as e:  # a kernel that cannot handle this input is not a reason to stop converting
+        log.debug("folding %s (%s) failed: %s", node.name, node.op, e)
+        return None
+    if out is None:
+        return None
+    return [None if o is None else np.asarray(o) for o in out]

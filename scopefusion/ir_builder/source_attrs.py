@@ -1,0 +1,103 @@
+"""Framework attribute values (as the frontends decode them) to typed IR attribute values.
+
+The frontends give plain values: ``int``, ``float``, ``bool``, ``str``/``bytes``, tuples, read-only numpy
+arrays, :class:`~scopefusion.dtypes.DType`, shapes as tuples (``None`` for an unknown rank), function
+references, nested source graphs. When the op definition declares the attribute, its declared type id
+decides the conversion (an empty list becomes that list kind; a shape becomes ``LIST_INT``); otherwise
+the type id is inferred from the value. Values with no IR form (an unknown rank, a foreign dtype such as
+TF's resource, a placeholder left in a function body) are dropped and listed, never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..dtypes import DType
+from . import attrs as A
+from .attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
+from .opdef import OpDef
+
+__all__ = ["convert_attrs", "convert_value"]
+
+
+def convert_value(value: Any, declared: AttrType | None = None, *, graph_converter: Callable[[Any], Any] | None = None) -> AttrValue | None:
+    """One attribute value as an :class:`AttrValue`, or None when it has no IR form."""
+    if value is None:
+        return None
+    kind = type(value).__name__
+    if kind == "FunctionRef":
+        return AttrValue(A.NAMED_ATTRS, _named(value.name, dict(value.attrs)))
+    if kind == "SourceGraph":
+        if graph_converter is None:
+            return None
+        return AttrValue(A.GRAPH, graph_converter(value))
+    if kind in ("AttrPlaceholder", "ForeignDType"):
+        return None
+    if isinstance(value, bytes) and declared is A.STR:
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if isinstance(value, tuple):
+        if any(v is None for v in value) or any(type(v).__name__ in ("ForeignDType", "AttrPlaceholder") for v in value):
+            return None
+        if any(type(v).__name__ == "FunctionRef" for v in value):
+            return AttrValue(A.LIST_NAMED_ATTRS, tuple(_named(v.name, dict(v.attrs)) for v in value))
+        if not value:
+            return AttrValue(declared if declared is not None and declared.name.startswith("list") else A.LIST_INT, ())
+        if isinstance(value[0], tuple):
+            if declared is A.LIST_LIST_FLOAT:
+                return AttrValue(A.LIST_LIST_FLOAT, value)
+            try:
+                return AttrValue(A.LIST_LIST_INT, value)
+            except (TypeError, ValueError):
+                return AttrValue(A.LIST_LIST_FLOAT, value)
+    if declared is not None:
+        try:
+            return AttrValue(declared, value)
+        except (TypeError, ValueError):
+            if declared is A.FLOAT and isinstance(value, (int, np.integer)):
+                return AttrValue(A.FLOAT, float(value))
+            raise
+    try:
+        return AttrValue(infer_attr_type(value), value)
+    except TypeError:
+        return None
+
+
+def _named(name: str, attrs: Mapping[str, Any]) -> NamedAttrs:
+    converted = {}
+    for key, value in attrs.items():
+        v = convert_value(value)
+        if v is not None:
+            converted[key] = v
+    return NamedAttrs(name, converted)
+
+
+def convert_attrs(
+    attrs: Mapping[str, Any],
+    opdef: OpDef | None,
+    *,
+    graph_converter: Callable[[Any], Any] | None = None,
+) -> tuple[dict[str, AttrValue], list[str]]:
+    """Converts a node's attributes; returns ``(converted, names dropped for having no IR form)``."""
+    out: dict[str, AttrValue] = {}
+    dropped: list[str] = []
+    for name, value in attrs.items():
+        declared = opdef.attrs[name].type_id if opdef is not None and name in opdef.attrs else None
+        try:
+            converted = convert_value(value, declared, graph_converter=graph_converter)
+        except (TypeError, ValueError):
+            converted = None
+        if converted is None:
+            if value is not None:
+                dropped.append(name)
+            continue
+        out[name] = converted
+    return out, dropped
+
+
+def is_dtype(value: Any) -> bool:
+    return isinstance(value, DType)

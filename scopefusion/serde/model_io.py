@@ -1,0 +1,63 @@
+"""A converted :class:`~scopefusion.model.Model` to the GE ``ModelDef``.
+
+``ModelDef.graph[0]`` is the main graph (the model's own shapes); each shape profile follows as a
+top-level graph named ``<main>_profile<i>``, with its input shapes in the graph attribute
+``_profile_inputs`` and its memory plan written into the tensor descriptors: every planned output's
+``data_offset`` (bytes into the profile's arena) and ``size``, ``reuse_input`` / ``reuse_input_index`` for
+a forwarded buffer; the arena size is the graph attribute ``_arena_bytes``. Values left for run time
+(dynamic) keep ``data_offset`` -1.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from google.protobuf import text_format
+
+from . import ge
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..model import Model
+
+__all__ = ["model_to_bytes", "model_to_proto", "model_to_text"]
+
+
+def model_to_proto(model: "Model"):
+    profiles = list(model.profiles)
+    for profile in profiles:
+        plan = profile.memory_plan
+        profile.graph.attrs.set_attr("_profile_inputs", [f"{k}:{'*' if v is None else ','.join(map(str, v))}" for k, v in profile.inputs.items()])
+        if plan is not None:
+            profile.graph.attrs.set_attr("_arena_bytes", int(plan.arena_bytes))
+    proto = ge.model_to_proto(
+        [model.graph] + [p.graph for p in profiles],
+        name=model.graph.name,
+        attrs={"_source": model.source.path or "", "_framework": model.source.framework or ""},
+    )
+    for profile, graph_def in zip(profiles, list(proto.graph)[1 : 1 + len(profiles)]):
+        plan = profile.memory_plan
+        if plan is None:
+            continue
+        for node, op_def in zip(profile.graph.nodes, graph_def.op):
+            for value, desc in zip(node.outputs, op_def.output_desc):
+                offset = plan.offset(value)
+                desc.data_offset = -1 if offset is None else int(offset)
+                size = plan.size(value)
+                if size is not None:
+                    desc.size = int(size)
+                source = plan.forwarded_from(value)
+                if source is not None:
+                    desc.reuse_input = True
+                    for slot, inp in enumerate(node.inputs):
+                        if inp is not None and inp.ref == source:
+                            desc.reuse_input_index = slot
+                            break
+    return proto
+
+
+def model_to_bytes(model: "Model") -> bytes:
+    return model_to_proto(model).SerializeToString(deterministic=True)
+
+
+def model_to_text(model: "Model") -> str:
+    return text_format.MessageToString(model_to_proto(model))
