@@ -147,6 +147,13 @@ def saved_model_tf1(model_store: ModelStore) -> Path:
     return model_store.written("sm_tf1", tf_models.saved_model_tf1_builder)
 
 
+@pytest.fixture(scope="session")
+def saved_model_simple_save(model_store: ModelStore) -> Path:
+    from tests.models import tf_models
+
+    return model_store.written("sm_simple_save", tf_models.saved_model_tf1_simple_save)
+
+
 # ------------------------------------------------------------------------------------------- ONNX
 def _onnx_file(store: ModelStore, name: str, builder: str) -> Path:
     from tests.models import onnx_models

@@ -25,6 +25,7 @@ __all__ = [
     "saved_model_keras_export",
     "saved_model_tf_module",
     "saved_model_tf1_builder",
+    "saved_model_tf1_simple_save",
 ]
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -380,6 +381,24 @@ def saved_model_tf1_builder(path: Path) -> Path:
                 sess, [tf.compat.v1.saved_model.SERVING], signature_def_map={"predict": signature}
             )
             builder.save()
+    return path
+
+
+def saved_model_tf1_simple_save(path: Path) -> Path:
+    """A TF1 SavedModel written by ``tf.compat.v1.saved_model.simple_save`` (signature ``serving_default``)."""
+    tf = _tf()
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.compat.v1.placeholder(tf.float32, [2], name="a")
+        b = tf.compat.v1.placeholder(tf.float32, [2], name="b")
+        unused = tf.compat.v1.placeholder(tf.float32, [2], name="unused")
+        scale = tf.compat.v1.get_variable("scale", [2], initializer=tf.compat.v1.constant_initializer(3.0))
+        total = tf.add(a * scale, b, name="total")
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.saved_model.simple_save(
+                sess, str(path), inputs={"a": a, "b": b, "unused": unused}, outputs={"total": total}
+            )
     return path
 
 

@@ -233,3 +233,31 @@ def test_invalid_onnx_graphs_raise_parse_error(case, message, tmp_path):
     with pytest.raises(ParseError, match=message) as info:
         load(path)
     assert str(path) in str(info.value)
+
+
+def test_attribute_kinds_and_constant_values(tmp_path):
+    big = np.arange(512, dtype=np.float32)
+    custom = helper.make_node("Custom", ["x"], ["c"], name="custom", domain="my.domain", floats=[0.5, 1.5], ints=[1, 2],
+                              strings=[b"a", b"b"], label="text",
+                              tensors=[numpy_helper.from_array(np.array([1, 2], np.int32))],
+                              kind=helper.make_tensor_type_proto(TensorProto.FLOAT, [2, None]))
+    nodes = [
+        helper.make_node("Constant", [], ["ints"], name="k_ints", value_ints=[3, 4]),
+        helper.make_node("Constant", [], ["f"], name="k_float", value_float=2.5),
+        helper.make_node("Constant", [], ["t"], name="k_big", value=numpy_helper.from_array(big)),
+        custom,
+        helper.make_node("Add", ["t", "f"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(nodes, "kinds", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512])])
+    loaded = load(_save(helper.make_model(graph), tmp_path))
+    assert loaded.node("k_ints").value.tolist() == [3, 4] and loaded.node("k_ints").value.dtype == np.int64
+    assert loaded.node("k_float").value.tolist() == 2.5
+    assert isinstance(_root(loaded.node("k_big").value), mmap.mmap)
+    np.testing.assert_array_equal(loaded.node("k_big").value, big)
+    attrs = loaded.node("custom").attrs
+    assert attrs["floats"] == (0.5, 1.5) and attrs["ints"] == (1, 2) and attrs["strings"] == ("a", "b")
+    assert attrs["label"] == "text" and attrs["tensors"][0].tolist() == [1, 2]
+    assert attrs["kind"] == (dtypes.FLOAT32, (2, -1))
+    assert loaded.node("custom").domain == "my.domain"
+    assert loaded.outputs == [GraphOutput("y", "add", 0)]

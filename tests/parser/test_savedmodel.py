@@ -66,6 +66,16 @@ def test_tf1_builder_saved_model_is_frozen_from_a_session(saved_model_tf1):
     np.testing.assert_allclose(_run_graph(graph, feeds)["probs"], expected, rtol=1e-6)
 
 
+def test_simple_save_keeps_every_signature_input_even_an_unused_one(saved_model_simple_save):
+    graph = load(saved_model_simple_save)
+    assert [(i.name, i.node) for i in graph.inputs] == [("a", "a"), ("b", "b"), ("unused", "unused")]
+    assert graph.outputs == [GraphOutput("total", "total", 0)]
+    assert graph.node("unused").op_type == "Placeholder"
+    feeds = {"a": np.array([1.0, 2.0], np.float32), "b": np.array([0.5, 0.5], np.float32),
+             "unused": np.zeros(2, np.float32)}
+    np.testing.assert_allclose(_run_graph(graph, feeds)["total"], [3.5, 6.5])
+
+
 def test_the_saved_model_pb_path_reads_its_directory(saved_model_tf1):
     graph = load(saved_model_tf1 / "saved_model.pb", signature="predict")
     assert graph.path == str(saved_model_tf1)
