@@ -6,6 +6,10 @@ PROTOC := $(PY) -m grpc_tools.protoc
 
 .PHONY: test demo install proto bench clean
 
+DEMO_MODEL := testdata/bert_tiny.pb
+DEMO_SHAPES := --input-shape "input_ids:1,32;input_mask:1,32;token_type_ids:1,32" \
+               --input-shape "input_ids:8,32;input_mask:8,32;token_type_ids:8,32"
+
 # The venv is rebuilt only when the package metadata changes.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +21,11 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# Converts the bundled BERT-like model with two shape profiles and prints the summary.
+demo: $(STAMP)
+	mkdir -p out
+	$(VENV)/bin/scopefusion convert $(DEMO_MODEL) -o out/bert_tiny.ge $(DEMO_SHAPES) --report out/bert_tiny.report.json
 
 # Regenerates the committed protobuf modules from the .proto schemas.
 proto: $(STAMP)

@@ -1,0 +1,5 @@
+"""``python -m scopefusion``: the command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,175 @@
+"""The ``scopefusion`` command line.
+
+Exit codes: 0 success; 1 a comparison found a difference (``verify``, ``diff``); 2 bad input (a model
+that cannot be read, a bad option, a failing rules file, shapes that contradict the model). Errors are one
+sentence on stderr, never a traceback; an output file is written whole or not at all.
+
+Heavy imports (the converter, TensorFlow) happen inside the commands, so ``scopefusion --help`` is quick.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+__all__ = ["app", "main", "parse_input_shape"]
+
+app = typer.Typer(
+    name="scopefusion",
+    help="Convert TensorFlow and ONNX models into a fused, typed, shape-inferred IR.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_BAD_INPUT = 2
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    """Convert TensorFlow and ONNX models into a fused, typed, shape-inferred IR."""
+    if version:
+        from . import __version__
+
+        typer.echo(f"scopefusion {__version__}")
+        raise typer.Exit(0)
+
+
+class BadInput(Exception):
+    """A command-line value that cannot be used; reported as one sentence with exit code 2."""
+
+
+def parse_input_shape(text: str) -> dict[str, tuple[int, ...]]:
+    """One shape profile from ``"NAME:D,D;NAME:D,D"`` (CANN ATC's ``--input_shape`` syntax).
+
+    A name may itself hold ``:`` (``input:0``): the shape is what follows the last ``:``. ``NAME:`` is a
+    scalar; ``-1`` leaves a dim unknown.
+    """
+    shapes: dict[str, tuple[int, ...]] = {}
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, dims = part.rpartition(":")
+        if not sep or not name:
+            raise BadInput(f"--input-shape {text!r}: {part!r} is not NAME:D,D,...; write e.g. \"input_ids:1,128\"")
+        try:
+            shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+        except ValueError:
+            raise BadInput(f"--input-shape {text!r}: the dims of {name!r} ({dims!r}) must be integers separated by ','") from None
+        if any(d < -1 for d in shape):
+            raise BadInput(f"--input-shape {text!r}: dims of {name!r} must be >= 0, or -1 for unknown")
+        if name in shapes:
+            raise BadInput(f"--input-shape {text!r}: {name!r} is given twice in one profile")
+        shapes[name] = shape
+    if not shapes:
+        raise BadInput(f"--input-shape {text!r} names no input; write e.g. \"input_ids:1,128;mask:1,128\"")
+    return shapes
+
+
+def _fail(message: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}", markup=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@app.command()
+def convert(
+    model: Path = typer.Argument(..., help="SavedModel directory, frozen GraphDef .pb, text .pbtxt, or .onnx file."),
+    output: Path = typer.Option(..., "-o", "--output", help="Where to write the converted model."),
+    format: str = typer.Option("ge", "--format", help="Output format: ge, ge-text or onnx."),
+    input_shape: Optional[List[str]] = typer.Option(
+        None, "--input-shape", help='One shape profile, "NAME:D,D;NAME:D,D"; repeat for more profiles.'
+    ),
+    enable_pass: Optional[List[str]] = typer.Option(None, "--enable-pass", help="Turn on a non-general fusion pass."),
+    disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Turn off a general fusion pass."),
+    rules: Optional[List[Path]] = typer.Option(None, "--rules", help="A Python file of user fusion rules (repeatable)."),
+    strict: bool = typer.Option(False, "--strict", help="Fail on a raising pass or an op without a definition."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write the JSON report here."),
+    input_format: Optional[str] = typer.Option(None, "--input-format", help="Force the model format: savedmodel, pb, pbtxt, onnx."),
+    signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature (default serving_default)."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", help="SavedModel tag (repeatable)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
+) -> None:
+    """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
+    from .errors import ScopeFusionError
+    from .model import SAVE_FORMATS
+
+    if format not in SAVE_FORMATS:
+        _fail(f"--format {format!r} is not one of {', '.join(SAVE_FORMATS)}")
+    try:
+        profiles = [parse_input_shape(text) for text in input_shape or []]
+    except BadInput as e:
+        _fail(str(e))
+    from rich.console import Console
+
+    from .convert import convert as run_convert
+    from .summary import progress_display, summary_tables
+
+    console = Console(stderr=True)
+    try:
+        with progress_display(console, enabled=not quiet) as progress:
+            result = run_convert(
+                model,
+                input_shapes=profiles or None,
+                enable=enable_pass or (),
+                disable=disable_pass or (),
+                rules=rules or (),
+                strict=strict,
+                model_format=input_format,
+                signature=signature,
+                tags=tag,
+                progress=progress,
+            )
+            # Everything is rendered before anything is written, so a failure leaves no file behind.
+            files = [(output, result.to_bytes(format))]
+            if report is not None:
+                files.append((report, (json.dumps(result.report(), indent=2, sort_keys=True) + "\n").encode()))
+        for path, data in files:
+            _write_atomic(path, data)
+    except ScopeFusionError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"cannot write the output ({e.strerror or e}: {e.filename or output}); check the directory exists and is writable")
+    if not quiet:
+        out = Console()
+        for table in summary_tables(result, output, format):
+            out.print(table)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    import os
+    import tempfile
+
+    directory = path.resolve().parent
+    if not directory.is_dir():
+        raise OSError(2, "no such directory", str(directory))
+    fd, tmp = tempfile.mkstemp(prefix=".scopefusion-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console entry point."""
+    try:
+        app(args=argv, prog_name="scopefusion", standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
