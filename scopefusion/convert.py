@@ -11,10 +11,9 @@ from contextlib import contextmanager
 from os import PathLike
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .errors import ScopeFusionError
 from .model import Model
 
-__all__ = ["convert"]
+__all__ = ["convert", "fusion_setup"]
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -56,7 +55,6 @@ def convert(
     from .ir_builder.types import IRContext
     from .parser import load
     from .scope import PassManager, ScopeGraph
-    from .fusion_rules import default_fusion_setup
 
     timings: dict[str, float] = {}
 
@@ -86,7 +84,7 @@ def convert(
     with stage("scope"):
         scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
-        registry, parsers = default_fusion_setup(rules=rules, enable=enable, disable=disable)
+        registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
         manager = PassManager(registry, strict=strict)
         fusion_run = manager.run(scope_graph)
     context = IRContext()
@@ -114,5 +112,24 @@ def convert(
     )
 
 
-def _is_our_error(e: BaseException) -> bool:
-    return isinstance(e, ScopeFusionError)
+def fusion_setup(
+    *,
+    rules: Iterable[str | PathLike] = (),
+    enable: Iterable[str] = (),
+    disable: Iterable[str] = (),
+    entry_points: bool = True,
+):
+    """``(PassRegistry, OpParserRegistry)`` as ``convert`` uses them: user rules (files, then installed
+    packages) registered before the builtins, enable/disable applied."""
+    from .fusion_rules import BUILTIN_RULES
+    from .ir_builder.op_parsers import default_op_parsers
+    from .scope import PassRegistry
+
+    registry = PassRegistry()
+    for path in rules:
+        registry.load_rules_file(path)
+    if entry_points:
+        registry.load_entry_points()
+    registry.load_builtins(BUILTIN_RULES)
+    registry.configure(enable=tuple(enable), disable=tuple(disable))
+    return registry, default_op_parsers()

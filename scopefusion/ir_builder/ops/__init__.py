@@ -22,7 +22,7 @@ DEFAULT_ONNX_OPSET = 17
 
 def default_registry(source: "SourceGraph | None" = None, *, extra: Iterable[OpDef] = ()) -> OpRegistry:
     """A registry with every builtin definition; ONNX ones at ``source``'s default-domain opset."""
-    from ...fusion_rules.fused_ops import fused_definitions
+    from . import fused as fused_ops
     from . import onnx as onnx_ops
     from . import tf as tf_ops
 
@@ -36,7 +36,7 @@ def default_registry(source: "SourceGraph | None" = None, *, extra: Iterable[OpD
             opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
         for d in onnx_ops.definitions(opset):
             registry.register(d)
-    for d in fused_definitions():
+    for d in fused_ops.definitions():
         registry.register(d)
     for d in extra:
         registry.register(d)

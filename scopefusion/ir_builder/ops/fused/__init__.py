@@ -1,0 +1,17 @@
+"""The ``fused`` dialect: one op definition per fused op type the builtin rules produce.
+
+Each definition declares the fused op's attributes (its parameters, read by the rule from the source
+constants), its shape and dtype inference, and its numpy ``reference`` kernel, against which the rule's
+numerical equivalence is proven and which the runtime executes.
+"""
+
+from __future__ import annotations
+
+from ...opdef import OpDef
+
+__all__ = ["definitions"]
+
+
+def definitions() -> list[OpDef]:
+    """Every fused op definition (fresh objects)."""
+    return []
