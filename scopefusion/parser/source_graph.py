@@ -75,12 +75,14 @@ class SourceNode:
             shapes as tuples (``None`` for unknown rank, ``-1`` for unknown dims), function names
             (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs.
         domain: ONNX op domain (``""`` for the default domain); empty for TF.
-        value: the constant's value for Const / Initializer nodes, else None.
-        subgraphs: control-flow bodies by attribute name (``"body"``, ``"cond"``, ``"then_branch"``...).
+        value: the constant's value for Const / Initializer / ONNX Constant nodes, else None.
+        subgraphs: control-flow bodies by attribute name (``"body"``, ``"cond"``, ``"then_branch"``...);
+            a list-valued attribute gives ``"branches:0"``, ``"branches:1"``...
         frame: TF1 control-flow frame name for Enter nodes (``frame_name`` attr), else None.
         output_names: ONNX tensor names of the outputs (TF: ``"name:i"``), one per output.
         device: the TF device string, kept for information.
-        synthetic: True for nodes the frontend made (ONNX inputs and initializers).
+        synthetic: True for nodes the frontend made (ONNX inputs, initializers and outer-scope reads;
+            TF function arguments; the ``NoOp`` standing for an inlined call that has control consumers).
     """
 
     name: str
