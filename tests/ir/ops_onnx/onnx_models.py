@@ -49,12 +49,14 @@ class _Builder:
         self.nodes.append(helper.make_node(op_type, inputs, outs, name=base, **attrs))
         return outs[0] if n_out == 1 else outs
 
-    def model(self, name: str, inputs, outputs, opset: int) -> onnx.ModelProto:
+    def model(self, name: str, inputs, outputs, opset: int, microsoft: bool = False) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="pytorch-like")
+        opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if microsoft else [])
+        m = helper.make_model(graph, opset_imports=opsets, producer_name="pytorch-like")
         m.ir_version = 8
-        # Exporters declare output types: take them from ONNX's (strict) inference, which checks the model.
-        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        # Exporters declare output types: take them from ONNX's (strict) inference, which checks the model
+        # (onnx knows no com.microsoft op: those models are checked by onnxruntime loading them).
+        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=not microsoft, data_prop=True)
         for out, done in zip(m.graph.output, inferred.graph.output):
             out.type.CopyFrom(done.type)
         return m
@@ -239,6 +241,34 @@ def data_dependent(opset: int = 17) -> onnx.ModelProto:
     return b.model("data_dependent", inputs, outputs, opset)
 
 
+def ort_optimized_bert(batch: int | str = 2, seq: int | str = 8, hidden: int = 32, heads: int = 4, vocab: int = 50) -> onnx.ModelProto:
+    """A BERT layer as onnxruntime's transformer optimizer leaves it: EmbedLayerNormalization, Attention,
+    SkipLayerNormalization, BiasGelu / FastGelu / QuickGelu, FusedMatMul, MultiHeadAttention,
+    SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft and onnxruntime's
+    own default-domain ops)."""
+    b = _Builder(seed=4)
+    ms = {"domain": "com.microsoft"}
+    I32 = TensorProto.INT32
+    emb, mask_index = b.op(
+        "EmbedLayerNormalization",
+        ["input_ids", "segment_ids", b.weight(vocab, hidden), b.weight(16, hidden), b.weight(2, hidden), b.weight(hidden), b.weight(hidden), "mask"],
+        n_out=2, name="embed", epsilon=1e-5, **ms,
+    )
+    att = b.op("Attention", [emb, b.weight(hidden, 3 * hidden), b.weight(3 * hidden), mask_index], name="attention", num_heads=heads, **ms)
+    ln1 = b.op("SkipLayerNormalization", [b.op("MatMul", [att, b.weight(hidden, hidden)]), emb, b.weight(hidden), b.weight(hidden), b.weight(hidden)], name="skip_ln1", **ms)
+    up = b.op("BiasGelu", [b.op("MatMul", [ln1, b.weight(hidden, 2 * hidden)]), b.weight(2 * hidden)], name="bias_gelu", **ms)
+    up = b.op("FastGelu", [up, b.weight(2 * hidden)], name="fast_gelu", **ms)
+    down = b.op("FusedMatMul", [b.op("QuickGelu", [up], name="quick_gelu", **ms), b.weight(hidden, 2 * hidden)], name="fused_matmul", transB=1, alpha=0.5, **ms)
+    ln2 = b.op("SkipLayerNormalization", [down, ln1, b.weight(hidden), b.weight(hidden)], name="skip_ln2", epsilon=1e-5, **ms)
+    q, k, v = (b.op("MatMul", [ln2, b.weight(hidden, hidden)]) for _ in range(3))
+    mha = b.op("MultiHeadAttention", [q, k, v], name="mha", num_heads=heads, **ms)
+    rms = b.op("SimplifiedLayerNormalization", [mha, b.weight(hidden)], name="rms", axis=-1, epsilon=1e-6)
+    out = b.op("SkipSimplifiedLayerNormalization", [rms, ln2, b.weight(hidden)], name="skip_rms", **ms)
+    inputs = [helper.make_tensor_value_info(n, I32, [batch, seq]) for n in ("input_ids", "segment_ids", "mask")]
+    outputs = [helper.make_tensor_value_info(out, F, None), helper.make_tensor_value_info(mask_index, I32, None)]
+    return b.model("bert_onnxruntime_optimized", inputs, outputs, 17, microsoft=True)
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "bert_opset14": lambda: transformer_block(14),
     "bert_opset17": lambda: transformer_block(17),
@@ -248,6 +278,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "cnn_opset15": lambda: cnn(15),
     "control_flow": control_flow,
     "data_dependent": data_dependent,
+    "bert_onnxruntime_optimized": ort_optimized_bert,
 }
 
 
@@ -261,8 +292,10 @@ def feeds_for(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
             continue
         shape = (input_shapes or {}).get(vi.name) or tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
         elem = vi.type.tensor_type.elem_type
-        if elem == I64:
-            feeds[vi.name] = (rng.random(shape) > 0.2).astype(np.int64)
+        if vi.name in ("input_ids", "segment_ids"):
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(helper.tensor_dtype_to_np_dtype(elem))
+        elif elem in (I64, TensorProto.INT32):
+            feeds[vi.name] = (rng.random(shape) > 0.2).astype(helper.tensor_dtype_to_np_dtype(elem))
         else:
             feeds[vi.name] = rng.standard_normal(shape).astype(helper.tensor_dtype_to_np_dtype(elem))
     return feeds

@@ -19,7 +19,7 @@ from scopefusion.ir_builder.ops.onnx.schemas import MEMORY_FORWARD, VALUE_DEPEND
 
 
 def _by_name(opset: int) -> dict:
-    return {d.name: d for d in definitions(opset)}
+    return {d.name: d for d in definitions(opset, onnxruntime=False)}
 
 
 def _schema_names(opset: int) -> set[str]:
@@ -45,7 +45,7 @@ def test_one_definition_per_schema_of_the_default_domain(opset):
 
 def test_every_opset_builds_a_registry():
     for opset in range(7, defs.onnx_opset_version() + 1):
-        registry = OpRegistry(builtin_ops() + definitions(opset))
+        registry = OpRegistry(builtin_ops() + definitions(opset, onnxruntime=opset in (7, 17)))
         assert "onnx.Add" in registry and "onnx.Conv" in registry
 
 
@@ -112,9 +112,13 @@ def test_value_dependent_inputs_are_declared():
                        ("Unsqueeze", {"axes"}), ("ConstantOfShape", {"input"}), ("Resize", {"scales", "sizes"})]:
         assert {(op, i) for i in inputs} <= depend
     assert ("Gather", "indices") not in depend and ("Add", "A") not in depend
-    # every declared name exists in some version of the op's schema (no typos)
+    # every declared name exists in some version of the op's schema, ONNX's or onnxruntime's (no typos)
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
+
+    ort_schemas = ort_c.get_all_operator_schema()
     for op, inputs in VALUE_DEPEND.items():
         known = {p.name for s in defs.get_all_schemas_with_history() if s.name == op and s.domain == "" for p in s.inputs}
+        known |= {p.name for s in ort_schemas if s.name == op for p in s.inputs}
         assert inputs <= known, (op, inputs - known)
 
 
@@ -136,3 +140,23 @@ def test_nodes_accept_schema_attributes_and_check_their_kinds():
         g.add_node("onnx.Conv", [x, w], name="bad", attrs={"group": "two"})
     with pytest.raises(GraphError, match="needs attribute 'to'"):
         g.add_node("onnx.Cast", [x])
+
+
+def test_onnxruntime_contrib_ops_are_declared_from_its_schemas():
+    found = {d.qualified_name: d for d in definitions(17)}
+    transformer_ops = ["Attention", "MultiHeadAttention", "GroupQueryAttention", "SkipLayerNormalization", "EmbedLayerNormalization",
+                       "SkipSimplifiedLayerNormalization", "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "FusedMatMul", "RotaryEmbedding"]
+    for name in transformer_ops:
+        assert f"onnx:com.microsoft.{name}" in found, name
+    assert "onnx.SimplifiedLayerNormalization" in found  # onnxruntime's own default-domain op
+    skip = found["onnx:com.microsoft.SkipLayerNormalization"]
+    assert skip.dialect == "onnx:com.microsoft" and skip.open_attrs
+    assert [(s.name, s.param) for s in skip.inputs][3:] == [("beta", ParamType.OPTIONAL), ("bias", ParamType.OPTIONAL)]
+    assert skip.attrs["epsilon"].type_id is A.FLOAT and not skip.attrs["epsilon"].required
+    attention = found["onnx:com.microsoft.Attention"]
+    assert attention.attrs["num_heads"].required and attention.attrs["qkv_hidden_sizes"].type_id is A.LIST_INT
+    assert [s.name for s in found["onnx:com.microsoft.Range"].inputs if s.value_depend] == ["start", "limit", "delta"]
+    # graph-attribute ops (BeamSearch) and ops without a CPU kernel (BiasAdd) are left out
+    assert "onnx:com.microsoft.BeamSearch" not in found and "onnx:com.microsoft.BiasAdd" not in found
+    registry = OpRegistry(builtin_ops() + definitions(17))
+    assert len(registry) == len(found) + 2

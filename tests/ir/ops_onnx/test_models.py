@@ -144,8 +144,13 @@ def test_static_precision_figures():
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: onnx_models.transformer_block(14, "batch", "seq"), lambda: onnx_models.transformer_block(18, "batch", "seq"), lambda: onnx_models.cnn(13, "N")],
-    ids=["bert14", "bert18", "cnn"],
+    [
+        lambda: onnx_models.transformer_block(14, "batch", "seq"),
+        lambda: onnx_models.transformer_block(18, "batch", "seq"),
+        lambda: onnx_models.cnn(13, "N"),
+        lambda: onnx_models.ort_optimized_bert("batch", "seq"),
+    ],
+    ids=["bert14", "bert18", "cnn", "bert_onnxruntime_optimized"],
 )
 def test_dynamic_dims_stay_consistent_with_onnx_and_onnxruntime(make):
     model = make()
@@ -201,7 +206,7 @@ def _execute_with_reference_kernels(built: onnx_driver.Built, feeds: dict[str, n
     return values
 
 
-@pytest.mark.parametrize("name", ["bert_opset14", "bert_opset17", "cnn_opset11", "cnn_opset15", "data_dependent"])
+@pytest.mark.parametrize("name", ["bert_opset14", "bert_opset17", "cnn_opset11", "cnn_opset15", "data_dependent", "bert_onnxruntime_optimized"])
 def test_reference_kernels_compute_what_onnxruntime_computes(name):
     model = onnx_models.MODELS[name]()
     built = onnx_driver.build(model)
@@ -238,7 +243,7 @@ def _execute_in_arena(built: onnx_driver.Built, plan, feeds: dict[str, np.ndarra
     return values
 
 
-@pytest.mark.parametrize("name", ["bert_opset14", "bert_opset18", "cnn_opset13", "data_dependent"])
+@pytest.mark.parametrize("name", ["bert_opset14", "bert_opset18", "cnn_opset13", "data_dependent", "bert_onnxruntime_optimized"])
 def test_memory_plan_of_onnx_models_runs_right_and_packs_tight(name):
     from scopefusion.ir_builder.memory_plan import plan_memory
 
@@ -247,7 +252,7 @@ def test_memory_plan_of_onnx_models_runs_right_and_packs_tight(name):
     plan = plan_memory(built.graph)
     plan.validate()
     assert plan.ratio <= 1.05, plan.ratio
-    if name.startswith("bert"):  # q/k/v head splits and the context merge alias their MatMul/Add outputs
+    if name in ("bert_opset14", "bert_opset18"):  # q/k/v head splits and the context merge alias their MatMul/Add outputs
         assert len(plan.forwards) >= 4
     feeds = onnx_models.feeds_for(model)
     ours = _execute_in_arena(built, plan, feeds)

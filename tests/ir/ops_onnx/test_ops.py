@@ -244,3 +244,49 @@ def test_optional_attribute_without_default_is_left_unset():
 
     ctx = InferContext(opdef, "n", [InputInfo((1,), F32)], {}, 1, {"body": "a graph"})
     assert ctx.attr("strides") is None and ctx.subgraphs == {"body": "a graph"}
+
+
+# ----------------------------------------------------------------------------- onnxruntime's ops
+def ms(g: Graph, op: str, inputs, **kw):
+    node = g.add_node(f"onnx:com.microsoft.{op}", inputs, unique=True, **kw)
+    infer_node(node)
+    return node
+
+
+def test_contrib_ops_are_inferred_by_onnxruntime():
+    g = graph()
+    x = g.add_input("x", g.context.tensor(F32, (2, -1, 32)))
+    gamma = g.add_const(np.ones(32, np.float32), "gamma")
+    skip = ms(g, "SkipLayerNormalization", [x, x, gamma], num_outputs=4)
+    assert types(skip) == ["f32[2,?,32]", "f32[2,?,1]", "f32[2,?,1]", "f32[2,?,32]"]
+    r = g.add_input("r", g.context.tensor(F32, None))
+    assert types(ms(g, "Gelu", [r])) == ["f32[*]"]  # an unknown rank, not a scalar
+    s = g.add_input("s", g.context.tensor(F32, ()))
+    assert types(ms(g, "Gelu", [s])) == ["f32[]"]
+    w, b = g.add_const(np.ones((32, 96), np.float32), "w"), g.add_const(np.ones(96, np.float32), "b")
+    assert types(ms(g, "Attention", [x, w, b], attrs={"num_heads": 4}, num_outputs=1)) == ["f32[2,?,32]"]
+    limit = g.add_const(np.array(7, np.int64), "limit")
+    one = g.add_const(np.array(1, np.int64), "one")
+    assert types(ms(g, "Range", [one, limit, one])) == ["i64[6]"]  # value-dependent inputs as initializers
+    half = g.add_input("h", g.context.tensor(dtypes.FLOAT16, (32,)))
+    bad = g.add_node("onnx:com.microsoft.BiasGelu", [x, half], name="bad_gelu")  # T binds two dtypes
+    with pytest.raises(InferenceError, match=r"node 'bad_gelu' \(onnx:com.microsoft.BiasGelu\).*onnxruntime rejects the node"):
+        infer_node(bad)
+
+
+def test_contrib_kernels_run_in_onnxruntime():
+    g = graph()
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    bias = np.full(4, 0.5, np.float32)
+    (y,) = g.registry.get("onnx:com.microsoft.BiasGelu").reference([x, bias], {})
+    from math import erf
+
+    v = x + bias
+    assert np.allclose(y, 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2))), atol=1e-5)
+    mha = g.registry.get("onnx:com.microsoft.MultiHeadAttention").reference
+    q = np.ones((1, 2, 8), np.float32)
+    assert len(mha([q, q, q], {"num_heads": 2})) == 1  # the optional outputs need more inputs: required ones only
+    assert len(mha([q, q, q], {"num_heads": 2, "_num_outputs": 1})) == 1
+    rms = g.registry.get("onnx.SimplifiedLayerNormalization").reference
+    (out,) = rms([x, np.ones(4, np.float32)], {"epsilon": 0.0, "axis": -1})[:1]
+    assert np.allclose(out, x / np.sqrt((x**2).mean(-1, keepdims=True)), atol=1e-5)

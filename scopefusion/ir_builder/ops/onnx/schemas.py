@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ... import attrs as A
 from ...opdef import OpDef, ParamType
@@ -71,6 +71,7 @@ VALUE_DEPEND: dict[str, frozenset[str]] = {
         "HammingWindow": {"size"},
         "BlackmanWindow": {"size"},
         "AffineGrid": {"size"},
+        "ExpandDims": {"axis"},  # com.microsoft
         "If": {"cond"},
         "Loop": {"M", "cond"},
         **{
@@ -98,6 +99,16 @@ class OnnxOp:
     input_types: tuple[str, ...]  # per formal input: its type string ("T", "tensor(int64)")
     output_types: tuple[str, ...]
     constraints: dict[str, tuple[str, ...]]  # type parameter -> allowed type strings
+
+    @property
+    def required_outputs(self) -> int:
+        """How many leading outputs are not optional."""
+        n = 0
+        for p in self.schema.outputs:
+            if p.option.name == "Optional":
+                break
+            n += 1
+        return max(n, 1)
 
     def formal_input(self, index: int) -> int:
         """The formal input a node input belongs to (a variadic last input takes every later one)."""
@@ -142,8 +153,14 @@ def onnx_op(schema: Any, opset: int) -> OnnxOp:
     )
 
 
-def opdef_from_schema(schema: Any, opset: int, dialect: str = DIALECT) -> OpDef:
-    """The op definition of one ONNX schema (see the module docstring)."""
+def opdef_from_schema(
+    schema: Any, opset: int, dialect: str = DIALECT, *, attach: Callable[[OpDef, OnnxOp], None] | None = None
+) -> OpDef:
+    """The op definition of one ONNX schema (see the module docstring).
+
+    ``attach(opdef, op)`` sets the inference and kernel hooks; by default ONNX's own (:mod:`.infer`,
+    :mod:`.kernels`), or the bodies' for control flow.
+    """
     op = onnx_op(schema, opset)
     doc = (schema.doc or "").strip().split("\n\n")[0].strip()
     opdef = OpDef(schema.name, dialect, doc=doc, open_attrs=True)
@@ -177,7 +194,9 @@ def opdef_from_schema(schema: Any, opset: int, dialect: str = DIALECT) -> OpDef:
             opdef.attr(name, type_id)
         else:
             opdef.attr(name, type_id, optional=True)
-    if schema.name in control_flow.BODY_OPS:
+    if attach is not None:
+        attach(opdef, op)
+    elif schema.name in control_flow.BODY_OPS:
         control_flow.attach(opdef, op)
     else:
         infer.attach(opdef, op)
