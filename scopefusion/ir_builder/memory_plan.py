@@ -28,8 +28,9 @@ Placement is *greedy by size* (as in TFLite's and MegCC's arena planners): buffe
 order, each at the best-fitting gap (the smallest that fits) between the buffers already placed whose
 lifetimes overlap its own, else above them. The overlapping placed buffers are found through buckets by
 lifetime length and start, so the cost is about the number of overlapping pairs. When that number is too
-large for the budget (a graph whose values all live long), or when it does better, a linear-time sweep
-over the schedule with best-fit free blocks is used instead; ``strategy`` says which plan was kept.
+large for the budget (a graph whose values all live long), or when it does better, a sweep over the
+schedule allocating from best-fit free blocks (O(n log n)) is used instead; ``strategy`` says which plan
+was kept.
 
 ``lower_bound_bytes`` is the peak, over the schedule, of the bytes of the buffers alive at once (aligned
 sizes, a forwarding group counted once): no plan with this alignment can use less.
@@ -41,6 +42,7 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
+from ..errors import ScopeFusionError
 from .graph import CONST_OP, DATA_OP, Graph, Value
 from .types import TensorType
 
@@ -51,8 +53,9 @@ DEFAULT_ALIGNMENT = 64
 MAX_OVERLAP_PAIRS = 4_000_000
 
 
-class MemoryPlanError(AssertionError):
-    """A memory plan breaks its own rules (two live buffers overlap, a value is placed twice...)."""
+class MemoryPlanError(ScopeFusionError, AssertionError):
+    """A memory plan breaks its own rules (two live buffers overlap, a value is placed twice...): a bug in
+    the planner or in code that edited the plan, never a property of the model."""
 
 
 class Buffer(NamedTuple):
@@ -132,6 +135,9 @@ class MemoryPlan:
                     raise MemoryPlanError(f"value {ref} lives {first}..{last}, outside its buffer's {b.first}..{b.last}")
         if set(seen) != set(self.offsets):
             raise MemoryPlanError(f"values with offsets but no buffer: {sorted(set(self.offsets) - set(seen))[:5]}")
+        for alias, owner in self.forwards.items():
+            if seen.get(alias) is None or seen.get(alias) is not seen.get(owner) or seen[owner].values[0] != owner:
+                raise MemoryPlanError(f"value {alias} is recorded as aliasing {owner}, which does not own its buffer")
         _check_no_overlap(self.buffers)
 
 

@@ -167,6 +167,9 @@ def test_validate_rejects_overlapping_live_buffers():
     misaligned = MemoryPlan(**{**plan.__dict__, "buffers": [buf1, Buffer(buf2.values, 32, buf2.size, buf2.first, buf2.last)]})
     with pytest.raises(MemoryPlanError, match="not aligned"):
         misaligned.validate()
+    wrong_alias = MemoryPlan(**{**plan.__dict__, "forwards": {h2.ref: h1.ref}})
+    with pytest.raises(MemoryPlanError, match="does not own its buffer"):
+        wrong_alias.validate()
 
 
 def test_empty_graph():
@@ -375,4 +378,4 @@ def test_a_large_graph_is_planned_fast():
     plan = plan_memory(b.g)
     elapsed = time.perf_counter() - start
     assert plan.strategy == "greedy_by_size" and plan.ratio <= 1.05
-    assert elapsed < 5.0, elapsed
+    assert elapsed < 10.0, elapsed  # about 1 s on an idle core; a quadratic planner takes minutes

@@ -32,6 +32,7 @@ __all__ = [
     "node_proto",
     "tensor_proto",
     "type_proto_result",
+    "wrapper_of",
 ]
 
 # ONNX AttributeProto.AttributeType names -> IR attribute type ids.
