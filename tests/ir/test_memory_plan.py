@@ -161,13 +161,14 @@ def test_validate_rejects_overlapping_live_buffers():
     plan = b.plan([h2])
     buf1, buf2 = plan.buffers
     broken = MemoryPlan(**{**plan.__dict__, "buffers": [buf1, Buffer(buf2.values, buf1.offset, buf2.size, buf2.first, buf2.last)]})
-    broken.offsets[h2.ref] = buf1.offset
+    broken.offsets = {**plan.offsets, h2.ref: buf1.offset}
     with pytest.raises(MemoryPlanError, match="overlap while both are alive"):
         broken.validate()
     misaligned = MemoryPlan(**{**plan.__dict__, "buffers": [buf1, Buffer(buf2.values, 32, buf2.size, buf2.first, buf2.last)]})
     with pytest.raises(MemoryPlanError, match="not aligned"):
         misaligned.validate()
-    wrong_alias = MemoryPlan(**{**plan.__dict__, "forwards": {h2.ref: h1.ref}})
+    fresh = plan_memory(b.g)
+    wrong_alias = MemoryPlan(**{**fresh.__dict__, "forwards": {h2.ref: h1.ref}})
     with pytest.raises(MemoryPlanError, match="does not own its buffer"):
         wrong_alias.validate()
 
