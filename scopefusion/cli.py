@@ -144,6 +144,71 @@ def convert(
             out.print(table)
 
 
+@app.command()
+def verify(
+    model: Path = typer.Argument(..., help="The model to convert and check against its own framework."),
+    input: Optional[List[str]] = typer.Option(None, "--input", help="NAME=file.npy: an input value (repeatable); default: seeded random."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs."),
+    rtol: float = typer.Option(1e-4, "--rtol", help="Relative tolerance."),
+    atol: float = typer.Option(1e-5, "--atol", help="Absolute tolerance."),
+    input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", help='A shape profile "NAME:D,D;NAME:D,D" (repeatable).'),
+    enable_pass: Optional[List[str]] = typer.Option(None, "--enable-pass", help="Turn on a non-general fusion pass."),
+    disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Turn off a general fusion pass."),
+    rules: Optional[List[Path]] = typer.Option(None, "--rules", help="A Python file of user fusion rules."),
+    signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", help="SavedModel tag (repeatable)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison as JSON here."),
+) -> None:
+    """Run MODEL in its framework and the converted, fused IR on the same inputs; exit 0 on match, 1 on mismatch."""
+    from .errors import ScopeFusionError
+
+    try:
+        profiles = [parse_input_shape(text) for text in input_shape or []]
+        feeds = _load_inputs(input or [])
+    except BadInput as e:
+        _fail(str(e))
+    from rich.console import Console
+    from rich.table import Table
+
+    from .verify import verify as run_verify
+
+    options: dict = {"input_shapes": profiles or None, "enable": enable_pass or (), "disable": disable_pass or (), "rules": rules or ()}
+    if signature:
+        options["signature"] = signature
+    if tag:
+        options["tags"] = tag
+    try:
+        report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
+    except ScopeFusionError as e:
+        _fail(str(e))
+    table = Table(title=f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)", title_justify="left")
+    for col in ("profile", "output", "shape", "max abs", "max rel", "result"):
+        table.add_column(col, justify="right" if col.startswith("max") else "left")
+    for check in report.checks:
+        for out in check.outputs:
+            table.add_row(str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
+                          f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
+    Console().print(table)
+    if json_out is not None:
+        _write_atomic(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _load_inputs(items: List[str]) -> dict:
+    import numpy as np
+
+    feeds = {}
+    for item in items:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise BadInput(f"--input {item!r} is not NAME=file.npy")
+        try:
+            feeds[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise BadInput(f"--input {item!r}: cannot read {file!r} as a .npy array ({e})") from None
+    return feeds
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     import os
     import tempfile
