@@ -207,7 +207,12 @@ def _run_tf_graphdef(path: Path, source: Any, inputs: Mapping[str, np.ndarray], 
     for graph_input in source.inputs:
         feed[graph.get_tensor_by_name(f"{graph_input.node}:0")] = inputs[graph_input.name]
     fetches = [graph.get_tensor_by_name(f"{node}:{index}") for node, index in tensors]
-    with tf.compat.v1.Session(graph=graph) as session:
+    # Grappler off: its remapper rewrites some subgraphs into fused kernels (a layer norm over a positive
+    # axis came out with another epsilon) and can drop fetched nodes; the graph is run as written.
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    config.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
+    with tf.compat.v1.Session(graph=graph, config=config) as session:
         values = session.run(fetches, feed_dict=feed)
     return {tensor: np.asarray(value) for tensor, value in zip(tensors, values)}
 
