@@ -68,8 +68,9 @@ class Type:
         raise TypeError("IR types are bound to their IRContext; serialize the graph instead of pickling a type")
 
     @classmethod
-    def _key(cls, *args: Any, **kwargs: Any) -> tuple:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _key(cls, *args: Any, **kwargs: Any) -> tuple:
+        """The canonical, hashable parameters of an instance; every concrete type class defines it."""
+        raise TypeError(f"type class {cls.__qualname__} defines no _key, so its instances cannot be interned")
 
     def isa(self, cls: type) -> bool:
         return isinstance(self, cls)

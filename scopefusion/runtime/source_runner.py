@@ -10,6 +10,7 @@ TensorFlow and onnxruntime are imported only here, when a run is asked for.
 
 from __future__ import annotations
 
+import abc
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -23,9 +24,12 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SourceRunner", "source_runner"]
 
 
-class SourceRunner:
-    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:  # pragma: no cover - interface
-        raise NotImplementedError
+class SourceRunner(abc.ABC):
+    """Runs the source model on named inputs; outputs keyed by the converted model's output names."""
+
+    @abc.abstractmethod
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The source model's outputs on ``inputs``."""
 
 
 def source_runner(source: "SourceGraph") -> SourceRunner:
