@@ -143,6 +143,17 @@ STRING = _BY_NAME["string"]
 
 __all__ += ["FLOAT32", "FLOAT16", "FLOAT64", "BFLOAT16", "INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL", "STRING"]
 
+# NOTE: handle types. TF's DT_RESOURCE and DT_VARIANT (GE DT_RESOURCE 23, DT_VARIANT 26) type the outputs of
+# ops that make tensor arrays, tensor lists and variables. They hold no elements numpy can compute on, so
+# they stay out of the lookup tables (``all_dtypes``, ``from_ge``, ``from_tf``, ``from_numpy``); these
+# constants and ``by_name`` are the only ways to reach them.
+RESOURCE = DType("resource", 23, np.object_, 20, None, "resource")
+VARIANT = DType("variant", 26, np.object_, 21, None, "variant")
+_BY_NAME["resource"] = RESOURCE
+_BY_NAME["variant"] = VARIANT
+
+__all__ += ["RESOURCE", "VARIANT"]
+
 
 def all_dtypes() -> Iterator[DType]:
     """Every known dtype, in GE enum order."""

@@ -1,0 +1,169 @@
+"""Control flow: TF1 frames (Enter, Exit, Switch, Merge, NextIteration, LoopCond), functional loops and
+conditionals (While, StatelessWhile, If, StatelessIf, Case, StatelessCase), calls and Assert.
+
+TF1 frame ops pass their data through unchanged (Enter's output is its input's value, for every
+iteration a constant Enter and the first for a loop variable). Merge joins its inputs' shapes: dims that
+agree are kept, others become -1, and any input of unknown rank (a loop's back edge that is not inferred
+yet) makes the rank unknown, as in TF.
+
+NOTE: a functional While's outputs take the shapes its ``output_shapes`` attribute declares (TF's shape
+invariants) and its inputs' shapes when that list is empty (TF's own rule). A dim the invariants leave
+free stays -1 here even when the body keeps it: proving that takes inferring the body, which the builder
+can do with the node's subgraph. If/Case outputs take ``output_shapes`` or an unknown rank, for the same
+reason. Their dtypes come from the inputs (While) or ``Tout`` (If, Case, calls).
+"""
+
+from __future__ import annotations
+
+from .... import dtypes as D
+from ...attrs import BOOL, INT, LIST_DTYPE, LIST_LIST_INT, STR
+from ...opdef import InferContext, OpDef, ParamType
+from ._common import ALL, Shape, first_dtype, tf_op
+
+__all__ = ["definitions"]
+
+
+def _pass_through(name: str, doc: str = "") -> OpDef:
+    return tf_op(name, doc).input("data").output("output", follow=("data", ALL))
+
+
+def _enter() -> OpDef:
+    op = _pass_through("Enter", "Makes its input available in a child frame (a TF1 loop).")
+    return op.attr("frame_name", STR).attr("is_constant", BOOL, default=False).attr("parallel_iterations", INT, default=10)
+
+
+def _switch() -> OpDef:
+    op = tf_op("Switch", "Forwards data to output_true or output_false by pred.").input("data").input("pred")
+    op.output("output_false", follow=("data", ALL)).output("output_true", follow=("data", ALL))
+
+    def shape(ctx: InferContext) -> None:
+        pred = ctx.param("pred").shape
+        if pred is not None and len(pred) != 0:
+            raise ValueError(f"Switch pred must be a scalar, found shape {list(pred)}")
+        ctx.set_output_shape(0, ctx.param("data").shape)
+        ctx.set_output_shape(1, ctx.param("data").shape)
+
+    return op.set_infer_shape(shape)
+
+
+def merged_shape(shapes: list[Shape]) -> Shape:
+    """TF's Merge rule: equal dims kept, differing dims -1, any unknown or differing rank unknown."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    rank = len(shapes[0])  # type: ignore[arg-type]
+    if any(len(s) != rank for s in shapes):  # type: ignore[arg-type]
+        return None
+    return tuple(d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(shapes[0]))  # type: ignore[index]
+
+
+def _merge() -> OpDef:
+    op = tf_op("Merge", "Forwards the first of its inputs to become available.").input("inputs", ParamType.DYNAMIC)
+    op.output("output").output("value_index", dtypes=(D.INT32,))
+
+    def dtype(ctx: InferContext) -> None:
+        ctx.set_output_dtype(0, first_dtype(ctx.params("inputs")))
+        ctx.set_output_dtype(1, D.INT32)
+
+    def shape(ctx: InferContext) -> None:
+        ctx.set_output_shape(0, merged_shape([i.shape for i in ctx.params("inputs")]))
+        ctx.set_output_shape(1, ())
+
+    return op.set_infer_dtype(dtype).set_infer_shape(shape)
+
+
+def _loop_cond() -> OpDef:
+    op = tf_op("LoopCond", "The loop predicate of a TF1 while frame.").input("input").output("output", follow=("input", ALL))
+
+    def shape(ctx: InferContext) -> None:
+        s = ctx.param("input").shape
+        if s is not None and len(s) != 0:
+            raise ValueError(f"LoopCond input must be a scalar, found shape {list(s)}")
+        ctx.set_output_shape(0, ())
+
+    return op.set_infer_shape(shape)
+
+
+def _declared_shapes(ctx: InferContext) -> list[Shape] | None:
+    shapes = ctx.attr("output_shapes")
+    if not shapes:
+        return None
+    if len(shapes) != ctx.num_outputs:
+        raise ValueError(f"output_shapes lists {len(shapes)} shapes for {ctx.num_outputs} outputs")
+    return [tuple(int(d) if d >= 0 else -1 for d in s) for s in shapes]
+
+
+def _while(name: str) -> OpDef:
+    op = tf_op(name, "A functional loop: outputs are the loop variables after the last iteration.")
+    op.input("input", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC)
+    op.attr("T", LIST_DTYPE, optional=True).attr("output_shapes", LIST_LIST_INT, default=())
+
+    def dtype(ctx: InferContext) -> None:
+        declared = ctx.attr("T")
+        for i, info in enumerate(ctx.params("input")):
+            ctx.set_output_dtype(i, info.dtype if info.dtype is not None or declared is None else declared[i])
+
+    def shape(ctx: InferContext) -> None:
+        inputs = ctx.params("input")
+        if len(inputs) != ctx.num_outputs:
+            raise ValueError(f"{name} has {len(inputs)} loop inputs and {ctx.num_outputs} outputs")
+        declared = _declared_shapes(ctx)
+        for i, info in enumerate(inputs):
+            ctx.set_output_shape(i, info.shape if declared is None else declared[i])
+
+    return op.set_infer_dtype(dtype).set_infer_shape(shape)
+
+
+def _tout_dtype(ctx: InferContext) -> None:
+    tout = ctx.attr("Tout")
+    if len(tout) != ctx.num_outputs:
+        raise ValueError(f"Tout lists {len(tout)} dtypes for {ctx.num_outputs} outputs")
+    for i, dt in enumerate(tout):
+        ctx.set_output_dtype(i, dt)
+
+
+def _declared_or_unknown(ctx: InferContext) -> None:
+    declared = _declared_shapes(ctx)
+    for i in range(ctx.num_outputs):
+        ctx.set_output_shape(i, None if declared is None else declared[i])
+
+
+def _branching(name: str, selector: str) -> OpDef:
+    op = tf_op(name, "A functional conditional: runs one branch function on the inputs.")
+    op.input(selector).input("input", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC)
+    op.attr("Tout", LIST_DTYPE).attr("output_shapes", LIST_LIST_INT, default=())
+    return op.set_infer_dtype(_tout_dtype).set_infer_shape(_declared_or_unknown)
+
+
+def _call(name: str) -> OpDef:
+    op = tf_op(name, "Calls a function of the library; output shapes are the function's business.")
+    op.input("args", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC).attr("Tout", LIST_DTYPE)
+
+    def shape(ctx: InferContext) -> None:
+        for i in range(ctx.num_outputs):
+            ctx.set_output_shape(i, None)
+
+    return op.set_infer_dtype(_tout_dtype).set_infer_shape(shape)
+
+
+def _assert() -> OpDef:
+    op = tf_op("Assert", "Fails at run time when condition is false; no outputs.").input("condition")
+    op.input("data", ParamType.DYNAMIC).attr("summarize", INT, default=3)
+
+    def shape(ctx: InferContext) -> None:
+        s = ctx.param("condition").shape
+        if s is not None and len(s) != 0:
+            raise ValueError(f"Assert condition must be a scalar, found shape {list(s)}")
+
+    return op.set_infer_shape(shape).set_infer_dtype(lambda ctx: None)
+
+
+def definitions() -> list[OpDef]:
+    """Every control-flow ``tf`` op definition."""
+    ops = [_enter(), _pass_through("Exit", "Leaves a TF1 frame."), _switch(), _merge()]
+    ops += [_pass_through("NextIteration", "Feeds a loop variable to the next iteration."), _loop_cond()]
+    ops += [_while("While"), _while("StatelessWhile")]
+    ops += [_branching("If", "cond"), _branching("StatelessIf", "cond")]
+    ops += [_branching("Case", "branch_index"), _branching("StatelessCase", "branch_index")]
+    ops += [_call("PartitionedCall"), _call("StatefulPartitionedCall"), _assert()]
+    ops.append(tf_op("ControlTrigger", "A no-op that only orders control edges."))
+    return ops
