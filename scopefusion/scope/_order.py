@@ -55,6 +55,10 @@ class ContractedOrder:
         source = self._source
         return source.node(consumer).op_type == "Merge" and source.node(producer).op_type in BACK_EDGE_OPS
 
+    def group_of(self, node: str) -> tuple[str] | None:
+        """The contracted vertex (``(fusion name,)``) holding ``node``, else None."""
+        return self._group_of.get(node)
+
     def _vertex(self, node: str) -> Hashable:
         return self._group_of.get(node, node)
 
@@ -128,19 +132,19 @@ class ContractedOrder:
         self._ensure_valid()
         group_of = self._group_of
         group_vertices = {group_of.get(m, m) for m in members}
+        nodes = [n for v in group_vertices for n in self._nodes_of(v)]
         preds: set[Hashable] = set()
         succs: set[Hashable] = set()
         back = self._has_back_edges
-        for vertex in group_vertices:
-            for node in self._nodes_of(vertex):
-                for producer in self._pred[node]:
-                    other = group_of.get(producer, producer)
-                    if other not in group_vertices and not (back and self._is_back_edge(producer, node)):
-                        preds.add(other)
-                for consumer in self._succ[node]:
-                    other = group_of.get(consumer, consumer)
-                    if other not in group_vertices and not (back and self._is_back_edge(node, consumer)):
-                        succs.add(other)
+        for node in nodes:
+            for producer in self._pred[node]:
+                other = group_of.get(producer, producer)
+                if other not in group_vertices and not (back and self._is_back_edge(producer, node)):
+                    preds.add(other)
+            for consumer in self._succ[node]:
+                other = group_of.get(consumer, consumer)
+                if other not in group_vertices and not (back and self._is_back_edge(node, consumer)):
+                    succs.add(other)
         pos = self.pos
         top = max((pos(p) for p in preds), default=-math.inf)
         low = min((pos(s) for s in succs), default=math.inf)

@@ -33,7 +33,6 @@ class FusionPlan:
         self.known_types = known_types
         self.accepted: list[AcceptedFusion] = []
         self.refused: list[Refusal] = []
-        self._owner: dict[str, str] = {}
         self._names: dict[str, str] = {}
         self._by_name: dict[str, AcceptedFusion] = {}
         self._tensors: dict[tuple[str, int], tuple[str, int]] = {}
@@ -64,8 +63,6 @@ class FusionPlan:
         self._names[accepted.name] = accepted.name
         for inner in accepted.inner_nodes:
             self._names[inner.name] = accepted.name
-        for node in claimed:
-            self._owner[node] = accepted.name
         for out in accepted.outputs:
             self._tensors[(out.inner_node, out.index)] = self._port_target(accepted, out.port)
         return accepted
@@ -83,7 +80,8 @@ class FusionPlan:
     # ------------------------------------------------------------------ queries
     def owner(self, node: str) -> str | None:
         """The name of the accepted fusion that claims ``node``, else None."""
-        return self._owner.get(node)
+        group = self._order.group_of(node)
+        return None if group is None else group[0]
 
     def get(self, name: str) -> AcceptedFusion | None:
         return self._by_name.get(name)
