@@ -90,6 +90,7 @@ class ScopeBasePass:
         """Matches, selects and generates; see the module docstring. Exceptions propagate, with every
         sub_type this pass set cleared first."""
         outcome = PassOutcome()
+        self._notes = outcome.notes
         try:
             sets = self.pattern_sets()
             if sets:
@@ -120,6 +121,12 @@ class ScopeBasePass:
             _rollback(outcome.matched)
             raise
         return outcome
+
+    def note(self, text: str) -> None:
+        """Adds a line to this pass's report for the current run (e.g. why nothing was selected)."""
+        notes = getattr(self, "_notes", None)
+        if notes is not None:
+            notes.append(text)
 
     @staticmethod
     def _default_name(candidate: ScopesResult) -> str:
@@ -221,11 +228,14 @@ class DataflowRulePass(ScopeBasePass):
 
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
         found: list[Match] = []
-        if self.within is None:
-            found.extend(self.pattern.find(graph))
-        else:
-            for scope in matches:
-                found.extend(self.pattern.find(graph, within=scope))
+        searches = [self.pattern.find(graph)] if self.within is None else [self.pattern.find(graph, within=s) for s in matches]
+        for search in searches:
+            found.extend(search)
+        if not found:
+            misses = [s.near_miss for s in searches if s.near_miss is not None]
+            if misses:
+                best = max(misses, key=lambda m: m.depth)
+                self.note(f"dataflow pattern {self.pattern.name!r} did not match; nearest miss {best}")
         return [ScopesResult(nodes=_claim(graph, m), captures={"match": m}) for m in found]
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:

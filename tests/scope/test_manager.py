@@ -185,7 +185,11 @@ def test_explain_a_dataflow_rule_gives_the_near_miss(mk):
     swish = DataflowPattern(lambda op, x: op.Mul(x, op.Sigmoid(x)), name="swish")
     rule = dataflow_rule(swish, name="Swish", type="Swish", general=True)(lambda m, r, g: None)
     manager = PassManager(registry_of(rule))
-    manager.run(graph)
+    report = manager.run(graph)
+    assert report["Swish"].notes == [
+        "dataflow pattern 'swish' did not match; nearest miss at act/out (3 pattern node(s) matched): "
+        "Var('x') is x:0 in one place and act/sig:0 in another"
+    ]
     (explanation,) = manager.explain("act/")
     assert not explanation.matched
     assert explanation.reason == (
