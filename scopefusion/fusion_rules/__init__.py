@@ -12,5 +12,9 @@ from typing import Any
 
 __all__ = ["BUILTIN_RULES"]
 
+from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
+
 # Pass instances in run order (after the user's passes).
-BUILTIN_RULES: tuple[Any, ...] = ()
+BUILTIN_RULES: tuple[Any, ...] = (
+    multi_head_attention.PASS, gelu.PASS, hard_swish.PASS, swish.PASS, clip.PASS,  # issue 6
+)

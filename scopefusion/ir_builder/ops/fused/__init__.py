@@ -14,4 +14,8 @@ __all__ = ["definitions"]
 
 def definitions() -> list[OpDef]:
     """Every fused op definition (fresh objects)."""
-    return []
+    from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
+
+    return [
+        *(m.definition() for m in (multi_head_attention, gelu, hard_swish, swish, clip)),  # issue 6
+    ]

@@ -1,0 +1,758 @@
+"""Multi-head attention → ``MultiHeadAttention(query, key, value[, mask])``.
+
+The core, in every framework's spelling (``BatchMatMulV2(adj_y)`` / ``MatMul(q, Transpose(k))`` /
+Keras' ``Einsum``; the scale after the scores, on ``q`` before them, split as ``sqrt`` on both sides as
+PyTorch's ``scaled_dot_product_attention`` export does, as a division, or absent; the mask added or
+not)::
+
+    MatMul(Softmax(Add(Mul(MatMul(q, Transpose(k)), scale), mask)), v)
+
+with, when all three inputs and the output have them, the projections and the head split / merge::
+
+    q = Transpose(Reshape(BiasAdd(MatMul(query, Wq), bq), [-1, S, H, d]), [0, 2, 1, 3])   TF1 BERT, ONNX
+    q = Add(Reshape(BatchMatMulV2(query, Reshape(Wq)), [-1, S, H, d]), bq)                  Keras 3
+    q = Add(Einsum(query, Wq), bq)                                                            Keras 2 / older 3
+    q = MatMul(query, Wq)                                                                     one head, no split
+    out = BiasAdd(MatMul(Reshape(Transpose(ctx, [0, 2, 1, 3]), [-1, H*d]), Wo), bo)          (Wo optional)
+        → MultiHeadAttention(query, key, value[, mask], input_layout="BSH", num_heads=H, head_size=d,
+                             scale, query_weight=Wq, query_bias=bq, ..., out_weight=Wo, out_bias=bo)
+
+When the projections are not there in a known form (PyTorch's packed ``in_proj`` export splits q/k/v
+with ``Reshape / Unsqueeze / Transpose / Squeeze / Gather``), only the core is fused, on the per-head
+tensors: ``MultiHeadAttention(q, k, v[, mask], input_layout="BNSD")``, its head count and size read from
+the ``Reshape`` that produces ``q`` (or from the merge after the core).
+
+NOTE: the weights and biases become attributes, reshaped to ``[in, H*d]`` / ``[H*d]`` / ``[H*d, out]``,
+not inputs: every framework stores them differently (Keras ``[E, H, d]``, TF ``[E, H*d]``, PyTorch's
+packed ``[3E, E]``), and an attribute in one canonical layout keeps the fused op's meaning independent of
+the source. Their constants are absorbed by the fusion.
+
+General (on by default): the dataflow is confirmed end to end; the projection, split and merge
+constants are checked against each other (``H``, ``d``, permutations ``[0, 2, 1, 3]``, einsum equations
+read for what they compute, Softmax over the last axis); the scale is read from the constants. A
+scope named like attention that holds matrix products but no such dataflow (no Softmax, a Softmax over
+another axis) is refused with the reason, and so is an attention whose probabilities or scores are also
+used elsewhere (the scope layer refuses intermediates leaving the fusion).
+
+Candidates come from the op-type index: each ``Softmax``, the core anchored at the product that
+consumes it. The fusion takes the name of the Softmax's scope (``.../attention/self``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from scopefusion.fusion_rules.gelu import best_match, downstream
+from scopefusion.scope import (
+    FUSION_DISABLE_INDEX,
+    DataflowPattern,
+    FusionScopesResult,
+    Match,
+    ScopeBasePass,
+    ScopeGraph,
+    ScopesResult,
+)
+
+__all__ = ["PASS", "MultiHeadAttentionFusion"]
+
+ADD = ("Add", "AddV2")
+BIAS = ("BiasAdd", "Add", "AddV2")
+DIV = ("RealDiv", "Div")
+BMM = ("BatchMatMulV2", "BatchMatMul", "BatchMatMulV3")
+PRODUCTS = ("MatMul", "Einsum") + BMM
+NO_ADJ = {"adj_x": False, "adj_y": False}
+NO_TRANSPOSE = {"transpose_a": False, "transpose_b": False}
+ATTENTION_WORDS = ("attention", "attn")
+ATTENTION_NAMES = ("self", "mha")
+
+
+# ---------------------------------------------------------------------------------------- core patterns
+def _scores_tf(op, q, k):
+    return op.op(BMM, q, k, _attrs={"adj_x": False, "adj_y": True}, _name="qk")
+
+
+def _scores_onnx(op, q, k):
+    return op.MatMul(q, op.Transpose(k, _name="k_t"), _name="qk")
+
+
+def _scores_onnx_kt(op, q, k):
+    return op.MatMul(q, k, _name="qk")
+
+
+def _scores_keras(op, q, k):
+    return op.Einsum(q, k, _name="qk", _commute=True)
+
+
+def _ctx_tf(op, p, v):
+    return op.op(BMM, p, v, _attrs=NO_ADJ, _name="ctx")
+
+
+def _ctx_onnx(op, p, v):
+    return op.MatMul(p, v, _name="ctx")
+
+
+def _ctx_keras(op, p, v):
+    return op.Einsum(p, v, _name="ctx")
+
+
+SCALINGS: dict[str, Callable[[Any, Callable, Any, Any], Any]] = {
+    "post_mul": lambda op, s, q, k: op.Mul(s(op, q, k), op.const("scale")),
+    "post_div": lambda op, s, q, k: op.op(DIV, s(op, q, k), op.const("divisor")),
+    "pre_q": lambda op, s, q, k: s(op, op.Mul(q, op.const("scale")), k),
+    "none": lambda op, s, q, k: s(op, q, k),
+}
+
+# Family -> (scores variants, context product, layout of the core's q/k/v).
+FAMILIES: dict[str, tuple[dict[str, Callable], Callable, str]] = {
+    "tf": ({"bmm": _scores_tf}, _ctx_tf, "BNSD"),
+    "onnx": ({"transpose": _scores_onnx, "k_t": _scores_onnx_kt}, _ctx_onnx, "BNSD"),
+    "keras": ({"einsum": _scores_keras}, _ctx_keras, "BSND"),
+}
+
+
+@dataclass(frozen=True)
+class CoreKind:
+    family: str
+    scores: str
+    scaling: str
+    masked: bool
+
+
+def _core_pattern(kind: CoreKind) -> DataflowPattern:
+    scores_fns, ctx_fn, _ = FAMILIES[kind.family]
+    scores, scaling = scores_fns[kind.scores], SCALINGS[kind.scaling]
+
+    def logits(op, q, k):
+        return scaling(op, scores, q, k)
+
+    if kind.masked:
+
+        def attention(op, q, k, v, mask):
+            return ctx_fn(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+
+    else:
+
+        def attention(op, q, k, v):
+            return ctx_fn(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+
+    name = f"attention_{kind.family}_{kind.scores}_{kind.scaling}{'_masked' if kind.masked else ''}"
+    return DataflowPattern(attention, name=name)
+
+
+def _sdpa_pattern(masked: bool) -> DataflowPattern:
+    """PyTorch's scaled_dot_product_attention export: sqrt(scale) on q and on k's transpose."""
+
+    def logits(op, q, k):
+        return op.MatMul(
+            op.Mul(q, op.const("scale")), op.Mul(op.Transpose(k, _name="k_t"), op.const("scale_k")), _name="qk"
+        )
+
+    if masked:
+
+        def attention(op, q, k, v, mask):
+            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+
+    else:
+
+        def attention(op, q, k, v):
+            return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+
+    return DataflowPattern(attention, name=f"attention_sdpa{'_masked' if masked else ''}")
+
+
+def _sdpa_dynamic_pattern(masked: bool, outer_cast: bool) -> DataflowPattern:
+    """The same with the scale computed at run time: ``1 / sqrt(Cast(Slice(Shape(q), [-1], [max])))``."""
+
+    def logits(op, q, k):
+        dim = op.Slice(op.Shape(q), op.const("dim_start"), op.const("dim_end"))
+        scale = op.op(DIV, op.const("one"), op.Sqrt(op.Cast(dim)))
+        if outer_cast:
+            scale = op.Cast(scale)
+        return op.MatMul(op.Mul(q, op.Sqrt(scale)), op.Mul(op.Transpose(k, _name="k_t"), op.Sqrt(scale)), _name="qk")
+
+    if masked:
+
+        def attention(op, q, k, v, mask):
+            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+
+    else:
+
+        def attention(op, q, k, v):
+            return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+
+    return DataflowPattern(attention, name=f"attention_sdpa_dynamic{'_masked' if masked else ''}{'_cast' if outer_cast else ''}")
+
+
+CORE_PATTERNS: tuple[tuple[CoreKind, DataflowPattern], ...] = tuple(
+    (kind, _core_pattern(kind))
+    for family, (scores_fns, _, _) in FAMILIES.items()
+    for scores in scores_fns
+    for scaling in SCALINGS
+    for masked in (True, False)
+    for kind in [CoreKind(family, scores, scaling, masked)]
+) + tuple((CoreKind("onnx", "transpose", "sdpa", m), _sdpa_pattern(m)) for m in (True, False)) + tuple(
+    (CoreKind("onnx", "transpose", "sdpa_dynamic", m), _sdpa_dynamic_pattern(m, c)) for m in (True, False) for c in (True, False)
+)
+
+
+# ---------------------------------------------------------------------------------------- segments
+def _transpose(op, x, perm_attr: bool):
+    """TF's Transpose(x, perm) or ONNX's Transpose(x) with the permutation in its attribute."""
+    if perm_attr:
+        return op.Transpose(x, _name="transpose", _check=lambda n: None if "perm" in n.attrs else "no perm attribute")
+    return op.Transpose(x, op.const("perm"), _name="transpose")
+
+
+def _p_split(op, x, bias: bool, perm_attr: bool = False):
+    y = op.MatMul(x, op.const("w"), _name="matmul")
+    if bias:
+        y = op.op(BIAS, y, op.const("b"), _commute=False)
+    return _transpose(op, op.Reshape(y, op.const("shape")), perm_attr)
+
+
+def _p_single(op, x, bias: bool):
+    y = op.MatMul(x, op.const("w"), _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _p_keras(op, x, bias: bool):
+    y = op.op(BMM, x, op.Reshape(op.const("w"), op.const("w_shape")), _attrs=NO_ADJ, _name="matmul")
+    y = op.Reshape(y, op.const("shape"))
+    return op.op(ADD, y, op.const("b")) if bias else y
+
+
+def _p_keras_einsum(op, x, bias: bool):
+    y = op.Einsum(x, op.const("w"), _name="matmul")
+    return op.op(ADD, y, op.const("b")) if bias else y
+
+
+def _o_merge(op, ctx, proj: bool, bias: bool, perm_attr: bool = False):
+    y = op.Reshape(_transpose(op, ctx, perm_attr), op.const("shape"), _name="merge")
+    if proj:
+        y = op.MatMul(y, op.const("w"), _name="matmul")
+        if bias:
+            y = op.op(BIAS, y, op.const("b"), _commute=False)
+    return y
+
+
+def _o_single(op, ctx, proj: bool, bias: bool):
+    y = op.MatMul(ctx, op.const("w"), _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _o_keras(op, ctx, proj: bool, bias: bool):
+    y = op.op(BMM, op.Reshape(ctx, op.const("shape"), _name="merge"), op.Reshape(op.const("w"), op.const("w_shape")),
+              _attrs=NO_ADJ, _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _o_keras_einsum(op, ctx, proj: bool, bias: bool):
+    y = op.Einsum(ctx, op.const("w"), _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _segment(fn: Callable, tag: str, *flags: bool, perm_attr: bool = False) -> DataflowPattern:
+    extra = {"perm_attr": True} if perm_attr else {}
+    suffix = "_perm_attr" if perm_attr else ""
+    if len(flags) == 1:
+
+        def projection(op, x):
+            return fn(op, x, *flags, **extra)
+
+        return DataflowPattern(projection, name=f"projection_{tag}{'_bias' if flags[0] else ''}{suffix}")
+
+    def output(op, ctx):
+        return fn(op, ctx, *flags, **extra)
+
+    return DataflowPattern(output, name=f"output_{tag}{'_proj' if flags[0] else ''}{'_bias' if flags[1] else ''}{suffix}")
+
+
+PROJECTIONS: tuple[tuple[str, DataflowPattern], ...] = tuple(
+    (kind, _segment(fn, kind, bias))
+    for kind, fn in (("split", _p_split), ("single", _p_single), ("keras", _p_keras), ("keras_einsum", _p_keras_einsum))
+    for bias in (True, False)
+) + tuple(("split", _segment(_p_split, "split", bias, perm_attr=True)) for bias in (True, False))
+OUTPUTS: tuple[tuple[str, DataflowPattern], ...] = (
+    tuple(
+        ("split", _segment(_o_merge, "merge", p, b, perm_attr=a))
+        for p, b in ((True, True), (True, False), (False, False))
+        for a in (False, True)
+    )
+    + tuple(("single", _segment(_o_single, "single", True, b)) for b in (True, False))
+    + tuple(("keras", _segment(_o_keras, "keras", True, b)) for b in (True, False))
+    + tuple(("keras_einsum", _segment(_o_keras_einsum, "keras_einsum", True, b)) for b in (True, False))
+)
+# Which projection kinds go with which core family.
+COMPATIBLE = {"tf": ("split",), "onnx": ("split", "single"), "keras": ("keras", "keras_einsum")}
+
+
+# ---------------------------------------------------------------------------------------- reading constants
+class Decline(Exception):
+    """A candidate that is not (this kind of) attention; the message is the reason."""
+
+
+def _ints(match: Match, name: str) -> list[int]:
+    return [int(v) for v in np.asarray(match.value(name)).reshape(-1)]
+
+
+def _perm(match: Match) -> list[int]:
+    if "perm" in match.captures:
+        return _ints(match, "perm")
+    return [int(v) for v in match["transpose"].attrs["perm"]]
+
+
+def _scalar(match: Match, name: str) -> float:
+    value = np.asarray(match.value(name))
+    if value.size != 1:
+        raise Decline(f"{match[name].name} has shape {value.shape} where a scalar scale is expected")
+    return float(value.reshape(()))
+
+
+def _equation(node: Any) -> tuple[list[str], str]:
+    eq = node.attrs.get("equation", "")
+    eq = eq.decode() if isinstance(eq, bytes) else str(eq)
+    if "->" not in eq or "." in eq:
+        raise Decline(f"{node.name} has the einsum equation {eq!r}, expected explicit operands and output")
+    ins, out = eq.replace(" ", "").split("->")
+    return ins.split(","), out
+
+
+def _check_scores_einsum(node: Any, q_slot: int) -> None:
+    (a, b), out = _equation(node)
+    q, k = (a, b) if q_slot == 0 else (b, a)
+    ok = (
+        len(q) == len(k) == len(out) == 4
+        and len(set(q + k)) == 5
+        and q[0] == k[0] == out[0]
+        and q[2] == k[2] == out[1]
+        and q[3] == k[3]
+        and q[3] not in out
+        and out[2] == q[1]
+        and out[3] == k[1]
+    )
+    if not ok:
+        raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r} does not contract q and k per head")
+
+
+def _check_ctx_einsum(node: Any) -> None:
+    (p, v), out = _equation(node)
+    ok = (
+        len(p) == len(v) == len(out) == 4
+        and p[0] == v[0] == out[0]
+        and p[1] == v[2] == out[2]
+        and p[2] == out[1]
+        and p[3] == v[1]
+        and p[3] not in out
+        and v[3] == out[3]
+    )
+    if not ok:
+        raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r} does not weight v by the probabilities")
+
+
+def _check_dense_einsum(node: Any, spec_in: str, spec_w: str, spec_out: str) -> None:
+    (x, w), out = _equation(node)
+    letters = {c: i for i, c in enumerate(dict.fromkeys(x + w))}
+    canon = lambda s: "".join(chr(ord("a") + letters[c]) if c in letters else "?" for c in s)  # noqa: E731
+    if (canon(x), canon(w), canon(out)) != (spec_in, spec_w, spec_out):
+        raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r}, expected {spec_in},{spec_w}->{spec_out}")
+
+
+def _softmax_axis_reason(graph: ScopeGraph, node: Any, rank: int) -> str | None:
+    if "axis" not in node.attrs:
+        if node.domain == "" and graph.source.framework == "onnx":
+            opset = graph.source.opset_imports.get("", graph.source.opset_imports.get("ai.onnx", 13))
+            if opset < 13:
+                return f"{node.name} is an opset-{opset} Softmax, which normalizes over the flattened trailing axes"
+        return None
+    axis = int(node.attrs["axis"])
+    if axis not in (-1, rank - 1):
+        return f"{node.name} normalizes over axis {axis}, not the last axis"
+    return None
+
+
+@dataclass
+class Candidate:
+    """What one attention fusion claims and reads."""
+
+    softmax: str
+    core: Match
+    kind: CoreKind
+    layout: str = "BNSD"
+    projections: list[Match] = field(default_factory=list)
+    output: Match | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def matches(self) -> list[Match]:
+        return [self.core, *self.projections] + ([self.output] if self.output is not None else [])
+
+
+def _producer_reshape(graph: ScopeGraph, tensor: tuple[str, int]) -> Any | None:
+    """The Reshape that makes ``tensor`` (through Transposes), or None."""
+    node = graph.node(tensor[0])
+    for _ in range(3):
+        if node.op_type == "Reshape":
+            return node
+        if node.op_type != "Transpose" or not node.inputs:
+            return None
+        node = graph.node(node.inputs[0][0])
+    return None
+
+
+def _const_of(graph: ScopeGraph, tensor: tuple[str, int]) -> np.ndarray | None:
+    node = graph.node(tensor[0])
+    for _ in range(8):
+        if node.value is not None:
+            return np.asarray(node.value)
+        if node.op_type != "Identity" or not node.inputs:
+            return None
+        node = graph.node(node.inputs[0][0])
+    return None
+
+
+def _shape_parts(graph: ScopeGraph, tensor: tuple[str, int]) -> list[int | None] | None:
+    """A Reshape target as known entries: the constant's values, or per Concat input its constant value
+    (None where computed)."""
+    value = _const_of(graph, tensor)
+    if value is not None:
+        return [int(v) for v in value.reshape(-1)]
+    node = graph.node(tensor[0])
+    if node.op_type not in ("Concat", "ConcatV2"):
+        return None
+    parts: list[int | None] = []
+    for part in node.inputs[: len(node.inputs) - (node.op_type == "ConcatV2")]:
+        known = _const_of(graph, part)
+        if known is not None and known.size == 1:
+            parts.append(int(known.reshape(())))
+        elif known is not None:
+            parts.extend(int(v) for v in known.reshape(-1))
+        else:
+            parts.append(None)
+    return parts
+
+
+def _projection_width(graph: ScopeGraph, ctx: str) -> int | None:
+    """The input width of the first Gemm / MatMul with a constant weight after the context, if any."""
+    for name in reversed(downstream(graph, ctx, 3, ("Gemm", "MatMul"))):
+        node = graph.node(name)
+        if len(node.inputs) < 2:
+            continue
+        weight = _const_of(graph, node.inputs[1])
+        if weight is None or weight.ndim != 2:
+            continue
+        transposed = bool(node.attrs.get("transB", 0) or node.attrs.get("transpose_b", False))
+        return int(weight.shape[1] if transposed else weight.shape[0])
+    return None
+
+
+def _core_scale(c: Candidate) -> float | None:
+    """The scale read from the constants; None when it is computed as 1/sqrt(head size) at run time."""
+    m = c.core
+    if "dim_start" in m.captures:
+        if _ints(m, "dim_start") != [-1] or _ints(m, "dim_end")[0] < 2**31 - 1 or _scalar(m, "one") != 1.0:
+            raise Decline("the run-time scale is not 1/sqrt of the query's last dimension")
+        return None
+    if "scale_k" in m.captures:
+        return _scalar(m, "scale") * _scalar(m, "scale_k")
+    if "divisor" in m.captures:
+        divisor = _scalar(m, "divisor")
+        if divisor == 0:
+            raise Decline(f"the scores are divided by zero ({m['divisor'].name})")
+        return 1.0 / divisor
+    return _scalar(m, "scale") if "scale" in m.captures else 1.0
+
+
+def _k_transpose_perm(c: Candidate) -> None:
+    if "k_t" in c.core.captures:
+        node = c.core["k_t"]
+        perm_tensor = node.inputs[1] if len(node.inputs) > 1 else None
+        perm = node.attrs.get("perm")
+        if perm_tensor is not None:
+            raise Decline(f"{node.name}: a Transpose with a computed permutation")
+        perm = list(perm) if perm is not None else None
+        if perm not in ([0, 1, 3, 2], [0, 2, 1]):
+            raise Decline(f"{node.name} transposes k with perm {perm}, not its last two axes")
+
+
+def _read_projection(c: Candidate, m: Match, kind: str, role: str) -> tuple[int, int, np.ndarray, np.ndarray | None]:
+    """(heads, head size, weight [in, H*d], bias [H*d] | None) of one projection."""
+    w = np.asarray(m.value("w"))
+    b = np.asarray(m.value("b")).reshape(-1) if "b" in m.captures else None
+    if kind == "single":
+        if w.ndim != 2:
+            raise Decline(f"the {role} weight {m['w'].name} has shape {w.shape}, expected a matrix")
+        heads, size = 1, w.shape[1]
+    else:
+        shape = _ints(m, "shape")
+        if len(shape) != 4 or shape[2] <= 0 or shape[3] <= 0:
+            raise Decline(f"the {role} head split reshapes to {shape}, expected [batch, length, heads, head size]")
+        heads, size = shape[2], shape[3]
+        if kind == "split":
+            perm = _perm(m)
+            want = [[0, 2, 1, 3]] if role != "key" or c.kind.scores != "k_t" else [[0, 2, 3, 1]]
+            if perm not in want:
+                raise Decline(f"the {role} heads are transposed with perm {perm}, expected {want[0]}")
+            if m["matmul"].op_type == "MatMul" and m["matmul"].attrs.get("transpose_b"):
+                w = w.T
+            if m["matmul"].attrs.get("transpose_a"):
+                raise Decline(f"{m['matmul'].name} transposes its input")
+        elif kind == "keras_einsum":
+            _check_dense_einsum(m["matmul"], "abc", "cde", "abde")
+        if w.ndim == 3:
+            w = w.reshape(w.shape[0], -1)
+        if w.ndim != 2 or w.shape[1] != heads * size:
+            raise Decline(f"the {role} weight {m['w'].name} has shape {w.shape}, expected [in, {heads}*{size}]")
+    if b is not None and b.shape[0] != heads * size:
+        raise Decline(f"the {role} bias {m['b'].name} has {b.shape[0]} values, expected {heads * size}")
+    return heads, size, w, b
+
+
+def _read_output(c: Candidate, m: Match, kind: str, heads: int, size: int, flat: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if kind == "split":
+        perm = _perm(m)
+        if perm != [0, 2, 1, 3]:
+            raise Decline(f"the heads are merged with perm {perm}, expected [0, 2, 1, 3]")
+        shape = _ints(m, "shape")
+        if len(shape) != (2 if flat else 3) or shape[-1] != heads * size:
+            raise Decline(f"the heads are merged into shape {shape}, expected [{'' if flat else 'batch, '}-1, {heads * size}]")
+    elif kind == "keras":
+        shape = _ints(m, "shape")
+        if len(shape) != 3 or shape[-1] != heads * size:
+            raise Decline(f"the heads are merged into shape {shape}, expected [batch, length, {heads * size}]")
+    elif kind == "keras_einsum":
+        _check_dense_einsum(m["matmul"], "abcd", "cde", "abe")
+    if "w" in m.captures:
+        w = np.asarray(m.value("w"))
+        if kind == "split" and m["matmul"].attrs.get("transpose_b"):
+            w = w.T
+        w = w.reshape(heads * size, -1) if w.size % (heads * size) == 0 else w
+        if w.ndim != 2 or w.shape[0] != heads * size:
+            raise Decline(f"the output weight {m['w'].name} has shape {w.shape}, expected [{heads * size}, out]")
+        out["out_weight"] = w
+        if "b" in m.captures:
+            b = np.asarray(m.value("b")).reshape(-1)
+            if b.shape[0] != w.shape[1]:
+                raise Decline(f"the output bias {m['b'].name} has {b.shape[0]} values, expected {w.shape[1]}")
+            out["out_bias"] = b
+    return out
+
+
+# ---------------------------------------------------------------------------------------- the pass
+class MultiHeadAttentionFusion(ScopeBasePass):
+    """Fuses attention blocks into ``MultiHeadAttention``; see the module docstring."""
+
+    name = "MultiHeadAttentionFusion"
+    general = True
+
+    # NOTE: candidates from the op-type index (Softmax), not scope patterns: a ScopeBasePass whose
+    # patterns match no scope never reaches last_match_scopes_and_ops, and attention must fuse in
+    # graphs without scope names too. Attention-named scopes only decide which failures are reported.
+    def define_patterns(self) -> list:
+        return []
+
+    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
+        selected: list[ScopesResult] = []
+        covered: list[str] = []
+        for softmax in graph.nodes_by_type("Softmax"):
+            anchors = [c for c, slot, _ in graph.consumers(softmax.name) if slot == 0 and graph.node(c).op_type in PRODUCTS]
+            kind, core, miss = best_match(graph, anchors, CORE_PATTERNS, softmax.name)
+            scope = graph.tree.scope_of(softmax.name)
+            if core is None:
+                if self._attention_named(scope.name) or (miss is not None and miss.depth >= 4):
+                    why = f"{softmax.name}: not an attention: " + (str(miss) if miss else "no matrix product consumes it")
+                    selected.append(ScopesResult(nodes=[softmax.name], captures={"refuse": why}))
+                    covered.append(softmax.name)
+                continue
+            covered.append(softmax.name)
+            candidate = Candidate(softmax.name, core, kind)
+            try:
+                self._extend(graph, candidate)
+            except Decline as decline:
+                selected.append(ScopesResult(nodes=[softmax.name], captures={"refuse": f"{softmax.name}: {decline}"}))
+                continue
+            selected.append(ScopesResult(nodes=self._claimed(graph, candidate), captures={"candidate": candidate}))
+        selected.extend(self._named_without_attention(graph, covered))
+        return selected
+
+    # ------------------------------------------------------------------ growing a core match
+    def _extend(self, graph: ScopeGraph, c: Candidate) -> None:
+        rank = len(c.core["k_t"].attrs.get("perm") or ()) if "k_t" in c.core.captures else 4
+        reason = _softmax_axis_reason(graph, c.core["probs"], rank or 4)
+        if reason is not None:
+            raise Decline(reason)
+        _k_transpose_perm(c)
+        scale = _core_scale(c)
+        if c.kind.family == "keras":
+            qk, (q_t, k_t) = c.core["qk"], c.core.inputs[:2]
+            q_slot = next(
+                i for i, t in enumerate(qk.inputs)
+                if t == q_t or (t != k_t and graph.node(t[0]).op_type == "Mul" and q_t in graph.node(t[0]).inputs)
+            )
+            _check_scores_einsum(qk, q_slot)
+            _check_ctx_einsum(c.core["ctx"])
+        q_t, k_t, v_t = c.core.inputs[:3]
+        projections = []
+        for role, tensor in (("query", q_t), ("key", k_t), ("value", v_t)):
+            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=lambda m, t=tensor: m.outputs[0] == t)
+            if m is None or tag not in COMPATIBLE[c.kind.family]:
+                projections = []
+                break
+            projections.append((role, tag, m))
+        kinds = {tag for _, tag, _ in projections}
+        output = None
+        if projections and len(kinds) == 1:
+            kind = kinds.pop()
+            ctx_node = c.core["ctx"].name
+            anchors = downstream(graph, ctx_node, 4, ("Reshape", "MatMul", "BiasAdd", "Add", "AddV2", "Einsum") + BMM)
+            out_kinds = [(k, p) for k, p in OUTPUTS if k == kind]
+            _, output, _ = best_match(graph, anchors, out_kinds, accept=lambda m: m.inputs[0] == (ctx_node, 0))
+            if output is not None:
+                self._read_bsh(c, projections, output, kind, scale)
+                return
+        if c.kind.family == "keras":
+            raise Decline("a Keras attention core whose projections or output are not in a known form")
+        self._read_bnsd(graph, c, scale)
+
+    def _read_bsh(self, c: Candidate, projections: list, output: Match, kind: str, scale: float | None) -> None:
+        attrs: dict[str, Any] = {"input_layout": "BSH"}
+        shapes = set()
+        flat = False
+        for role, tag, m in projections:
+            heads, size, w, b = _read_projection(c, m, tag, role)
+            shapes.add((heads, size))
+            attrs[f"{role}_weight"] = w
+            if b is not None:
+                attrs[f"{role}_bias"] = b
+            if tag == "split" and m["matmul"].op_type == "MatMul" and not m["matmul"].domain and "transpose_a" in m["matmul"].attrs:
+                # A TF MatMul is rank 2: the sequence is flattened into the batch; its length is in the split.
+                length = _ints(m, "shape")[1]
+                if length <= 0:
+                    raise Decline(f"the {role} split {_ints(m, 'shape')} does not give the sequence length")
+                flat = True
+                attrs["query_length" if role == "query" else "key_length"] = length
+        if len(shapes) != 1:
+            raise Decline(f"query, key and value split into different heads {sorted(shapes)}")
+        heads, size = shapes.pop()
+        if flat and "query_length" not in attrs:
+            raise Decline("key and value are flattened but the query is not")
+        if flat:
+            attrs.setdefault("key_length", attrs["query_length"])
+        attrs.update(_read_output(c, output, kind, heads, size, flat))
+        attrs.update(num_heads=heads, head_size=size, scale=scale if scale is not None else 1.0 / math.sqrt(size))
+        c.layout = "BSH"
+        c.projections = [m for _, _, m in projections]
+        c.output = output
+        c.attrs = attrs
+
+    def _read_bnsd(self, graph: ScopeGraph, c: Candidate, scale: float | None) -> None:
+        """Core only: heads and head size from the Reshape making ``q`` (constant, or a Concat of parts
+        with a constant head count), the head size else from the projection after the core."""
+        q_t = c.core.inputs[0]
+        reshape = _producer_reshape(graph, q_t)
+        if reshape is None or len(reshape.inputs) < 2:
+            raise Decline("the query heads come from no Reshape, so the head count is unknown")
+        parts = _shape_parts(graph, reshape.inputs[1])
+        if parts is None:
+            raise Decline(f"the query split {reshape.name} has a computed shape that is no Concat of parts")
+        direct = reshape.name == q_t[0] and len(parts) == 4
+        heads = parts[1] if direct and parts[1] is not None else None
+        size = parts[-1] if parts[-1] is not None and parts[-1] > 0 else None
+        if heads is None or size is None:
+            width = _projection_width(graph, c.core["ctx"].name)
+            if heads is None and size is not None and width is not None and width % size == 0:
+                heads = width // size
+            if size is None and heads is not None and width is not None and width % heads == 0:
+                size = width // heads
+        if heads is None or size is None or heads <= 0 or size <= 0:
+            raise Decline(f"the head count and size are not known from constants (query split {parts})")
+        if scale is None:
+            scale = 1.0 / math.sqrt(size)
+        c.layout = "BNSD"
+        c.attrs = {"input_layout": "BNSD", "num_heads": heads, "head_size": size, "scale": scale}
+
+    # ------------------------------------------------------------------ claims and refusals
+    @staticmethod
+    def _claimed(graph: ScopeGraph, c: Candidate) -> list[str]:
+        claimed: dict[str, None] = {}
+        for m in c.matches:
+            claimed.update(dict.fromkeys(m.node_names))
+        for m in c.matches:
+            for chain in m.constants:
+                for node in chain:
+                    if node.name in claimed:
+                        continue
+                    if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
+                        claimed[node.name] = None
+                    else:
+                        break
+        return sorted(claimed, key=graph.position)
+
+    @staticmethod
+    def _attention_named(scope_name: str) -> bool:
+        last = scope_name.rstrip("/").rsplit("/", 1)[-1].lower()
+        return any(w in last for w in ATTENTION_WORDS) or last in ATTENTION_NAMES
+
+    def _named_without_attention(self, graph: ScopeGraph, covered: list[str]) -> list[ScopesResult]:
+        """Innermost attention-named scopes with matrix products whose Softmax (if any) was never a candidate."""
+        flagged = []
+        for scope in graph.scopes():
+            if scope.is_root or not self._attention_named(scope.name):
+                continue
+            nodes = scope.all_nodes
+            if sum(1 for n in nodes if n.op_type in PRODUCTS) < 2 or any(n.name in covered for n in nodes):
+                continue
+            flagged.append(scope)
+        innermost = [s for s in flagged if not any(o is not s and s.contains(o) for o in flagged)]
+        out = []
+        for scope in innermost:
+            products = sum(1 for n in scope.all_nodes if n.op_type in PRODUCTS)
+            why = f"scope {scope.name} is named like attention and holds {products} matrix products but no Softmax"
+            out.append(ScopesResult(nodes=[scope.all_nodes[-1].name], captures={"refuse": why}))
+        return out
+
+    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        if "refuse" in result.captures:
+            result.invalidate(result.captures["refuse"])
+            return
+        c: Candidate = result.captures["candidate"]
+        last = c.output if c.output is not None else c.core
+        output = last.outputs[0]
+        scope = graph.tree.scope_of(c.softmax)
+        name = scope.name.rstrip("/")
+        if scope.is_root or (graph.get(name) is not None and name not in result.nodes):
+            name = output[0]
+        result.name = name
+        result.type = "MultiHeadAttention"
+        result.description = f"attention ({c.core.pattern.name}, {c.layout})"
+        result.attrs.update(c.attrs)
+        ports = [c.core.inputs[:3]] if c.layout == "BNSD" else [[m.inputs[0] for m in c.projections]]
+        readers = [c.core.nodes] if c.layout == "BNSD" else [[m["matmul"]] for m in c.projections]
+        in_maps: dict[str, list[int]] = {}
+        for port, tensor in enumerate(ports[0]):
+            pool = readers[0] if c.layout == "BNSD" else readers[port]
+            self._map_input(in_maps, pool, tensor, port)
+        if c.kind.masked:
+            self._map_input(in_maps, c.core.nodes, c.core.inputs[3], 3)
+        for node_name, index_map in in_maps.items():
+            result.insert_inputs(node_name, index_map)
+        result.insert_outputs(output[0], [FUSION_DISABLE_INDEX] * output[1] + [0])
+
+    @staticmethod
+    def _map_input(in_maps: dict[str, list[int]], pool: Sequence[Any], tensor: tuple[str, int], port: int) -> None:
+        for node in pool:
+            for slot, seen in enumerate(node.inputs):
+                if seen != tensor:
+                    continue
+                index_map = in_maps.setdefault(node.name, [FUSION_DISABLE_INDEX] * len(node.inputs))
+                if index_map[slot] == FUSION_DISABLE_INDEX:
+                    index_map[slot] = port
+                    return
+        raise AssertionError(f"no matched node reads {tensor} for port {port}")
+
+
+PASS = MultiHeadAttentionFusion()
