@@ -22,10 +22,10 @@ REG = OpRegistry(definitions())
 F32, I32, I64 = D.FLOAT32, D.INT32, D.INT64
 
 
-def infer(op: str, inputs: list[InputInfo], num_outputs: int = 1, **attrs):
+def infer(op: str, inputs: list[InputInfo], num_outputs: int = 1, subgraphs=None, **attrs):
     opdef = REG.get(f"tf.{op}")
     values = {k: AttrValue(opdef.attrs[k].type_id, v) for k, v in attrs.items()}
-    ctx = InferContext(opdef, f"{op.lower()}_node", inputs, opdef.check_attrs(values, op), num_outputs)
+    ctx = InferContext(opdef, f"{op.lower()}_node", inputs, opdef.check_attrs(values, op), num_outputs, subgraphs)
     opdef.infer(ctx)
     return [(ctx.output_shape(i), ctx.output_dtype(i)) for i in range(num_outputs)]
 
@@ -81,6 +81,9 @@ def test_unknown_inputs_degrade_instead_of_failing():
     ]
     assert infer("Squeeze", [t((1, -1))]) == [(None, F32)]
     assert infer("Fill", [t((3,), I32), t((), F32)]) == [((-1, -1, -1), F32)]
+    assert infer("ClipByValue", [t((-1, 3)), t(()), t((4, 3))]) == [((4, 3), F32)]
+    assert infer("BiasAdd", [t((2, -1)), t((5,))]) == [((2, 5), F32)]
+    assert infer("Conv2D", [t(None), t((3, 3, 3, 8))], strides=(1, 2, 2, 1), padding="SAME") == [((-1, -1, -1, 8), F32)]
     assert infer("Merge", [t((2, 3)), InputInfo(None, None)], 2) == [(None, F32), ((), I32)]
     assert infer("Merge", [t((2, 3)), t((2, 4))], 2) == [((2, -1), F32), ((), I32)]
 
@@ -99,6 +102,34 @@ def test_functional_loops_take_declared_invariants_else_their_inputs():
     assert infer("StatelessWhile", loop, 3, output_shapes=((-1, 8), (), ())) == [((-1, 8), F32), ((), D.VARIANT), ((), I32)]
     assert infer("If", [t((), D.BOOL), t((3,))], 1, Tout=(F32,)) == [(None, F32)]
     assert infer("StatelessIf", [t((), D.BOOL), t((3,))], 1, Tout=(F32,), output_shapes=((3,),)) == [((3,), F32)]
+
+
+def _body(*shapes):
+    """An inferred body graph whose outputs have ``shapes`` (float32)."""
+    from scopefusion.ir_builder.graph import Graph, builtin_ops
+    from scopefusion.ir_builder.types import IRContext
+
+    graph = Graph("body", IRContext(), OpRegistry(builtin_ops()))
+    graph.set_outputs([graph.add_input(f"out{i}", graph.context.tensor(F32, s)) for i, s in enumerate(shapes)])
+    return graph
+
+
+def test_conditionals_and_calls_read_their_inferred_bodies():
+    branches = {"then_branch": _body((2, 3)), "else_branch": _body((2, 5))}
+    args = [t((), D.BOOL), t((2,))]
+    assert infer("If", args, 1, branches, Tout=(F32,)) == [((2, -1), F32)]
+    assert infer("If", [const(True, np.bool_), t((2,))], 1, branches, Tout=(F32,)) == [((2, 3), F32)]
+    assert infer("StatelessIf", args, 1, branches, Tout=(F32,), output_shapes=((-1, 7),)) == [((2, 7), F32)]
+    cases = {"branches:0": _body((4,)), "branches:1": _body((4,)), "branches:2": _body((1,))}
+    assert infer("Case", [t((), I32), t((4,))], 1, cases, Tout=(F32,)) == [((-1,), F32)]
+    assert infer("StatelessCase", [const(1), t((4,))], 1, cases, Tout=(F32,)) == [((4,), F32)]
+    assert infer("StatelessCase", [const(9), t((4,))], 1, cases, Tout=(F32,)) == [((1,), F32)]  # runs the last
+    assert infer("PartitionedCall", [t((4,))], 1, {"f": _body((4, 2))}, Tout=(F32,)) == [((4, 2), F32)]
+    assert infer("StatefulPartitionedCall", [t((4,))], 1, None, Tout=(F32,)) == [(None, F32)]
+    with pytest.raises(InferenceError, match="Tout says i32"):
+        infer("PartitionedCall", [t((4,))], 1, {"f": _body((4,))}, Tout=(I32,))
+    with pytest.raises(InferenceError, match="output_shapes"):
+        infer("If", args, 1, branches, Tout=(F32,), output_shapes=((3, -1),))
 
 
 # ------------------------------------------------------------------------------------------ declarations

@@ -24,6 +24,7 @@ from scopefusion.errors import InferenceError
 from scopefusion.ir_builder import attrs as A
 from scopefusion.ir_builder.attrs import AttrValue, NamedAttrs
 from scopefusion.ir_builder.opdef import InferContext, InputInfo, OpRegistry
+from scopefusion.ir_builder.shape_inference import MAX_FOLD_ELEMENTS
 
 __all__ = ["Fact", "GraphRun", "OpRecord", "compare_shape", "dtype_of", "run_graph", "run_model"]
 
@@ -240,7 +241,7 @@ def run_graph(graph: Any, registry: OpRegistry, args: dict[str, Fact]) -> GraphR
             attrs = opdef.check_attrs(convert_attrs(op.node_def, {n: s.type_id for n, s in opdef.attrs.items()}), op.name)
             ctx = InferContext(opdef, op.name, inputs, attrs, len(op.outputs))
             opdef.infer(ctx)
-            values = opdef.try_fold(inputs, attrs)
+            values = opdef.try_fold(inputs, attrs) if _foldable(opdef, inputs) else None
         except (InferenceError, ValueError) as e:
             run.records.append(OpRecord(op.name, op.type, "error", str(e)))
             for t in op.outputs:
@@ -289,6 +290,13 @@ def _cause(op: Any, opdef: Any, inputs: list[InputInfo], run: GraphRun) -> str:
     if any(spec.value_depend and info.data is None for spec, info in zip(bound, inputs)):
         return PARTIAL_VALUE
     return ""
+
+
+def _foldable(opdef: Any, inputs: list[InputInfo]) -> bool:
+    """The builder's rule: a ``fold`` hook always runs; a reference kernel only on small constant inputs."""
+    if opdef.fold is not None:
+        return True
+    return all(i.data is not None and i.data.size <= MAX_FOLD_ELEMENTS for i in inputs)
 
 
 def _const_value(op: Any) -> np.ndarray:

@@ -6,19 +6,29 @@ iteration a constant Enter and the first for a loop variable). Merge joins its i
 agree are kept, others become -1, and any input of unknown rank (a loop's back edge that is not inferred
 yet) makes the rank unknown, as in TF.
 
+If, Case and calls read their bodies when the builder has put them, inferred, in ``node.subgraphs``
+(under the attribute's name: ``then_branch``, ``else_branch``, ``branches:0``..., ``f``): an output joins
+the branches' output shapes like Merge (only the taken branch's when the selector is a known constant),
+refined by the ``output_shapes`` the node declares. Without bodies: ``output_shapes``, else an unknown rank.
+Dtypes come from ``Tout``; a branch output of another dtype is a contradiction.
+
 NOTE: a functional While's outputs take the shapes its ``output_shapes`` attribute declares (TF's shape
 invariants) and its inputs' shapes when that list is empty (TF's own rule). A dim the invariants leave
-free stays -1 here even when the body keeps it: proving that takes inferring the body, which the builder
-can do with the node's subgraph. If/Case outputs take ``output_shapes`` or an unknown rank, for the same
-reason. Their dtypes come from the inputs (While) or ``Tout`` (If, Case, calls).
+free stays -1 here even when the body keeps it: proving that takes inferring the body with the loop's
+input shapes, which only the builder can do (a body inferred alone knows its arguments' invariant shapes,
+not the loop's).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from .... import dtypes as D
 from ...attrs import BOOL, INT, LIST_DTYPE, LIST_LIST_INT, STR
 from ...opdef import InferContext, OpDef, ParamType
-from ._common import ALL, Shape, first_dtype, tf_op
+from ._common import ALL, Shape, first_dtype, merge_shapes, tf_op
 
 __all__ = ["definitions"]
 
@@ -121,28 +131,63 @@ def _tout_dtype(ctx: InferContext) -> None:
         ctx.set_output_dtype(i, dt)
 
 
-def _declared_or_unknown(ctx: InferContext) -> None:
-    declared = _declared_shapes(ctx)
+def _body_types(ctx: InferContext, key: str) -> list[tuple[Shape, D.DType | None]] | None:
+    """The output (shape, dtype) pairs of the inferred body ``key`` in ``node.subgraphs``, or None."""
+    body: Any = ctx.subgraphs.get(key)
+    if body is None:
+        return None
+    out: list[tuple[Shape, D.DType | None]] = []
+    for value in body.outputs:
+        t = getattr(value, "type", None)
+        dtype = getattr(t, "dtype", None)
+        out.append((None if dtype is None or t.rank is None else tuple(t.shape), dtype))
+    if len(out) != ctx.num_outputs:
+        raise ValueError(f"body {key!r} has {len(out)} outputs, the node has {ctx.num_outputs}")
+    return out
+
+
+def _from_bodies(ctx: InferContext, keys: list[str]) -> None:
+    """Output shapes from the bodies ``keys`` (joined), refined by ``output_shapes``; dtypes checked."""
+    bodies = [b for b in (_body_types(ctx, k) for k in keys) if b is not None]
+    declared = _declared_shapes(ctx) if "output_shapes" in ctx.opdef.attrs else None
     for i in range(ctx.num_outputs):
-        ctx.set_output_shape(i, None if declared is None else declared[i])
+        shape: Shape = None
+        if bodies and len(bodies) == len(keys):
+            shape = merged_shape([b[i][0] for b in bodies])
+            for b in bodies:
+                if b[i][1] is not None and b[i][1] is not ctx.output_dtype(i):
+                    raise ValueError(f"a body's output {i} is {b[i][1]}, Tout says {ctx.output_dtype(i)}")
+        if declared is not None:
+            shape = merge_shapes(shape, declared[i], f"output {i}'s body shape and output_shapes")
+        ctx.set_output_shape(i, shape)
+
+
+def _branch_keys(ctx: InferContext, selector: str) -> list[str]:
+    """The bodies that may run: both branches, or the one a constant selector picks."""
+    value = ctx.param(selector).data
+    if ctx.opdef.name.endswith("If"):
+        keys = ["then_branch", "else_branch"]
+        if value is not None and np.asarray(value).size == 1:
+            return [keys[0] if bool(np.asarray(value).reshape(-1)[0]) else keys[1]]
+        return keys
+    keys = sorted((k for k in ctx.subgraphs if k.startswith("branches:")), key=lambda k: int(k.split(":")[1]))
+    if value is not None and np.asarray(value).size == 1 and keys:
+        index = int(np.asarray(value).reshape(-1)[0])
+        return [keys[index] if 0 <= index < len(keys) else keys[-1]]  # out of range runs the last branch
+    return keys or ["branches:0"]
 
 
 def _branching(name: str, selector: str) -> OpDef:
     op = tf_op(name, "A functional conditional: runs one branch function on the inputs.")
-    op.input(selector).input("input", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC)
+    op.input(selector, value_depend=True).input("input", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC)
     op.attr("Tout", LIST_DTYPE).attr("output_shapes", LIST_LIST_INT, default=())
-    return op.set_infer_dtype(_tout_dtype).set_infer_shape(_declared_or_unknown)
+    return op.set_infer_dtype(_tout_dtype).set_infer_shape(lambda ctx: _from_bodies(ctx, _branch_keys(ctx, selector)))
 
 
 def _call(name: str) -> OpDef:
-    op = tf_op(name, "Calls a function of the library; output shapes are the function's business.")
+    op = tf_op(name, "Calls a function of the library: its outputs are the function's (body ``f``).")
     op.input("args", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC).attr("Tout", LIST_DTYPE)
-
-    def shape(ctx: InferContext) -> None:
-        for i in range(ctx.num_outputs):
-            ctx.set_output_shape(i, None)
-
-    return op.set_infer_dtype(_tout_dtype).set_infer_shape(shape)
+    return op.set_infer_dtype(_tout_dtype).set_infer_shape(lambda ctx: _from_bodies(ctx, ["f"]))
 
 
 def _assert() -> OpDef:

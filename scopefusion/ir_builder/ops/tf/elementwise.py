@@ -138,11 +138,12 @@ def _clip_by_value() -> OpDef:
     op = tf_op("ClipByValue").input("t").input("clip_value_min").input("clip_value_max").output("output", follow=("t", ALL))
 
     def shape(ctx: InferContext) -> None:
-        t = ctx.param("t")
-        for bound in ("clip_value_min", "clip_value_max"):
-            if broadcast(t.shape, ctx.param(bound).shape) not in (t.shape, None):
-                raise ValueError(f"{bound} of shape {list(ctx.param(bound).shape)} does not broadcast to t")
-        ctx.set_output_shape(0, t.shape)
+        out = ctx.param("t").shape
+        for bound in ("clip_value_min", "clip_value_max"):  # a scalar, or t's own shape
+            s = ctx.param(bound).shape
+            if s is not None and len(s) != 0:
+                out = merge_shapes(out, s, f"t and {bound}")
+        ctx.set_output_shape(0, out)
 
     op.set_infer_shape(shape)
     return op.set_reference(lambda i, a: [np.clip(i[0], i[1], i[2]).astype(i[0].dtype)])

@@ -50,7 +50,7 @@ def _ensure_shape() -> OpDef:
 
 def _placeholder_with_default() -> OpDef:
     op = tf_op("PlaceholderWithDefault", "Its input, unless a value of the stated shape is fed.").input("input")
-    op.output("output", follow=("input", DTYPE_ONLY)).attr("shape", LIST_INT, optional=True)
+    op.output("output", follow=("input", DTYPE_ONLY)).attr("shape", LIST_INT, optional=True).set_memory_forward(0)
 
     def shape(ctx: InferContext) -> None:
         declared = _declared_shape(ctx)
@@ -81,7 +81,7 @@ def _identity_n() -> OpDef:
 def _print() -> OpDef:
     op = tf_op("Print", "Passes input through, printing data as a side effect.").input("input")
     op.input("data", ParamType.DYNAMIC).output("output", follow=("input", ALL)).attr("message", STR, default="")
-    return op
+    return op.set_memory_forward(0)
 
 
 def _random(name: str, *, int_range: bool = False) -> OpDef:
