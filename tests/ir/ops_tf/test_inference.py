@@ -126,6 +126,9 @@ def test_conditionals_and_calls_read_their_inferred_bodies():
     assert infer("StatelessCase", [const(9), t((4,))], 1, cases, Tout=(F32,)) == [((1,), F32)]  # runs the last
     assert infer("PartitionedCall", [t((4,))], 1, {"f": _body((4, 2))}, Tout=(F32,)) == [((4, 2), F32)]
     assert infer("StatefulPartitionedCall", [t((4,))], 1, None, Tout=(F32,)) == [(None, F32)]
+    assert infer("If", args, 1, branches) == [((2, -1), F32)]  # no Tout (dropped by the frontend): bodies' dtypes
+    with pytest.raises(InferenceError, match="no Tout attribute and no inferred body"):
+        infer("PartitionedCall", [t((4,))], 1)
     with pytest.raises(InferenceError, match="Tout says i32"):
         infer("PartitionedCall", [t((4,))], 1, {"f": _body((4,))}, Tout=(I32,))
     with pytest.raises(InferenceError, match="output_shapes"):

@@ -10,7 +10,8 @@ If, Case and calls read their bodies when the builder has put them, inferred, in
 (under the attribute's name: ``then_branch``, ``else_branch``, ``branches:0``..., ``f``): an output joins
 the branches' output shapes like Merge (only the taken branch's when the selector is a known constant),
 refined by the ``output_shapes`` the node declares. Without bodies: ``output_shapes``, else an unknown rank.
-Dtypes come from ``Tout``; a branch output of another dtype is a contradiction.
+Dtypes come from ``Tout``; a branch output of another dtype is a contradiction. A ``Tout`` the builder could
+not convert (it lists a handle dtype the frontend has no DType for) is absent: the bodies' dtypes stand in.
 
 NOTE: a functional While's outputs take the shapes its ``output_shapes`` attribute declares (TF's shape
 invariants) and its inputs' shapes when that list is empty (TF's own rule). A dim the invariants leave
@@ -123,8 +124,13 @@ def _while(name: str) -> OpDef:
     return op.set_infer_dtype(dtype).set_infer_shape(shape)
 
 
-def _tout_dtype(ctx: InferContext) -> None:
+def _tout_dtype(ctx: InferContext, keys: list[str]) -> None:
     tout = ctx.attr("Tout")
+    if tout is None:  # fall back on the bodies' output dtypes
+        bodies = [b for b in (_body_types(ctx, k) for k in keys) if b is not None]
+        tout = [next((b[i][1] for b in bodies if b[i][1] is not None), None) for i in range(ctx.num_outputs)]
+        if None in tout:
+            raise ValueError("output dtypes are unknown: no Tout attribute and no inferred body gives them")
     if len(tout) != ctx.num_outputs:
         raise ValueError(f"Tout lists {len(tout)} dtypes for {ctx.num_outputs} outputs")
     for i, dt in enumerate(tout):
@@ -180,14 +186,15 @@ def _branch_keys(ctx: InferContext, selector: str) -> list[str]:
 def _branching(name: str, selector: str) -> OpDef:
     op = tf_op(name, "A functional conditional: runs one branch function on the inputs.")
     op.input(selector, value_depend=True).input("input", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC)
-    op.attr("Tout", LIST_DTYPE).attr("output_shapes", LIST_LIST_INT, default=())
-    return op.set_infer_dtype(_tout_dtype).set_infer_shape(lambda ctx: _from_bodies(ctx, _branch_keys(ctx, selector)))
+    op.attr("Tout", LIST_DTYPE, optional=True).attr("output_shapes", LIST_LIST_INT, default=())
+    op.set_infer_dtype(lambda ctx: _tout_dtype(ctx, _branch_keys(ctx, selector)))
+    return op.set_infer_shape(lambda ctx: _from_bodies(ctx, _branch_keys(ctx, selector)))
 
 
 def _call(name: str) -> OpDef:
     op = tf_op(name, "Calls a function of the library: its outputs are the function's (body ``f``).")
-    op.input("args", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC).attr("Tout", LIST_DTYPE)
-    return op.set_infer_dtype(_tout_dtype).set_infer_shape(lambda ctx: _from_bodies(ctx, ["f"]))
+    op.input("args", ParamType.DYNAMIC).output("output", ParamType.DYNAMIC).attr("Tout", LIST_DTYPE, optional=True)
+    return op.set_infer_dtype(lambda ctx: _tout_dtype(ctx, ["f"])).set_infer_shape(lambda ctx: _from_bodies(ctx, ["f"]))
 
 
 def _assert() -> OpDef:
