@@ -1,0 +1,244 @@
+"""A converted model (its main graph) to an ONNX ``ModelProto``: ``Model.save(path, format="onnx")``.
+
+What goes where (details in :mod:`.onnx_graph`, :mod:`.onnx_attrs`, :mod:`.onnx_fused`):
+
+* ``ge.Data`` → graph inputs named by ``_input_name``; ``ge.Const`` → initializers; ``onnx`` / ``onnx:<domain>``
+  ops → ONNX nodes of that domain with their attributes and bodies; ``fused`` ops → standard ONNX ops through
+  the fused exporters (:mod:`.onnx_fused_ops`), else domain ``scopefusion``; ``tf`` ops → domain ``tf`` (a
+  structural export, for viewing: ONNX runtimes do not run it).
+* Graph outputs are named by ``_output_names``, other tensors keep their source names, so an ONNX-born model
+  keeps its input, output and tensor names. An ONNX-born model's local functions are written back.
+* Only the main graph is exported (shape profiles are not). Input and output types come from it; where it
+  leaves one incomplete (unknown dtype or rank, which ONNX forbids on a model's inputs and outputs) the
+  shape profiles complete it when they agree on a rank, then ONNX's shape inference of the exported model;
+  unknown dims are left unset, or named by the source's ``dim_param``.
+* Custom domains (``tf``, ``scopefusion``, a source's own) are imported at version 1 unless the source
+  says otherwise. Output bytes are deterministic: same model, same bytes.
+
+NOTE: opset policy. An ONNX-born model is exported at its own default-domain opset, never raised: raising
+it would mean converting every other op (``onnx.version_converter`` misses ops and attributes), for the
+sake of a few fused ops. Instead each fused exporter writes the standard op when the export opset has it
+and otherwise an exact decomposition into older standard ops (GELU through Erf, LayerNorm through
+ReduceMean...); only when neither exists does the fused op go to domain ``scopefusion``. A model with no
+default-domain opset of its own (TF-born) is exported at ``opset`` (default :data:`DEFAULT_EXPORT_OPSET`,
+which has LayerNormalization, Gelu and Attention).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import onnx
+from onnx import helper
+
+from ..errors import ScopeFusionError, SerdeError
+from ..ir_builder.graph import DATA_OP, Graph
+from ..ir_builder.types import TensorType
+from .onnx_attrs import type_proto
+from .onnx_fused import FusedExporterRegistry, default_fused_exporters
+from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..model import Model
+
+__all__ = [
+    "DEFAULT_EXPORT_OPSET",
+    "FALLBACK_DOMAIN",
+    "graph_to_onnx",
+    "model_to_onnx",
+    "model_to_onnx_bytes",
+]
+
+DEFAULT_EXPORT_OPSET = 23
+PRODUCER = "scopefusion"
+
+
+def model_to_onnx_bytes(model: "Model", **options: Any) -> bytes:
+    """The serialized ONNX model of ``model``; keywords as :func:`model_to_onnx`. Deterministic."""
+    proto = model_to_onnx(model, **options)
+    try:
+        return proto.SerializeToString(deterministic=True)
+    except ValueError as e:  # protobuf's 2 GiB limit
+        raise SerdeError(
+            f"the ONNX model of {model.source.path or model.graph.name!r} cannot be serialized ({e}); "
+            "a model over 2 GiB needs external data, which this exporter does not write"
+        ) from None
+
+
+def model_to_onnx(
+    model: "Model", *, opset: int | None = None, exporters: FusedExporterRegistry | None = None
+) -> onnx.ModelProto:
+    """The ONNX ``ModelProto`` of ``model``'s main graph.
+
+    Args:
+        model: a converted model.
+        opset: the default-domain opset for a model without one of its own (TF-born); an ONNX-born model
+            is exported at its own opset (see the module NOTE), and another value is an error.
+        exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+
+    Raises:
+        SerdeError: something in the IR has no ONNX form; the message names it.
+    """
+    source = model.source
+    own = _own_opset(source.opset_imports) if source.framework == "onnx" else None
+    if own is not None and opset is not None and opset != own:
+        raise SerdeError(
+            f"{source.path or 'the model'} is an ONNX model at opset {own} and is exported at that opset; "
+            f"convert the source to opset {opset} first instead of asking the exporter for it"
+        )
+    versions = {d: v for d, v in source.opset_imports.items() if d not in ("", "ai.onnx")}
+    functions = []
+    if source.framework == "onnx" and source.functions:
+        from .onnx_functions import function_protos
+
+        functions = _guard(lambda: function_protos(source.functions), "the model's local functions")
+        for f in functions:
+            versions.setdefault(f.domain, 1)
+    proto = graph_to_onnx(
+        model.graph,
+        opset=own if own is not None else opset,
+        exporters=exporters,
+        domain_versions=versions,
+        dim_params=_dim_params(model),
+        functions=functions,
+        graph_name=(source.name if source.framework == "onnx" and source.name else None),
+        profiles=[p.graph for p in model.profiles],
+    )
+    if source.framework == "onnx":
+        meta = source.metadata
+        proto.ir_version = max(proto.ir_version, int(meta.get("ir_version", 0)))
+        proto.model_version = int(meta.get("model_version", 0))
+        for key, value in sorted(dict(meta.get("metadata_props", {})).items()):
+            proto.metadata_props.add(key=key, value=value)
+    return proto
+
+
+def graph_to_onnx(
+    graph: Graph,
+    *,
+    opset: int | None = None,
+    exporters: FusedExporterRegistry | None = None,
+    domain_versions: Mapping[str, int] | None = None,
+    dim_params: Mapping[str, tuple[str, ...]] | None = None,
+    functions: Iterable[onnx.FunctionProto] = (),
+    graph_name: str | None = None,
+    profiles: Iterable[Graph] = (),
+) -> onnx.ModelProto:
+    """An ONNX ``ModelProto`` of one IR graph (what :func:`model_to_onnx` does without a ``Model``).
+
+    Args:
+        graph: the main graph.
+        opset: the default-domain opset (default :data:`DEFAULT_EXPORT_OPSET`).
+        exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+        domain_versions: versions of custom domains (default 1).
+        dim_params: names for unknown input dims, by input node name.
+        functions: model-local functions to include.
+        graph_name: the ONNX graph's name (default: the IR graph's).
+        profiles: inferred copies of ``graph`` whose input and output types may complete the graph's own.
+
+    Raises:
+        SerdeError: something in the graph has no ONNX form; the message names it.
+    """
+    opset = DEFAULT_EXPORT_OPSET if opset is None else opset
+    latest = onnx.defs.onnx_opset_version()
+    if not isinstance(opset, int) or not 1 <= opset <= latest:
+        raise SerdeError(f"ONNX opset {opset!r} is not one the installed onnx {onnx.__version__} knows (1..{latest}); pick one in that range")
+    writer = GraphWriter(opset, exporters if exporters is not None else default_fused_exporters(), domain_versions)
+    body = _guard(lambda: writer.write(graph, dim_params=dim_params), f"graph {graph.name!r}")
+    if graph_name:
+        body.name = graph_name
+    functions = list(functions)
+    imports = [helper.make_opsetid(d, v) for d, v in sorted(writer.domains.items())]
+    known = {d for d, _ in writer.domains.items()}
+    for f in functions:
+        if f.domain not in known:
+            imports.append(helper.make_opsetid(f.domain, (domain_versions or {}).get(f.domain, 1)))
+            known.add(f.domain)
+    proto = helper.make_model(body, opset_imports=imports, functions=functions, producer_name=PRODUCER)
+    from .. import __version__
+
+    proto.producer_version = __version__
+    proto.ir_version = max(helper.find_min_ir_version_for(imports, ignore_unknown=True), 8 if functions else 3)
+    _complete_io_types(proto, graph, list(profiles))
+    return proto
+
+
+# ----------------------------------------------------------------------------- helpers
+def _own_opset(imports: Mapping[str, int]) -> int | None:
+    version = imports.get("", imports.get("ai.onnx"))
+    return int(version) if version is not None else None
+
+
+def _dim_params(model: "Model") -> dict[str, tuple[str, ...]]:
+    """The source's names for unknown input dims (ONNX ``dim_param``), by input node name."""
+    out = {}
+    for node in model.graph.nodes:
+        if node.op != DATA_OP:
+            continue
+        source = model.source.get(node.name)
+        params = source.attrs.get("dim_params") if source is not None else None
+        if params:
+            out[node.name] = tuple(params)
+    return out
+
+
+def _guard(fn, what: str):
+    """Runs ``fn``; an error from the ``onnx`` package becomes a one-sentence SerdeError naming ``what``."""
+    try:
+        return fn()
+    except ScopeFusionError:
+        raise
+    except (ValueError, TypeError, KeyError, onnx.checker.ValidationError) as e:
+        detail = " ".join(str(e).split())
+        raise SerdeError(f"cannot write {what} as ONNX ({type(e).__name__}: {detail}); report this with the model") from None
+
+
+def _complete(t: onnx.TypeProto) -> bool:
+    kind = t.WhichOneof("value")
+    return kind == "tensor_type" and t.tensor_type.elem_type != 0 and t.tensor_type.HasField("shape")
+
+
+def _complete_io_types(proto: onnx.ModelProto, graph: Graph, profiles: list[Graph]) -> None:
+    """Completes the main graph's input and output types (see the module docstring), or raises."""
+    pending = []
+    for kind, infos, values in (("input", proto.graph.input, graph.inputs), ("output", proto.graph.output, graph.outputs)):
+        values = [v for v in values if v.producer.attrs.get("_outer_name") is None] if kind == "input" else values
+        for index, (info, value) in enumerate(zip(infos, values)):
+            if _complete(info.type):
+                continue
+            guess = _from_profiles(kind, index, profiles)
+            if guess is not None:
+                info.type.CopyFrom(type_proto(guess))
+            if not _complete(info.type):
+                pending.append((kind, info))
+    if not pending:
+        return
+    inferred: dict[str, onnx.TypeProto] = {}
+    try:
+        result = onnx.shape_inference.infer_shapes(proto)
+        for info in list(result.graph.output) + list(result.graph.value_info):
+            inferred[info.name] = info.type
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError):
+        pass
+    for kind, info in pending:
+        found = inferred.get(info.name)
+        if found is None or not _complete(found):
+            raise SerdeError(
+                f"graph {kind} {info.name!r} has an unknown dtype or rank, which ONNX does not allow for a model's "
+                f"{kind}s, and neither the shape profiles nor ONNX's shape inference find it; convert with "
+                "input shapes (--input-shape) so inference can resolve it"
+            )
+        info.type.CopyFrom(found)
+
+
+def _from_profiles(kind: str, index: int, profiles: list[Graph]) -> TensorType | None:
+    """A type for input/output ``index`` from the profiles when they agree on its dtype and rank (dims unknown)."""
+    types = []
+    for g in profiles:
+        values = g.inputs if kind == "input" else g.outputs
+        t = values[index].type if index < len(values) else None
+        if isinstance(t, TensorType) and t.rank is not None:
+            types.append(t)
+    if not types or len({t.rank for t in types}) != 1 or len({t.dtype for t in types}) != 1:
+        return None
+    return types[0].with_shape([-1] * types[0].rank)

@@ -1,0 +1,240 @@
+"""Fused ops to ONNX: a registry of exporters, one small function per fused op type.
+
+An exporter receives a :class:`FusedEmitter` for one ``fused.<Type>`` node and writes the ONNX nodes that
+compute it (``emitter.op(...)``), or calls ``emitter.decline(reason)`` when it cannot at this opset or for
+this node (a missing attribute, an unknown rank, an extra output in use). A declined node, and a fused op
+type with no exporter, is written as one node of domain ``scopefusion`` with its attributes, the reason in
+its ``doc_string``. Nothing an exporter wrote before declining is kept.
+
+Registering a mapping is one call::
+
+    exporters = default_fused_exporters()
+    exporters.register("MyNorm", export_my_norm)
+
+The builtin exporters, their ONNX forms and the attribute names they read are in
+:mod:`.onnx_fused_ops`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, NoReturn, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..dtypes import DType
+from ..errors import SerdeError
+from ..ir_builder.graph import Node
+from ..ir_builder.types import TensorType
+from .onnx_attrs import tensor_proto
+
+__all__ = [
+    "FusedEmitter",
+    "FusedExporter",
+    "FusedExporterRegistry",
+    "Unmapped",
+    "default_fused_exporters",
+]
+
+FusedExporter = Callable[["FusedEmitter"], None]
+
+_REQUIRED = object()
+
+# Reduce ops whose ``axes`` moved from an attribute to an input, by the opset where it moved.
+_AXES_INPUT_SINCE = {"ReduceSum": 13}
+_AXES_INPUT_DEFAULT = 18
+
+
+class Unmapped(Exception):
+    """Raised by :meth:`FusedEmitter.decline`: this node has no standard ONNX form here (the reason)."""
+
+
+class FusedExporterRegistry:
+    """Exporters by fused op type; an ordinary object, fresh per use (see :func:`default_fused_exporters`)."""
+
+    def __init__(self, exporters: Iterable[tuple[str, FusedExporter]] = ()) -> None:
+        self._exporters: dict[str, FusedExporter] = {}
+        for fused_type, fn in exporters:
+            self.register(fused_type, fn)
+
+    def register(self, fused_type: str, exporter: FusedExporter, *, replace: bool = False) -> None:
+        """Maps fused op type ``fused_type`` (``"LayerNorm"``, no dialect) to ``exporter``.
+
+        Raises:
+            SerdeError: the type has an exporter already and ``replace`` is False.
+        """
+        if not fused_type or "." in fused_type:
+            raise SerdeError(f"fused op type {fused_type!r}: give the plain type (\"LayerNorm\"), without the dialect")
+        if fused_type in self._exporters and not replace:
+            raise SerdeError(
+                f"fused op type {fused_type!r} has an ONNX exporter already; pass replace=True to replace it"
+            )
+        self._exporters[fused_type] = exporter
+
+    def get(self, fused_type: str) -> FusedExporter | None:
+        return self._exporters.get(fused_type)
+
+    def types(self) -> list[str]:
+        return sorted(self._exporters)
+
+    def __contains__(self, fused_type: object) -> bool:
+        return fused_type in self._exporters
+
+
+def default_fused_exporters() -> FusedExporterRegistry:
+    """A fresh registry holding the builtin exporters."""
+    from .onnx_fused_ops import BUILTIN_EXPORTERS
+
+    return FusedExporterRegistry(BUILTIN_EXPORTERS)
+
+
+class FusedEmitter:
+    """What an exporter sees of one fused node, and where it writes ONNX nodes.
+
+    ``inputs`` are the ONNX tensor names of the node's inputs (``""`` for an absent optional one),
+    ``outputs`` the names its outputs must get; ``opset`` is the export's default-domain opset.
+    """
+
+    def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
+                 *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str]) -> None:
+        self.node = node
+        self.opset = opset
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self._fresh = fresh_tensor
+        self._fresh_node = fresh_node
+        self._used = tuple(used)
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.domains: dict[str, int] = {}
+
+    @property
+    def where(self) -> str:
+        return f"fused node {self.node.name!r} ({self.node.op})"
+
+    # ------------------------------------------------------------------ reading the node
+    def decline(self, reason: str) -> NoReturn:
+        """Gives up on a standard form: the node goes to domain ``scopefusion`` with ``reason`` recorded."""
+        raise Unmapped(reason)
+
+    def attr(self, name: str, default: Any = _REQUIRED) -> Any:
+        """The payload of attribute ``name``; a missing one gives ``default``, or declines when there is none."""
+        value = self.node.attrs.get(name)
+        if value is not None:
+            return value
+        if default is _REQUIRED:
+            self.decline(f"attribute {name!r} is not set")
+        return default
+
+    def attr_any(self, names: Sequence[str], default: Any = _REQUIRED) -> Any:
+        """The first of ``names`` that is set (for attributes with several customary spellings)."""
+        for name in names:
+            value = self.node.attrs.get(name)
+            if value is not None:
+                return value
+        if default is _REQUIRED:
+            self.decline(f"none of the attributes {', '.join(map(repr, names))} is set")
+        return default
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.inputs) and bool(self.inputs[i])
+
+    def input(self, i: int) -> str:
+        """The name of input ``i``; declines when it is absent."""
+        if not self.has_input(i):
+            self.decline(f"input {i} is absent")
+        return self.inputs[i]
+
+    def expect_inputs(self, low: int, high: int | None = None) -> None:
+        """Declines unless the node has between ``low`` and ``high`` (default ``low``) input slots."""
+        high = low if high is None else high
+        if not low <= len(self.inputs) <= high:
+            span = str(low) if low == high else f"{low} to {high}"
+            self.decline(f"it has {len(self.inputs)} inputs, the ONNX mapping expects {span}")
+
+    def used(self, i: int) -> bool:
+        """True when output ``i`` is read (by a node or as a graph output); an unused one need not be written."""
+        return i < len(self._used) and self._used[i]
+
+    def only_outputs(self, count: int) -> None:
+        """Declines when an output past the first ``count`` is in use (the ONNX form does not give it)."""
+        extra = [i for i, used in enumerate(self._used) if i >= count and used]
+        if extra:
+            self.decline(f"its output {extra[0]} is in use and the ONNX form computes only {count} output(s)")
+
+    def input_type(self, i: int) -> TensorType | None:
+        value = self.node.inputs[i] if i < len(self.node.inputs) else None
+        t = value.type if value is not None else None
+        return t if isinstance(t, TensorType) else None
+
+    def dtype(self, i: int = 0) -> DType:
+        t = self.input_type(i)
+        if t is None:
+            self.decline(f"the dtype of input {i} is unknown")
+        return t.dtype
+
+    def rank(self, i: int = 0) -> int:
+        t = self.input_type(i)
+        if t is None or t.rank is None:
+            self.decline(f"the rank of input {i} is unknown")
+        return t.rank
+
+    def dim(self, i: int, axis: int) -> int:
+        """A static dim of input ``i``; declines when it is unknown."""
+        rank = self.rank(i)
+        d = self.input_type(i).shape[axis % rank] if -rank <= axis < rank else -1  # type: ignore[union-attr]
+        if d < 0:
+            self.decline(f"dim {axis} of input {i} is not static")
+        return d
+
+    # ------------------------------------------------------------------ writing ONNX
+    def op(self, op_type: str, inputs: Sequence[str], *, outputs: int | Sequence[str | None] = 1, domain: str = "",
+           **attrs: Any) -> list[str]:
+        """Writes one ONNX node; returns its output names.
+
+        ``outputs`` is a count of fresh outputs, or a list of names where None asks for a fresh name and
+        ``""`` leaves an optional output out.
+        """
+        if isinstance(outputs, int):
+            outputs = [None] * outputs
+        many = len(outputs) > 1
+        outputs = [self._fresh(f"{self.node.name}/{op_type}" + (f":{k}" if many else "")) if o is None else o
+                   for k, o in enumerate(outputs)]
+        written = list(outputs)
+        while written and not written[-1]:
+            written.pop()
+        inputs = list(inputs)
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        name = self._fresh_node(f"{self.node.name}/{op_type}")
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        node = helper.make_node(op_type, inputs, written, name=name, domain=domain or None, **attrs)
+        self.nodes.append(node)
+        if domain:
+            self.domains.setdefault(domain, 1)
+        return list(outputs)
+
+    def const(self, value: Any, hint: str, dtype: Any = None) -> str:
+        """Writes an initializer holding ``value`` (as ``dtype`` when given); returns its name."""
+        array = np.asarray(value, dtype=dtype)
+        name = self._fresh(f"{self.node.name}/{hint}")
+        self.initializers.append(tensor_proto(array, name))
+        return name
+
+    def scalar(self, value: float, hint: str, like: int = 0) -> str:
+        """A scalar constant of input ``like``'s dtype."""
+        return self.const(np.asarray(value, dtype=self.dtype(like).numpy), hint)
+
+    def reduce(self, op_type: str, x: str, axes: Sequence[int], keepdims: int = 1) -> str:
+        """A ``Reduce*`` node over ``axes``, with axes as an attribute or an input as the opset wants."""
+        since = _AXES_INPUT_SINCE.get(op_type, _AXES_INPUT_DEFAULT)
+        if self.opset >= since:
+            axes_name = self.const(np.asarray(list(axes), np.int64), f"{op_type}_axes")
+            return self.op(op_type, [x, axes_name], keepdims=keepdims)[0]
+        return self.op(op_type, [x], axes=list(axes), keepdims=keepdims)[0]
+
+    def to_output(self, name: str, index: int = 0) -> None:
+        """Makes output ``index`` be the tensor ``name`` (an Identity; use ``outputs=`` on the last op instead
+        when you can)."""
+        self.op("Identity", [name], outputs=[self.outputs[index]])

@@ -1,0 +1,376 @@
+"""IR graphs to ONNX ``GraphProto`` (the graph half of :mod:`.onnx_export`).
+
+* ``ge.Data`` → a graph input named by ``_input_name``; in a body, a ``ge.Data`` with ``_outer_name`` is
+  no input but a reference to that tensor of an enclosing graph (ONNX's outer-scope read).
+* ``ge.Const`` → an initializer of the graph it is in.
+* ``onnx`` → the default domain, ``onnx:<domain>`` → ``<domain>``; attributes through the op's ONNX schema
+  (attributes equal to the schema default are left out); ``fused`` → through the fused exporters
+  (:mod:`.onnx_fused`), else domain ``scopefusion``; any other dialect (``tf``) → the domain of its name,
+  attributes by IR kind (:mod:`.onnx_attrs`).
+* Bodies (``node.subgraphs``) → ``GRAPH`` attributes by key, keys ``name:0``, ``name:1``… → one ``GRAPHS``
+  attribute ``name``; written recursively, after the enclosing graph's names are taken.
+
+NOTE: names. Every tensor name is unique in the whole model (ONNX forbids a body from redefining a name it
+can see; unique everywhere is simpler and still keeps the source names). Per graph, in this order: inputs
+take their input names, outputs the graph's ``_output_names``, then every value with an original tensor
+name (``value.meta["tensor_name"]``) takes it, then the rest take the IR value name (``node`` /
+``node:i``). A taken name gets ``_1``, ``_2``… An output whose value is an input, a constant, or a value
+that is already another output gets an ``Identity``. So an ONNX-born model keeps its tensor names and its
+input and output names.
+
+NOTE: what ONNX cannot hold is kept as attributes of the non-standard ops that have it: a TF control input
+as ``_control_inputs`` (node names), a TF1 loop back edge (``NextIteration`` → ``Merge``, a cycle ONNX does
+not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusion provenance
+(``_fusion_rule``, ``_original_nodes``) goes to the node's ``doc_string``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import onnx
+from onnx import AttributeProto, defs, helper
+
+from ..errors import SerdeError
+from ..ir_builder.attrs import LIST_STR, AttrValue
+from ..ir_builder.graph import CONST_OP, DATA_OP, Graph, Node, Value
+from ..ir_builder.types import TensorType
+from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_proto, type_proto
+from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
+
+__all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
+
+FALLBACK_DOMAIN = "scopefusion"
+PROVENANCE_ATTRS = ("_fusion_rule", "_original_nodes")
+
+
+class _Names:
+    """Model-wide unique names: ``base``, else ``base_1``, ``base_2``… (deterministic)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def claim(self, base: str) -> str:
+        base = base or "t"
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        n = self._next.get(base, 1)
+        while f"{base}_{n}" in self.taken:
+            n += 1
+        self._next[base] = n + 1
+        name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+
+@dataclass
+class _Scope:
+    """The names one graph gives its values, and the tensor names an enclosed body may read."""
+
+    graph: Graph
+    parent: "_Scope | None"
+    names: dict[int, str] = field(default_factory=dict)  # id(value) -> ONNX name
+    visible: dict[str, str] = field(default_factory=dict)  # source tensor / IR value name -> ONNX name
+    initializers: list[onnx.TensorProto] = field(default_factory=list)  # made by fused exporters
+
+    def resolve(self, name: str) -> str | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            found = scope.visible.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+class GraphWriter:
+    """Writes IR graphs of one model as ONNX graphs; collects the domains the model must import.
+
+    Args:
+        opset: the default-domain opset of the export.
+        exporters: the fused-op exporters.
+        domain_versions: versions of custom domains (``onnx:<domain>`` dialects) from the source model.
+    """
+
+    def __init__(self, opset: int, exporters: FusedExporterRegistry, domain_versions: Mapping[str, int] | None = None) -> None:
+        self.opset = opset
+        self.exporters = exporters
+        self.domain_versions = dict(domain_versions or {})
+        self.domains: dict[str, int] = {"": opset}
+        self.unmapped: list[tuple[str, str, str]] = []  # (graph, fused node, why it went to the fallback domain)
+        self._tensors = _Names()
+        self._nodes = _Names()
+        self._schemas: dict[tuple[str, str], Any] = {}
+
+    # ------------------------------------------------------------------ graphs
+    def write(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
+              parent: _Scope | None = None) -> onnx.GraphProto:
+        """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name."""
+        scope = _Scope(graph, parent)
+        proto = onnx.GraphProto(name=graph.name)
+        outputs = self._name_values(scope, proto, dim_params or {})
+        defined: set[int] = {id(v) for v in graph.inputs}
+        defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
+        produced: list[Value] = []
+        for node in graph.nodes:
+            if node.op == DATA_OP:
+                continue
+            if node.op == CONST_OP:
+                proto.initializer.append(tensor_proto(node.attrs.as_tensor("value"), scope.names[id(node.outputs[0])]))
+                continue
+            protos = self._node(node, scope, defined)
+            proto.node.extend(protos)
+            defined.update(id(v) for v in node.outputs)
+            written = {name for p in protos for name in p.output}
+            produced.extend(v for v in node.outputs if scope.names.get(id(v)) in written)
+        proto.initializer.extend(scope.initializers)
+        for value, name in outputs:
+            source = scope.names[id(value)]
+            if source != name:
+                proto.node.append(helper.make_node("Identity", [source], [name], name=self._nodes.claim(f"{name}/Identity")))
+            proto.output.append(_value_info(name, value.type))
+        out_names = {name for _, name in outputs}
+        for value in produced:
+            name = scope.names[id(value)]
+            if name not in out_names and _typed(value.type):
+                proto.value_info.append(_value_info(name, value.type))
+        return proto
+
+    def _name_values(self, scope: _Scope, proto: onnx.GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
+        """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
+        graph, names, claim = scope.graph, scope.names, self._tensors.claim
+        listed = {id(v) for v in graph.inputs}
+        data = list(graph.inputs) + [n.outputs[0] for n in graph.nodes if n.op == DATA_OP and id(n.outputs[0]) not in listed]
+        for value in data:
+            node = value.producer
+            outer = node.attrs.get("_outer_name")
+            if outer is not None:
+                found = scope.parent.resolve(outer) if scope.parent is not None else None
+                if found is None:
+                    raise SerdeError(
+                        f"graph {graph.name!r}: input {node.name!r} reads tensor {outer!r} of an enclosing graph, "
+                        "which none of them defines; the body does not belong to this model"
+                    )
+                names[id(value)] = found
+                scope.visible[outer] = found
+                continue
+            base = node.attrs.get("_input_name") or value.meta.get("tensor_name") or node.name
+            names[id(value)] = claim(base)
+            proto.input.append(_value_info(names[id(value)], value.type, dim_params.get(node.name, ())))
+        declared = graph.attrs.get("_output_names")
+        if declared is None or len(declared) != len(graph.outputs):
+            declared = [v.meta.get("tensor_name") or v.name for v in graph.outputs]
+        outputs = []
+        for value, wanted in zip(graph.outputs, declared):
+            if id(value) not in names and value.producer.op not in (DATA_OP, CONST_OP):
+                names[id(value)] = claim(wanted)
+                outputs.append((value, names[id(value)]))
+            else:
+                outputs.append((value, "" if names.get(id(value)) == wanted else claim(wanted)))
+        for node in graph.nodes:
+            for value in node.outputs:
+                tensor = value.meta.get("tensor_name")
+                if tensor and id(value) not in names:
+                    names[id(value)] = claim(tensor)
+        outputs_ = {id(v) for v in graph.outputs}
+        for node in graph.nodes:
+            for value in node.outputs:
+                if id(value) not in names and (value.uses or id(value) in outputs_ or node.op == CONST_OP):
+                    names[id(value)] = claim(value.name)
+        for node in graph.nodes:
+            for value in node.outputs:
+                if id(value) in names:
+                    scope.visible.setdefault(value.name, names[id(value)])
+                    tensor = value.meta.get("tensor_name")
+                    if tensor:
+                        scope.visible[tensor] = names[id(value)]
+            if node.op == DATA_OP and node.attrs.get("_input_name"):
+                scope.visible[node.attrs.get("_input_name")] = names[id(node.outputs[0])]
+        return [(v, name or names[id(v)]) for v, name in outputs]
+
+    # ------------------------------------------------------------------ nodes
+    def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[onnx.NodeProto]:
+        where = f"node {node.name!r} ({node.op}) in graph {scope.graph.name!r}"
+        standard = node.dialect == "onnx" or node.dialect.startswith("onnx:")
+        inputs: list[str] = []
+        back_edges: list[str] = []
+        for slot, value in enumerate(node.inputs):
+            if value is None:
+                inputs.append("")
+            elif id(value) not in defined:
+                if standard:
+                    raise SerdeError(f"{where}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
+                back_edges.append(f"{slot}:{scope.names[id(value)]}")
+                inputs.append("")
+            else:
+                inputs.append(scope.names[id(value)])
+        reason = ""
+        if node.dialect == "fused":
+            emitted, reason = self._fused(node, scope, inputs, where)
+            if emitted is not None:
+                return emitted
+            self.unmapped.append((scope.graph.name, node.name, reason))
+            domain = FALLBACK_DOMAIN
+        elif node.dialect == "onnx":
+            domain = ""
+        elif standard:
+            domain = node.dialect[len("onnx:"):]
+        else:
+            domain = node.dialect or FALLBACK_DOMAIN
+        outputs = self._output_names(node, scope, domain)
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        if not inputs and not outputs:
+            # ONNX wants an input or an output on every node; a TF NoOp has neither, only control inputs.
+            outputs = [self._tensors.claim(f"{node.name}:control")]
+        proto = helper.make_node(node.op_type, inputs, outputs, name=self._nodes.claim(node.name), domain=domain or None)
+        attributes = self._attributes(node, scope, domain, where)
+        if not standard:
+            # What ONNX edges cannot hold, kept for the reader (see the module NOTE).
+            extra = {"_control_inputs": tuple(c.name for c in node.control_inputs), "_back_edges": tuple(back_edges)}
+            attributes += [attribute_proto(k, AttrValue(LIST_STR, v), where) for k, v in extra.items() if v and k not in node.attrs]
+            attributes.sort(key=lambda a: a.name)
+        proto.attribute.extend(attributes)
+        doc = _provenance(node)
+        if reason:
+            doc = f"no standard ONNX form: {reason}" + (f"; {doc}" if doc else "")
+        if doc:
+            proto.doc_string = doc
+        self.domains.setdefault(domain, self.domain_versions.get(domain, 1))
+        return [proto]
+
+    def _output_names(self, node: Node, scope: _Scope, domain: str) -> list[str]:
+        """Each output's name; an unused, unnamed output an ONNX schema calls optional is left out (``""``)."""
+        schema = self._schema(node.op_type, domain) if domain == "" or domain.startswith("ai.onnx") else None
+        names = []
+        for i, value in enumerate(node.outputs):
+            name = scope.names.get(id(value))
+            if name is None:
+                optional = schema is not None and _optional_output(schema, i)
+                name = "" if optional else self._tensors.claim(value.name)
+                if name:
+                    scope.names[id(value)] = name
+            names.append(name)
+        while names and not names[-1]:
+            names.pop()
+        return names
+
+    def _attributes(self, node: Node, scope: _Scope, domain: str, where: str) -> list[AttributeProto]:
+        schema = self._schema(node.op_type, domain) if domain == "" or domain.startswith("ai.onnx") else None
+        bodies = _body_groups(node, where)
+        out = []
+        for name, value in sorted(node.attrs.items()):
+            if name in PROVENANCE_ATTRS or name in bodies:
+                continue
+            spec = schema.attributes.get(name) if schema is not None else None
+            if spec is not None and is_schema_default(value, spec):
+                continue
+            kind = int(spec.type.value) if spec is not None else None
+            out.append(attribute_proto(name, value, where, schema_kind=kind, write_body=lambda g: self.write(g, parent=scope)))
+        for name, body in sorted(bodies.items()):
+            attr = AttributeProto(name=name)
+            if isinstance(body, list):
+                attr.type = AttributeProto.GRAPHS
+                attr.graphs.extend(self.write(g, parent=scope) for g in body)
+            else:
+                attr.type = AttributeProto.GRAPH
+                attr.g.CopyFrom(self.write(body, parent=scope))
+            out.append(attr)
+        out.sort(key=lambda a: a.name)
+        return out
+
+    def _schema(self, op_type: str, domain: str) -> Any:
+        key = (op_type, domain)
+        if key not in self._schemas:
+            version = self.opset if domain == "" else self.domain_versions.get(domain, 1)
+            try:
+                self._schemas[key] = defs.get_schema(op_type, version, domain)
+            except defs.SchemaError:
+                self._schemas[key] = None
+        return self._schemas[key]
+
+    # ------------------------------------------------------------------ fused ops
+    def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:
+        """The nodes of a fused op's ONNX form, or None and the reason to write it in the fallback domain."""
+        exporter = self.exporters.get(node.op_type)
+        if exporter is None:
+            return None, f"no exporter is registered for fused op {node.op_type!r}"
+        graph_outputs = {id(v) for v in scope.graph.outputs}
+        outputs, used = [], []
+        for value in node.outputs:
+            name = scope.names.get(id(value))
+            used.append(bool(value.uses) or id(value) in graph_outputs)
+            if name is None:
+                name = scope.names[id(value)] = self._tensors.claim(value.name)
+            outputs.append(name)
+        emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
+                               fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
+        try:
+            exporter(emitter)
+        except Unmapped as e:
+            return None, str(e)
+        except SerdeError:
+            raise
+        except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
+            detail = " ".join(str(e).split())
+            raise SerdeError(f"{where}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+        written = {o for n in emitter.nodes for o in n.output}
+        missing = [name for name, u in zip(outputs, used) if u and name not in written]
+        if missing:
+            raise SerdeError(f"{where}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
+        doc = _provenance(node)
+        for proto in emitter.nodes:
+            if doc and any(name in proto.output for name in outputs):
+                proto.doc_string = doc
+        for domain, version in emitter.domains.items():
+            self.domains.setdefault(domain, version)
+        scope.initializers.extend(emitter.initializers)
+        return emitter.nodes, ""
+
+
+def _provenance(node: Node) -> str:
+    rule = node.attrs.get("_fusion_rule")
+    if not rule:
+        return ""
+    original = node.attrs.get("_original_nodes") or ()
+    return f"fused by {rule}" + (f" from {', '.join(original)}" if original else "")
+
+
+def _optional_output(schema: Any, index: int) -> bool:
+    formal = schema.outputs[min(index, len(schema.outputs) - 1)] if schema.outputs else None
+    return formal is not None and formal.option.name == "Optional"
+
+
+def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
+    """``node.subgraphs`` as attributes: ``key`` → a graph, ``key:0``, ``key:1``… → a list of graphs."""
+    out: dict[str, Any] = {}
+    lists: dict[str, dict[int, Graph]] = {}
+    for key, body in node.subgraphs.items():
+        base, sep, index = key.rpartition(":")
+        if sep and index.isdigit():
+            lists.setdefault(base, {})[int(index)] = body
+        else:
+            out[key] = body
+    for base, items in lists.items():
+        if base in out or sorted(items) != list(range(len(items))):
+            raise SerdeError(
+                f"{where}: bodies {', '.join(f'{base}:{i}' for i in sorted(items))} do not form one list "
+                f"{base}:0..{len(items) - 1}; fix the node's subgraph keys"
+            )
+        out[base] = [items[i] for i in range(len(items))]
+    return out
+
+
+def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> onnx.ValueInfoProto:
+    """A ``ValueInfoProto``; without a type when the IR has none ONNX can say (unknown, a TF resource)."""
+    info = onnx.ValueInfoProto(name=name)
+    if _typed(t):
+        info.type.CopyFrom(type_proto(t, dim_params))
+    return info
+
+
+def _typed(t: Any) -> bool:
+    return isinstance(t, TensorType) and onnx_elem_type(t.dtype) != 0
