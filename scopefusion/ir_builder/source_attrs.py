@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..dtypes import DType
 from . import attrs as A
 from .attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
@@ -22,10 +23,23 @@ from .opdef import OpDef
 __all__ = ["convert_attrs", "convert_value"]
 
 
+_HANDLE_DTYPES = {"DT_RESOURCE": _dt.RESOURCE, "DT_VARIANT": _dt.VARIANT}
+
+
+def _handle_dtype(value: Any) -> Any:
+    """TF's resource and variant handle dtypes (``ForeignDType`` from the parser) as the IR's handle dtypes."""
+    if type(value).__name__ == "ForeignDType":
+        return _HANDLE_DTYPES.get(value.name, value)
+    return value
+
+
 def convert_value(value: Any, declared: AttrType | None = None, *, graph_converter: Callable[[Any], Any] | None = None) -> AttrValue | None:
     """One attribute value as an :class:`AttrValue`, or None when it has no IR form."""
     if value is None:
         return None
+    value = _handle_dtype(value)
+    if isinstance(value, tuple):
+        value = tuple(_handle_dtype(v) for v in value)
     kind = type(value).__name__
     if kind == "FunctionRef":
         return AttrValue(A.NAMED_ATTRS, _named(value.name, dict(value.attrs)))
