@@ -5,6 +5,10 @@ problems the rule recorded, the type, what the result claims, the index maps, no
 (kept), inputs that enter without a port, intermediate values that leave without a port, nodes
 claimed by an earlier fusion, name collisions, many-to-many inner nodes, and last (the only check
 that is not local) whether contracting the claimed nodes would close a cycle.
+
+NOTE: the cycle check contracts a many-to-many fusion into one vertex too, as if its inner nodes were
+one op. That is conservative: inner nodes that do not depend on each other could legally sit on both
+sides of an outside path, and such a result is refused.
 """
 
 from __future__ import annotations

@@ -287,7 +287,7 @@ class ScopePattern:
     then attribute features, then scope features, then the implicit "no ``_Retval`` node in the scope".
     """
 
-    __slots__ = ("sub_type", "_op_features", "_attr_features", "_scope_features", "_pruning")
+    __slots__ = ("sub_type", "_op_features", "_attr_features", "_scope_features", "_ordered")
 
     def __init__(self, sub_type: str = "", *features: ScopeFeatureBase) -> None:
         if not isinstance(sub_type, str):
@@ -296,7 +296,7 @@ class ScopePattern:
         self._op_features: list[NodeOpTypeFeature] = []
         self._attr_features: list[NodeAttrFeature] = []
         self._scope_features: list[ScopeFeature] = []
-        self._pruning: tuple[ScopeFeatureBase, ...] = ()
+        self._ordered: tuple[ScopeFeatureBase, ...] = ()
         self.add(*features)
 
     def add(self, *features: ScopeFeatureBase) -> ScopePattern:
@@ -313,18 +313,18 @@ class ScopePattern:
                     f"ScopePattern {self.sub_type!r} got {feature!r}; expected a NodeOpTypeFeature, "
                     "NodeAttrFeature or ScopeFeature"
                 )
-        self._pruning = tuple(self._op_features) + tuple(self._attr_features) + tuple(self._scope_features)
+        self._ordered = tuple(self._op_features) + tuple(self._attr_features) + tuple(self._scope_features)
         return self
 
     @property
     def features(self) -> tuple[ScopeFeatureBase, ...]:
         """Features in checking order (without the implicit ``_Retval`` check)."""
-        return self._pruning
+        return self._ordered
 
     def matches(self, scope: Scope) -> bool:
         if scope.parent is None:
             return False
-        for feature in self._pruning:
+        for feature in self._ordered:
             if not feature.matches(scope):
                 return False
         return RETVAL_OP not in scope._counts
@@ -333,7 +333,7 @@ class ScopePattern:
         """``None`` on a match, else the first failing feature and why."""
         if scope.parent is None:
             return "the root scope is never matched"
-        for feature in self._pruning:
+        for feature in self._ordered:
             reason = feature.check(scope)
             if reason is not None:
                 return reason
@@ -341,11 +341,11 @@ class ScopePattern:
 
     def prunes(self, scope: Scope) -> bool:
         """True when no scope below ``scope`` can match either."""
-        for feature in self._pruning:
+        for feature in self._ordered:
             if feature.prunes(scope):
                 return True
         return False
 
     def __repr__(self) -> str:
-        inner = ", ".join(repr(f) for f in self._pruning)
+        inner = ", ".join(repr(f) for f in self._ordered)
         return f"ScopePattern({self.sub_type!r}{', ' if inner else ''}{inner})"

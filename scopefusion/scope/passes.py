@@ -64,6 +64,7 @@ class ScopeBasePass:
 
     name: str = ""
     general: bool = False
+    _notes: list[str] | None = None  # the running outcome's notes, see note()
 
     @property
     def pass_name(self) -> str:
@@ -124,9 +125,8 @@ class ScopeBasePass:
 
     def note(self, text: str) -> None:
         """Adds a line to this pass's report for the current run (e.g. why nothing was selected)."""
-        notes = getattr(self, "_notes", None)
-        if notes is not None:
-            notes.append(text)
+        if self._notes is not None:
+            self._notes.append(text)
 
     @staticmethod
     def _default_name(candidate: ScopesResult) -> str:
@@ -229,8 +229,13 @@ class DataflowRulePass(ScopeBasePass):
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
         found: list[Match] = []
         searches = [self.pattern.find(graph)] if self.within is None else [self.pattern.find(graph, within=s) for s in matches]
+        used: set[str] = set()
         for search in searches:
-            found.extend(search)
+            for match in search:  # nested scope matches find one subgraph twice: keep the first
+                names = set(match.node_names)
+                if not names & used:
+                    used |= names
+                    found.append(match)
         if not found:
             misses = [s.near_miss for s in searches if s.near_miss is not None]
             if misses:

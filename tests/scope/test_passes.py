@@ -283,3 +283,21 @@ def test_insert_maps_use_fusion_disable_index(cells):
 
     report = PassManager(_registry(Partial())).run(cells)
     assert len(report.accepted) == 2
+
+
+def test_dataflow_rule_in_nested_scope_matches_fuses_once(mk):
+    graph = ScopeGraph.build(
+        mk.graph(
+            mk.node("x", "Placeholder"),
+            mk.node("blk/act/beta", "Const", _value=np.float32(1.0)),
+            mk.node("blk/act/scale", "Mul", "x", "blk/act/beta"),
+            mk.node("blk/act/sig", "Sigmoid", "blk/act/scale"),
+            mk.node("blk/act/out", "Mul", "x", "blk/act/sig"),
+        )
+    )
+    # Two independent pattern sets match blk/ and, inside it, blk/act/: one subgraph, found twice.
+    within = [ScopePattern("outer", ScopeFeature("", 0, suffix="blk")), ScopePattern("inner", ScopeFeature("", 0, suffix="act"))]
+    rule = dataflow_rule(DataflowPattern(swish), name="Swish", type="Swish", within=within)(lambda m, r, g: None)
+    report = PassManager(_registry(rule)).run(graph)
+    assert report["Swish"].scopes_matched == ["blk/", "blk/act/"]
+    assert report["Swish"].results_accepted == ["blk/act/out"] and report.refused == []
