@@ -21,6 +21,9 @@ Clip                Clip (11, bounds as inputs)              min, max           
 L2Normalize         x / Sqrt(Max(ReduceSumSquare, epsilon))  axis, epsilon                        (always this form)
 DynamicRNN          LSTM (7), Transpose/Squeeze around       hidden_size, w, b, time_major,       —
                                                              return_sequences
+DynamicGRU          GRU (7), Transpose/Squeeze around        hidden_size, w_input, w_hidden,      —
+                                                             b_input, b_hidden, reset_after,
+                                                             time_major, return_sequences
 ==================  =======================================  ===================================  ======================
 
 * LayerNorm: ``gamma`` / ``beta`` broadcast numpy-style; when one is not exactly the normalized shape
@@ -35,8 +38,8 @@ DynamicRNN          LSTM (7), Transpose/Squeeze around       hidden_size, w, b, 
 * L2Normalize is always the decomposition: ``LpNormalization`` has no epsilon and one axis only.
 * DynamicRNN: the canonical kernel ``w`` ``[input + hidden, 4·hidden]`` (gates i, j, f, o) and ``b`` become
   ONNX's ``W`` / ``R`` / ``B`` (gates i, o, f, c); ``LSTM`` runs time-major, so batch-major ``x`` and ``y``
-  are transposed; the final states lose ONNX's direction axis. ``DynamicGRU`` has no fused definition yet,
-  so no exporter: it goes to domain ``scopefusion``.
+  are transposed; the final states lose ONNX's direction axis. DynamicGRU: its gates z, r, n are ONNX's
+  order already; ``reset_after`` is ``linear_before_reset=1``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ __all__ = [
     "BUILTIN_EXPORTERS",
     "batch_norm",
     "clip",
+    "dynamic_gru",
     "dynamic_rnn",
     "gelu",
     "hard_swish",
@@ -398,46 +402,64 @@ _LSTM_GATES = (0, 3, 2, 1)  # ONNX's i, o, f, c from the fused op's i, j, f, o b
 def dynamic_rnn(e: FusedEmitter) -> None:
     """``DynamicRNN(x, init_h?, init_c?)`` (an LSTM, weights as attributes) → ``LSTM``."""
     e.expect_inputs(1, 3)
-    if e.opset < 7:
-        e.decline(f"LSTM's current form needs opset 7, the export is at {e.opset}")
     hidden = int(e.attr("hidden_size"))
     w, b = np.asarray(e.attr("w")), np.asarray(e.attr("b"))
     if hidden <= 0 or w.ndim != 2 or w.shape[1] != 4 * hidden or w.shape[0] <= hidden or b.shape != (4 * hidden,):
         e.decline(f"w {list(w.shape)} and b {list(b.shape)} are not [input + {hidden}, {4 * hidden}] and [{4 * hidden}]")
+    blocks = np.split(np.arange(4 * hidden), 4)
+    order = np.concatenate([blocks[g] for g in _LSTM_GATES])
+    rows = w.shape[0] - hidden
+    weights = (w[:rows, order].T, w[rows:, order].T, np.concatenate([b[order], np.zeros(4 * hidden)]))
+    _recurrent(e, "LSTM", hidden, weights, 2)
+
+
+def dynamic_gru(e: FusedEmitter) -> None:
+    """``DynamicGRU(x, init_h?)`` (weights as attributes, gates z, r, n as ONNX has them) → ``GRU``."""
+    e.expect_inputs(1, 2)
+    hidden = int(e.attr("hidden_size"))
+    w_x, w_h = np.asarray(e.attr("w_input")), np.asarray(e.attr("w_hidden"))
+    b_x, b_h = np.asarray(e.attr("b_input")), np.asarray(e.attr("b_hidden"))
+    if hidden <= 0 or w_x.ndim != 2 or w_x.shape[1] != 3 * hidden or w_h.shape != (hidden, 3 * hidden) \
+            or b_x.shape != (3 * hidden,) or b_h.shape != (3 * hidden,):
+        e.decline(f"the weights {list(w_x.shape)}, {list(w_h.shape)} and biases do not fit hidden_size {hidden}")
+    # reset_after (Keras' default) applies the reset gate after the recurrent product: ONNX linear_before_reset.
+    linear_before_reset = 1 if e.attr("reset_after", True) else None
+    _recurrent(e, "GRU", hidden, (w_x.T, w_h.T, np.concatenate([b_x, b_h])), 1, linear_before_reset=linear_before_reset)
+
+
+def _recurrent(e: FusedEmitter, op_type: str, hidden: int, weights: tuple[np.ndarray, ...], states: int, **attrs) -> None:
+    """The ONNX ``LSTM`` / ``GRU`` of a fused sequence op: ``weights`` are ONNX's W, R, B without the direction
+    axis; the op runs time-major (batch-major ``x`` and ``y`` are transposed); outputs lose the direction axis."""
+    if e.opset < 7:
+        e.decline(f"{op_type}'s current form needs opset 7, the export is at {e.opset}")
     if e.rank(0) != 3:
         e.decline(f"x has rank {e.rank(0)}, expected 3")
     time_major, sequences = bool(e.attr("time_major", False)), bool(e.attr("return_sequences", True))
-    want_y = sequences and e.used(0)
-    want_h = e.used(1) or (e.used(0) and not sequences)
-    if not (want_y or want_h or e.used(2)):
+    want = [sequences and e.used(0), e.used(1) or (e.used(0) and not sequences)] + [e.used(k) for k in range(2, 1 + states)]
+    if not any(want):
         return  # nothing reads the node
     dtype = e.dtype(0).numpy
-    blocks = np.split(np.arange(4 * hidden), 4)
-    order = np.concatenate([blocks[g] for g in _LSTM_GATES])
-    inputs = w.shape[0] - hidden
-    kernel = e.const(w[:inputs, order].T[None].astype(dtype), "W")
-    recurrent = e.const(w[inputs:, order].T[None].astype(dtype), "R")
-    bias = e.const(np.concatenate([b[order], np.zeros(4 * hidden)])[None].astype(dtype), "B")
+    consts = [e.const(np.asarray(a)[None].astype(dtype), hint) for a, hint in zip(weights, "WRB")]
     x = e.input(0) if time_major else e.op("Transpose", [e.input(0)], perm=[1, 0, 2])[0]
-    states = [_unsqueeze(e, e.inputs[k], 0) if e.has_input(k) else "" for k in (1, 2)]
-    wanted = [None if want else "" for want in (want_y, want_h, e.used(2))]
-    y, y_h, y_c = e.op("LSTM", [x, kernel, recurrent, bias, "", *states], outputs=wanted, hidden_size=hidden)
-    if want_y:
+    initial = [_unsqueeze(e, e.inputs[k], 0) if e.has_input(k) else "" for k in range(1, 1 + states)]
+    y, *finals = e.op(op_type, [x, *consts, "", *initial], outputs=[None if w else "" for w in want],
+                      hidden_size=hidden, **attrs)
+    if want[0]:
         if time_major:
             _squeeze(e, y, 1, e.outputs[0])
         else:
             e.op("Transpose", [_squeeze(e, y, 1)], outputs=[e.outputs[0]], perm=[1, 0, 2])
     if e.used(0) and not sequences:
-        _squeeze(e, y_h, 0, e.outputs[0])
-    if e.used(1):
-        _squeeze(e, y_h, 0, e.outputs[1])
-    if e.used(2):
-        _squeeze(e, y_c, 0, e.outputs[2])
+        _squeeze(e, finals[0], 0, e.outputs[0])
+    for k, final in enumerate(finals, start=1):
+        if e.used(k):
+            _squeeze(e, final, 0, e.outputs[k])
 
 
 BUILTIN_EXPORTERS: tuple[tuple[str, FusedExporter], ...] = (
     ("BatchNorm", batch_norm),
     ("Clip", clip),
+    ("DynamicGRU", dynamic_gru),
     ("DynamicRNN", dynamic_rnn),
     ("Gelu", gelu),
     ("HardSwish", hard_swish),

@@ -335,6 +335,39 @@ def test_dynamic_rnn_maps_to_lstm(time_major, sequences, opset):
     assert [bool(name) for name in lstm.output] == [False, False, True]
 
 
+def _gru(x, h, w_x, w_h, b_x, b_h, reset_after, time_major, sequences):
+    """The fused DynamicGRU: blocks z, r, n; the reset gate after (reset_after) or before the recurrent product."""
+    sig = lambda t: 1 / (1 + np.exp(-t))  # noqa: E731
+    n_h = h.shape[1]
+    ys = []
+    for x_t in x if time_major else x.swapaxes(0, 1):
+        gx, gh = x_t @ w_x + b_x, h @ w_h + b_h
+        z, r = sig(gx[:, :n_h] + gh[:, :n_h]), sig(gx[:, n_h : 2 * n_h] + gh[:, n_h : 2 * n_h])
+        recurrent = r * gh[:, 2 * n_h :] if reset_after else (r * h) @ w_h[:, 2 * n_h :] + b_h[2 * n_h :]
+        h = z * h + (1 - z) * np.tanh(gx[:, 2 * n_h :] + recurrent)
+        ys.append(h)
+    y = np.stack(ys) if time_major else np.stack(ys).swapaxes(0, 1)
+    return [y if sequences else h, h]
+
+
+@pytest.mark.parametrize("reset_after, time_major, sequences", [(True, False, True), (False, True, False)])
+def test_dynamic_gru_maps_to_gru(reset_after, time_major, sequences):
+    batch, steps, features, hidden = 2, 4, 3, 5
+    x = _r(steps, batch, features) if time_major else _r(batch, steps, features)
+    h0, w_x, w_h, b_x, b_h = _r(batch, hidden), _r(features, 3 * hidden), _r(hidden, 3 * hidden) * 0.5, _r(3 * hidden), _r(3 * hidden)
+    attrs = {"hidden_size": hidden, "w_input": w_x, "w_hidden": w_h, "b_input": b_x, "b_hidden": b_h,
+             "reset_after": reset_after, "time_major": time_major, "return_sequences": sequences}  # fmt: skip
+    expected = [t.astype(np.float32) for t in _gru(x, h0, w_x, w_h, b_x, b_h, reset_after, time_major, sequences)]
+    check_against_definition("DynamicGRU", [("feed", x), h0], attrs, expected)
+    g = graph_of("DynamicGRU", [("feed", x), ("feed", h0)], attrs, expected)
+    proto = graph_to_onnx(g, opset=14)
+    onnx.checker.check_model(proto, full_check=True)
+    (node,) = [n for n in proto.graph.node if n.op_type == "GRU"]
+    assert {a.name: a.i for a in node.attribute}.get("linear_before_reset", 0) == int(reset_after)
+    for gv, ev in zip(run_ort(proto, {"in0": x, "in1": h0}), expected):
+        np.testing.assert_allclose(gv, ev, rtol=1e-4, atol=1e-5)
+
+
 def test_standard_ops_appear_only_from_their_opset():
     x = _r(2, 8)
     g = graph_of("Gelu", [("feed", x)], {"approximate": "none"}, x)
