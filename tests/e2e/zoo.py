@@ -1,0 +1,78 @@
+"""The model zoo of issue 5: the models ``convert`` must handle, each with one static shape profile.
+
+Shared by the end-to-end tests (``tests/e2e``) and ``bench/model_zoo_report.py``. A model is either built
+from code (``builder`` returns frozen GraphDef bytes; the tests get it through the session fixture named
+``fixture``) or a committed file under ``testdata/`` (the PyTorch exports of ``testdata/make_torch_onnx.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from tests.models import more_models, tf_models
+
+__all__ = ["BY_NAME", "TESTDATA", "ZOO", "ZooModel"]
+
+TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """One zoo model.
+
+    Attributes:
+        name: the id used by test parameters and the report.
+        fixture: the session fixture that gives the model's path in the tests.
+        input_shapes: the static profile converted: every input, every dim fixed.
+        builder: builds the frozen GraphDef bytes; None for a committed ``testdata`` file.
+        testdata: the file name under ``testdata/`` when there is no builder.
+        unknown_batch: the model's own inputs leave the batch dim unknown.
+        data_dependent: some outputs' shapes depend on input data, so the profile keeps them dynamic.
+    """
+
+    name: str
+    fixture: str
+    input_shapes: Mapping[str, Sequence[int]]
+    builder: Callable[[], bytes] | None = None
+    testdata: str | None = None
+    unknown_batch: bool = True
+    data_dependent: bool = False
+    file_name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        if (self.builder is None) == (self.testdata is None):
+            raise ValueError(f"zoo model {self.name}: give exactly one of builder and testdata")
+        object.__setattr__(self, "file_name", self.testdata or f"zoo_{self.name}.pb")
+
+
+def _bert_shapes(batch: int, seq: int = 8) -> dict[str, list[int]]:
+    return {name: [batch, seq] for name in ("input_ids", "input_mask", "token_type_ids")}
+
+
+ZOO: tuple[ZooModel, ...] = (
+    ZooModel("resnet50", "tf_resnet50_pb", {"input_0": [1, 64, 64, 3]}, lambda: tf_models.keras_resnet50(64)),
+    ZooModel("mobilenet_v2", "tf_mobilenet_pb", {"input_0": [2, 32, 32, 3]}, tf_models.keras_mobilenet_v2),
+    ZooModel("efficientnet_b0", "tf_efficientnet_pb", {"image": [2, 64, 64, 3]}, more_models.keras_efficientnet_b0),
+    ZooModel("keras_transformer", "keras_transformer_pb", {"tokens": [2, 16]}, more_models.keras_transformer_encoder),
+    ZooModel("tf1_bert", "tf_bert_pb", _bert_shapes(2), tf_models.bert_encoder_tf1),
+    ZooModel("keras_lstm", "keras_lstm_pb", {"sequence": [2, 6, 5]}, more_models.keras_lstm),
+    ZooModel("keras_gru", "keras_gru_pb", {"sequence": [2, 6, 5]}, more_models.keras_gru),
+    ZooModel("tf1_dynamic_rnn", "tf_rnn_pb", {"x": [2, 5, 3]}, tf_models.tf1_dynamic_rnn, unknown_batch=False),
+    ZooModel(
+        "tf_data_dependent",
+        "tf_data_dependent_pb",
+        {"boxes": [10, 4], "scores": [10], "feats": [10, 8]},
+        more_models.tf_function_data_dependent,
+        data_dependent=True,
+    ),
+    *(
+        ZooModel(f"torch_encoder_opset{opset}", f"torch_encoder_opset{opset}_onnx", {"input_ids": [2, 16]},
+                 testdata=f"torch_encoder_opset{opset}.onnx")
+        for opset in (14, 17)
+    ),
+    ZooModel("torch_rnn_opset14", "torch_rnn_opset14_onnx", {"sequence": [2, 6, 5]}, testdata="torch_rnn_opset14.onnx"),
+)  # fmt: skip
+
+BY_NAME: dict[str, ZooModel] = {m.name: m for m in ZOO}
