@@ -106,6 +106,9 @@ def test_static_profile_of_a_keras_cnn(tf_mobilenet_pb):
     assert isinstance(out, TensorType) and out.shape[0] == 2 and out.is_static
     plan = profile.memory_plan
     assert plan.arena_bytes <= 1.05 * plan.lower_bound_bytes
+    # The frozen graph reads each weight through an Identity: a view of the constant, not an arena copy.
+    weight_reads = [n.outputs[0] for n in profile.graph.nodes if n.op == "tf.Identity" and n.inputs[0].producer.op == "ge.Const"]
+    assert weight_reads and all(plan.offset(v) is None and plan.forwarded_from(v) for v in weight_reads)
 
 
 @pytest.mark.parametrize(

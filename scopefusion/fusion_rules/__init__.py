@@ -12,9 +12,14 @@ from typing import Any
 
 __all__ = ["BUILTIN_RULES"]
 
+from . import batch_norm, instance_norm, l2_normalize, layer_norm
 from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
 
 # Pass instances in run order (after the user's passes).
 BUILTIN_RULES: tuple[Any, ...] = (
+    layer_norm.PASS,
+    instance_norm.PASS,
+    batch_norm.PASS,
+    l2_normalize.PASS,
     multi_head_attention.PASS, gelu.PASS, hard_swish.PASS, swish.PASS, clip.PASS,  # issue 6
 )

@@ -3,13 +3,15 @@
 The schedule is ``graph.nodes``. A value lives from its producer's position to its last consumer's
 position, both inclusive (an op reads its inputs while it writes its outputs, so an output never shares
 memory with an input of the same op); a graph output lives to the end of the schedule. A node with
-control inputs (an If or Loop whose body reads enclosing values) keeps every output of those control
-inputs alive up to its own position.
+bodies and control inputs (an If or Loop whose body reads enclosing values) keeps every output of those
+control inputs alive up to its own position; a plain control edge orders execution and keeps nothing alive.
 
 What is planned:
 
 * graph inputs (``ge.Data``) and constants (``ge.Const``) are **not** in the arena: inputs are fed by the
-  user, weights live in the model;
+  user, weights live in the model; neither is the output of a reshape-like op (below) on one of them,
+  which aliases that external buffer (``external_forwards``): a frozen graph's ``Identity`` reads of its
+  weights cost nothing;
 * every other value with a static shape gets an offset in the arena (a multiple of ``alignment``) and its
   size rounded up to ``alignment``; two values live at the same time never overlap (:meth:`MemoryPlan.validate`);
 * a value whose shape or dtype is not known at build time (an unknown dim or rank, a string tensor, no
@@ -89,7 +91,8 @@ class MemoryPlan:
     naive_bytes: int  # sum of the aligned sizes of every value in the arena, aliases included
     lower_bound_bytes: int
     dynamic_values: list[str] = field(default_factory=list)
-    external_values: list[str] = field(default_factory=list)  # graph inputs and constants
+    external_values: list[str] = field(default_factory=list)  # graph inputs, constants and views of them
+    external_forwards: dict[str, str] = field(default_factory=dict)  # view of an external buffer -> its owner
     strategy: str = "greedy_by_size"
     schedule_length: int = 0
 
@@ -110,8 +113,9 @@ class MemoryPlan:
         return self.sizes.get(_ref(value))
 
     def forwarded_from(self, value: Value | str) -> str | None:
-        """The value whose buffer ``value`` aliases, or None."""
-        return self.forwards.get(_ref(value))
+        """The value whose buffer ``value`` aliases (in the arena, or an external one), or None."""
+        ref = _ref(value)
+        return self.forwards.get(ref) or self.external_forwards.get(ref)
 
     def validate(self) -> None:
         """Raises :class:`MemoryPlanError` when two buffers alive at the same time overlap in the arena,
@@ -179,8 +183,8 @@ def plan_memory(graph: Graph, *, alignment: int = DEFAULT_ALIGNMENT, strategy: s
     """
     if alignment <= 0 or alignment & (alignment - 1):
         raise ValueError(f"alignment must be a power of two, found {alignment}")
-    if strategy not in ("best", "greedy_by_size", "sweep"):
-        raise ValueError(f"unknown strategy {strategy!r}; use 'best', 'greedy_by_size' or 'sweep'")
+    if strategy not in ("best", "greedy_by_size", "greedy_by_breadth", "sweep"):
+        raise ValueError(f"unknown strategy {strategy!r}; use 'best', 'greedy_by_size', 'greedy_by_breadth' or 'sweep'")
     position = {id(node): i for i, node in enumerate(graph.nodes)}
     end = len(graph.nodes)
     # Per arena value (by index): reference, tensor bytes, lifetime, and the value owning its buffer.
@@ -194,10 +198,23 @@ def plan_memory(graph: Graph, *, alignment: int = DEFAULT_ALIGNMENT, strategy: s
     arena_index: dict[int, int] = {}  # id(value) -> index
     type_bytes: dict[int, int | None] = {}  # id(type) -> bytes (types are interned: few distinct ones)
     outputs = {id(v) for v in graph.outputs}
+    external_ids: set[int] = set()
+    external_forwards: dict[str, str] = {}
     for pos, node in enumerate(graph.nodes):
         if node.dialect == "ge" and node.op in (DATA_OP, CONST_OP):
             external.extend(v.ref for v in node.outputs)
+            external_ids.update(id(v) for v in node.outputs)
             continue
+        forward = node.opdef.memory_forward if node.opdef is not None else None
+        if forward is not None and len(node.outputs) == 1 and forward < len(node.inputs):
+            src, out = node.inputs[forward], node.outputs[0]
+            if src is not None and id(src) in external_ids and id(out) not in outputs:
+                # A reshape-like view of a weight or an input (a frozen graph's ReadVariableOp Identity):
+                # it aliases that external buffer and takes no arena bytes.
+                external.append(out.ref)
+                external_ids.add(id(out))
+                external_forwards[out.ref] = external_forwards.get(src.ref, src.ref)
+                continue
         for value in node.outputs:
             t = value.type
             size = type_bytes.get(id(t), -1)
@@ -218,7 +235,7 @@ def plan_memory(graph: Graph, *, alignment: int = DEFAULT_ALIGNMENT, strategy: s
             firsts.append(pos)
             lasts.append(last)
             owner.append(i)
-        for ctrl in node.control_inputs:  # a body reads these values: keep them alive until here
+        for ctrl in node.control_inputs if node.subgraphs else ():  # a body reads these values: keep them alive
             for value in ctrl.outputs:
                 j = arena_index.get(id(value))
                 if j is not None and lasts[j] < pos:
@@ -230,7 +247,9 @@ def plan_memory(graph: Graph, *, alignment: int = DEFAULT_ALIGNMENT, strategy: s
             k = arena_index.get(id(out))
             if j is not None and k is not None and src.type.dtype is out.type.dtype and nbytes[j] == nbytes[k]:  # type: ignore[union-attr]
                 owner[k] = owner[j]  # the owner of the input's buffer: chains of forwards share one
-    return _place(refs, nbytes, firsts, lasts, owner, dynamic, external, alignment, strategy, end)
+    plan = _place(refs, nbytes, firsts, lasts, owner, dynamic, external, alignment, strategy, end)
+    plan.external_forwards = external_forwards
+    return plan
 
 
 def _static_bytes(t: object) -> int | None:
@@ -273,9 +292,17 @@ def _place(
             if lasts[i] > blast[b]:
                 blast[b] = lasts[i]
     candidates: list[tuple[str, list[int]]] = []
-    if strategy in ("best", "greedy_by_size"):
-        if strategy == "greedy_by_size" or _overlap_pairs(bfirst, blast) <= MAX_OVERLAP_PAIRS:
+    if strategy in ("best", "greedy_by_size", "greedy_by_breadth"):
+        affordable = _overlap_pairs(bfirst, blast) <= MAX_OVERLAP_PAIRS
+        if strategy == "greedy_by_size" or (strategy == "best" and affordable):
+            # Two tie-breaks among equal sizes (earliest first, latest first): neither wins everywhere
+            # (a CNN's equal-sized activations fit the bound one way and not the other), so keep the better.
             candidates.append(("greedy_by_size", _greedy_by_size(bfirst, blast, bsize)))
+            late = sorted(range(len(bsize)), key=lambda i: (-bsize[i], -bfirst[i], i))
+            candidates.append(("greedy_by_size", _greedy_by_size(bfirst, blast, bsize, late)))
+        if strategy == "greedy_by_breadth" or (strategy == "best" and affordable):
+            order = _breadth_order(bfirst, blast, bsize, end)
+            candidates.append(("greedy_by_breadth", _greedy_by_size(bfirst, blast, bsize, order)))
     if strategy == "sweep" or not candidates or strategy == "best":
         candidates.append(("sweep", _sweep(bfirst, blast, bsize)))
     name, offsets = min(candidates, key=lambda c: (_arena(c[1], bsize), c[0] != "greedy_by_size"))
@@ -325,8 +352,39 @@ def _overlap_pairs(firsts: Sequence[int], lasts: Sequence[int]) -> int:
     return sum(bisect_right(starts, lasts[i], k + 1) - k - 1 for k, i in enumerate(order))
 
 
-def _greedy_by_size(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[int]) -> list[int]:
-    """Greedy by size with best fit; placed buffers are found by lifetime-length level and start bucket.
+def _breadth_order(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[int], end: int) -> list[int]:
+    """TFLite's *greedy by breadth* order: buffers alive at the schedule position with the most live bytes
+    first, then those of the next broadest position, each group largest first. A buffer's key is the
+    broadest position of its lifetime (a range-maximum over the live-bytes profile, by sparse table)."""
+    n = len(sizes)
+    delta = [0] * (end + 2)
+    for f, l, s in zip(firsts, lasts, sizes):
+        delta[f] += s
+        delta[l + 1] -= s
+    live, profile = 0, []
+    for d in delta[: end + 1]:
+        live += d
+        profile.append(live)
+    table = [profile]
+    k = 1
+    while (1 << k) <= len(profile):
+        prev, half = table[-1], 1 << (k - 1)
+        table.append([max(prev[i], prev[i + half]) for i in range(len(profile) - (1 << k) + 1)])
+        k += 1
+
+    def broadest(a: int, b: int) -> int:
+        level = (b - a + 1).bit_length() - 1
+        row = table[level]
+        return max(row[a], row[b - (1 << level) + 1])
+
+    return sorted(range(n), key=lambda i: (-broadest(firsts[i], lasts[i]), -sizes[i], firsts[i], i))
+
+
+def _greedy_by_size(
+    firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[int], order: Sequence[int] | None = None
+) -> list[int]:
+    """Greedy with best fit, buffers in ``order`` (default: by size, largest first); placed buffers are
+    found by lifetime-length level and start bucket.
 
     A buffer of lifetime length ``n`` (last - first) is at level ``n.bit_length()``, bucket
     ``first >> level``; a query for positions ``a..b`` at level ``L`` reads the buckets whose starts can
@@ -334,7 +392,8 @@ def _greedy_by_size(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence
     the level whose key is in that range).
     """
     n = len(sizes)
-    order = sorted(range(n), key=lambda i: (-sizes[i], firsts[i], i))
+    if order is None:
+        order = sorted(range(n), key=lambda i: (-sizes[i], firsts[i], i))
     offsets = [0] * n
     ends = [0] * n
     levels: dict[int, dict[int, list[int]]] = {}

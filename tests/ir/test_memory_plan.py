@@ -131,14 +131,16 @@ def test_forwarding_extends_the_shared_buffers_lifetime_to_every_alias_use():
 def test_no_forwarding_from_outside_the_arena_or_across_sizes():
     b = Builder()
     x = b.input((4, 4))
-    from_input = b.reshape(x, (16,))  # graph inputs are not in the arena: the reshape gets a buffer
+    from_input = b.reshape(x, (16,))  # a view of a graph input: aliases it outside the arena
     h = b.op([from_input], (4, 4))
     cast_like = b.reshape(h, (4, 4), dtype=dtypes.INT32)  # another dtype: no alias
     dyn = b.op([h], (-1,))
     from_dynamic = b.reshape(dyn, (16,))
     plan = b.plan([cast_like, from_dynamic])
     assert plan.forwards == {}
-    assert plan.offset(from_input) is not None and plan.offset(from_dynamic) is not None
+    assert plan.offset(from_input) is None and plan.forwarded_from(from_input) == x.ref
+    assert from_input.ref in plan.external_values
+    assert plan.offset(from_dynamic) is not None
 
 
 def test_control_inputs_keep_values_alive_for_bodies():
@@ -148,6 +150,9 @@ def test_control_inputs_keep_values_alive_for_bodies():
     w = b.op([x], (256,))
     c = b.op([w], (1,))
     y = b.op([c], (256,), kind="m.If", control_inputs=[v.producer])
+    plain = b.plan([y])
+    assert plain.lifetimes[v.ref] == (1, 1)  # a plain control edge orders execution, keeps nothing alive
+    y.producer.subgraphs = {"then_branch": Graph("body", b.g.context, b.g.registry)}
     plan = b.plan([y])
     assert plan.lifetimes[v.ref] == (1, 4)
     assert plan.offset(y) != plan.offset(v)
@@ -212,6 +217,10 @@ def _assert_plan_is_sound(g: Graph, plan: MemoryPlan) -> None:
     for value in g.values():
         if value.producer.op in ("ge.Data", "ge.Const"):
             assert plan.offset(value) is None
+        elif value.ref in plan.external_forwards:  # a reshape-like view of an input or a constant
+            assert plan.offset(value) is None and value.ref in plan.external_values
+            owner = plan.external_forwards[value.ref]
+            assert g.node(owner.rsplit(":", 1)[0]).op in ("ge.Data", "ge.Const")
         elif value.type is not None and value.type.is_static:
             assert plan.offset(value) is not None, value
         else:
@@ -220,7 +229,7 @@ def _assert_plan_is_sound(g: Graph, plan: MemoryPlan) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_graphs(), st.sampled_from(["best", "greedy_by_size", "sweep"]))
+@given(random_graphs(), st.sampled_from(["best", "greedy_by_size", "greedy_by_breadth", "sweep"]))
 def test_random_graphs_get_sound_plans(g, strategy):
     _assert_plan_is_sound(g, plan_memory(g, strategy=strategy))
 

@@ -14,8 +14,13 @@ __all__ = ["definitions"]
 
 def definitions() -> list[OpDef]:
     """Every fused op definition (fresh objects)."""
+    from . import batch_norm, instance_norm, l2_normalize, layer_norm
     from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
 
     return [
+        layer_norm.definition(),
+        instance_norm.definition(),
+        batch_norm.definition(),
+        l2_normalize.definition(),
         *(m.definition() for m in (multi_head_attention, gelu, hard_swish, swish, clip)),  # issue 6
     ]
