@@ -21,12 +21,10 @@ Candidates: every ``batchnorm`` scope (Rsqrt=1, no Mean) that is not the second 
 nearest miss. The dataflow patterns run over the whole graph, so the same subgraph without scope names
 fuses too.
 
-Not general (off by default; enable ``BatchNormFusion`` by name). Every fusion is exact (the statistics,
-epsilon and wiring are read from the graph), but Keras 3 writes every BatchNormalization out this way,
-so a general pass would change every Keras CNN the project converts, and not always for the better: a
-backend usually folds an inference batch norm into the convolution before it, and on MobileNetV2 the 52
-fused BatchNorms leave the static memory plan 9.6% above its lower bound where the unfused graph is
-planned at the bound. A batch normalization without scale or offset is not fused.
+General (on by default): the statistics, epsilon and wiring are all read from the graph, so the fused
+op is always the subgraph it replaces, and Keras 3 writes every BatchNormalization out this way: one
+BatchNorm per layer (which a backend can fold into the convolution before it) instead of seven
+element-wise ops. A batch normalization without scale or offset is not fused.
 """
 
 from __future__ import annotations
@@ -78,7 +76,7 @@ class BatchNormFusion(ScopedDataflowPass):
     """Inference batch normalization with constant statistics → ``BatchNorm``; see the module docstring."""
 
     name = "BatchNormFusion"
-    general = False
+    general = True
     fused_type = "BatchNorm"
     what = "a batch norm"
     patterns = PATTERNS

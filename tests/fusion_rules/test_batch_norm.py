@@ -23,18 +23,13 @@ def _refused(report, rule="BatchNormFusion"):
     return {r.name: r.reason for r in report.model.fusion_run.refused if r.pass_name == rule}
 
 
-ON = ["BatchNormFusion"]
-
-
-def test_registered_off_by_default(tf_convnet_pb, run_passes):
-    assert PASS in BUILTIN_RULES and not PASS.general and PASS.name == "BatchNormFusion"
-    _, report = run_passes(tf_convnet_pb)
-    assert "BatchNormFusion" not in [p.name for p in report.passes]
+def test_registered_general():
+    assert PASS in BUILTIN_RULES and PASS.general and PASS.name == "BatchNormFusion"
 
 
 @pytest.fixture(scope="module")
 def cases(bn_tf1_pb):
-    return check_fusions(bn_tf1_pb, "BatchNorm", enable=ON)
+    return check_fusions(bn_tf1_pb, "BatchNorm")
 
 
 def test_batch_norms_fused(cases):
@@ -53,13 +48,13 @@ def test_refusals(cases, bn_tf1_pb, run_passes):
     assert refused["bn3/batchnorm"].startswith("bn3/batchnorm/ does not compute a batch norm: nearest miss")
     assert refused["bn4/batchnorm"] == "bn4/batchnorm/add_1 is not a batch norm: the variance is computed (Max), not a constant"
     assert refused["bn5/batchnorm"].startswith("intermediate value bn5/batchnorm/mul:0 is consumed outside the fusion")
-    manager, _ = run_passes(bn_tf1_pb, enable=ON)
+    manager, _ = run_passes(bn_tf1_pb)
     why = {e.pass_name: e.reason for e in manager.explain("bn3/batchnorm/")}["BatchNormFusion"]
     assert why.startswith("matched, but the result was refused: bn3/batchnorm/ does not compute a batch norm")
 
 
 def test_keras_batch_normalization(tf_convnet_pb):
-    report = check_fusions(tf_convnet_pb, "BatchNorm", enable=ON)
+    report = check_fusions(tf_convnet_pb, "BatchNorm")
     (fusion,) = _fused(report).values()
     assert fusion.name == "small_convnet_1/bn_1/batchnorm"
     assert fusion.attrs == {"epsilon": pytest.approx(1e-3), "data_format": "NHWC", "is_training": False}
@@ -69,7 +64,7 @@ def test_keras_batch_normalization(tf_convnet_pb):
 
 
 def test_layer_norm_halves_left_alone(tf_bert_pb, run_passes):
-    _, report = run_passes(tf_bert_pb, enable=ON)
+    _, report = run_passes(tf_bert_pb)
     bn = report["BatchNormFusion"]
     assert len(bn.scopes_matched) == 5  # every LayerNorm/batchnorm/ scope is a candidate...
     assert not bn.results_accepted and not bn.results_refused  # ...whose mean is computed: a layer norm
