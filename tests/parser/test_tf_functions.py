@@ -42,11 +42,18 @@ def test_body_tensor_names_resolve_as_tensorflow_resolves_them(fixture, request)
 
     path = request.getfixturevalue(fixture)
     graph = load(path, inline_functions=False)
-    library = tf.compat.v1.GraphDef.FromString(path.read_bytes()).library
+    graph_def = tf.compat.v1.GraphDef.FromString(path.read_bytes())
+    library = graph_def.library
     assert len(library.function) == len(graph.functions) > 1
+    # Nested calls resolve through the default graph's function library: register this model's own
+    # library there, so the result does not depend on what earlier tests left in TensorFlow's state.
+    scratch = tf.Graph()
+    with scratch.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+        flat = {fdef.signature.name: function_def_to_graph_def(fdef)[1] for fdef in library.function}
     checked = 0
     for fdef in library.function:
-        _, flat_names = function_def_to_graph_def(fdef)
+        flat_names = flat[fdef.signature.name]
         body = graph.functions[fdef.signature.name]
         for nd in fdef.node_def:
             ours = body.node(nd.name)
