@@ -93,6 +93,7 @@ def convert(
     rules: Optional[List[Path]] = typer.Option(None, "--rules", help="A Python file of user fusion rules (repeatable)."),
     strict: bool = typer.Option(False, "--strict", help="Fail on a raising pass or an op without a definition."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write the JSON report here."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     input_format: Optional[str] = typer.Option(None, "--input-format", help="Force the model format: savedmodel, pb, pbtxt, onnx."),
     signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature (default serving_default)."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", help="SavedModel tag (repeatable)."),
@@ -132,6 +133,10 @@ def convert(
             files = [(output, result.to_bytes(format))]
             if report is not None:
                 files.append((report, (json.dumps(result.report(), indent=2, sort_keys=True) + "\n").encode()))
+            if html is not None:
+                from .html_report import render_html
+
+                files.append((html, render_html(result).encode("utf-8")))
         for path, data in files:
             _write_atomic(path, data)
     except ScopeFusionError as e:
@@ -235,6 +240,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
 
+
+from . import cli_inspect  # noqa: E402,F401  (registers inspect, diff and passes on `app`)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
