@@ -14,9 +14,11 @@ __all__ = ["BUILTIN_RULES"]
 
 from . import batch_norm, instance_norm, l2_normalize, layer_norm
 from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
+from . import dynamic_gru, dynamic_rnn  # issue 6: recurrent loops, run first (they claim whole loops)
 
 # Pass instances in run order (after the user's passes).
 BUILTIN_RULES: tuple[Any, ...] = (
+    dynamic_rnn.PASS, dynamic_gru.PASS,  # issue 6: recurrent loops
     layer_norm.PASS,
     instance_norm.PASS,
     batch_norm.PASS,

@@ -16,6 +16,7 @@ def definitions() -> list[OpDef]:
     """Every fused op definition (fresh objects)."""
     from . import batch_norm, instance_norm, l2_normalize, layer_norm
     from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
+    from . import dynamic_gru, dynamic_rnn  # issue 6: recurrent loops
 
     return [
         layer_norm.definition(),
@@ -23,4 +24,5 @@ def definitions() -> list[OpDef]:
         batch_norm.definition(),
         l2_normalize.definition(),
         *(m.definition() for m in (multi_head_attention, gelu, hard_swish, swish, clip)),  # issue 6
+        dynamic_rnn.definition(), dynamic_gru.definition(),  # issue 6: recurrent loops
     ]

@@ -1,0 +1,753 @@
+"""What DynamicRNNFusion and DynamicGRUFusion share: recognising a recurrent loop over a sequence.
+
+Two loop forms are read, both as a list of loop variables (initial value, value inside the body, next
+value, final value) and the comparisons of the loop condition:
+
+* TF2 functional control flow (Keras ``LSTM`` / ``GRU`` with ``unroll=False``, frozen): one ``While`` /
+  ``StatelessWhile`` node whose ``body`` and ``cond`` functions are separate graphs; a body output that
+  returns its own input unchanged is loop-invariant (the weights, the input list, the bound);
+* TF1 frames (``tf.compat.v1.nn.dynamic_rnn``): ``Enter`` → ``Merge`` → ``Switch`` → ``Identity`` ... →
+  ``NextIteration`` → back to the ``Merge``, ``Exit`` out of the ``Switch``, one ``LoopCond``; loop
+  invariants come in through ``Enter(is_constant=True)``.
+
+:func:`analyze_sequence_loop` then proves that the loop is an RNN over the time axis of one sequence:
+
+* the sequence is unstacked along its first axis (``TensorListFromTensor``; ``TensorArrayScatterV3``
+  over ``Range(0, T)``), after an optional ``Transpose`` of perm ``[1, 0, 2]`` from batch-major;
+* each step reads element ``t`` of it (``TensorListGetItem``, ``TensorArrayReadV3``) where ``t`` is a
+  counter (starts at 0, adds 1 per step);
+* each step writes one value at index ``t`` (or always at 0, Keras ``return_sequences=False``) into an
+  output list that is stacked after the loop (``TensorListStack``, ``TensorArrayGatherV3`` over
+  ``Range(0, T)``), with an optional ``Transpose`` back to batch-major;
+* every comparison of the condition tests a counter against a bound, the smallest bound being the
+  number of steps ``T`` of the sequence (a static number, or the sequence's own dimension read
+  through ``Shape`` / ``StridedSlice`` / ``Minimum`` / ``Maximum``), so the loop runs exactly ``T`` steps;
+* the remaining loop variables are the cell's states, left to the cell rule to identify.
+
+Values are read through :class:`Env`: constants folded through ``Identity``, constant ``Enter`` nodes,
+a ``While`` body's loop-invariant inputs, ``Split``, ``Squeeze``, ``StridedSlice`` and the like (the
+weights; :meth:`Env.value`), and integer shape arithmetic with unknown dims kept symbolic (:func:`sym`).
+:func:`column_slice` reads the column slices (``Split``, ``SplitV``, ``StridedSlice``) that the cell
+rules follow through gate pre-activations (:func:`~.dynamic_rnn.affine`).
+
+NOTE: the trip count is proven under the assumption that a sequence has at least one step (TF1's
+``dynamic_rnn`` bounds its loop by ``Minimum(T, Maximum(1, T))``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from scopefusion.scope import ScopeGraph
+
+__all__ = [
+    "ADD_OPS",
+    "WHILE_OPS",
+    "Dim",
+    "Env",
+    "Loop",
+    "LoopVar",
+    "Refuse",
+    "SequenceLoop",
+    "analyze_sequence_loop",
+    "column_slice",
+    "frame_loop",
+    "LazyShape",
+    "int_list",
+    "shape_of",
+    "slice_index",
+    "sym",
+    "while_loop",
+]
+
+Tensor = tuple[str, int]
+
+WHILE_OPS = ("While", "StatelessWhile")
+ADD_OPS = ("Add", "AddV2")
+_PASS_OPS = ("Identity", "StopGradient", "Snapshot")
+
+
+class Refuse(Exception):
+    """Why a loop is not the RNN a rule fuses (one sentence)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Dim:
+    """Dimension ``axis`` of the tensor ``node:index`` when the graph does not fix it."""
+
+    node: str
+    index: int
+    axis: int
+
+    def __repr__(self) -> str:
+        return f"dim {self.axis} of {self.node}:{self.index}"
+
+
+# ------------------------------------------------------------------------------------------ values
+class Env:
+    """One graph a loop's values live in: the main graph, or a ``While`` body whose loop-invariant
+    inputs stand for tensors of the enclosing graph (``invariants``: body input node → outer tensor)."""
+
+    def __init__(
+        self, graph: ScopeGraph, *, outer: Env | None = None, invariants: dict[str, Tensor] | None = None
+    ) -> None:
+        self.graph = graph
+        self.outer = outer
+        self.invariants = dict(invariants or {})
+        self._values: dict[Tensor, Any] = {}
+
+    def node(self, name: str) -> Any:
+        return self.graph.node(name)
+
+    def resolve(self, tensor: Tensor) -> tuple[Env, Tensor]:
+        """``tensor`` seen through ``Identity`` reads, constant ``Enter`` nodes and invariant body inputs."""
+        env, t = self, tensor
+        for _ in range(64):
+            node = env.graph.get(t[0])
+            if node is None:
+                break
+            if node.op_type in _PASS_OPS and node.inputs:
+                t = node.inputs[0]
+                continue
+            if node.op_type in ("Enter", "RefEnter") and node.attrs.get("is_constant") and node.inputs:
+                t = node.inputs[0]
+                continue
+            outer = env.invariants.get(node.name)
+            if outer is not None and env.outer is not None:
+                env, t = env.outer, outer
+                continue
+            break
+        return env, t
+
+    def same(self, a: Tensor, b: Tensor) -> bool:
+        """Whether ``a`` and ``b`` are one tensor once resolved."""
+        ea, ta = self.resolve(a)
+        eb, tb = self.resolve(b)
+        return ea is eb and ta == tb
+
+    def producer(self, tensor: Tensor) -> tuple[Env, Any, int]:
+        """``(env, node, output index)`` of the resolved tensor."""
+        env, t = self.resolve(tensor)
+        return env, env.node(t[0]), t[1]
+
+    def value(self, tensor: Tensor) -> np.ndarray | None:
+        """The tensor's value when it is computed from constants alone, else None."""
+        env, t = self.resolve(tensor)
+        if env is not self:
+            return env.value(t)
+        if t not in self._values:
+            self._values[t] = None  # a cycle through a back edge evaluates to "not constant"
+            try:
+                self._values[t] = _fold(self, self.node(t[0]), t[1])
+            except (ValueError, TypeError, IndexError, KeyError):
+                self._values[t] = None
+        return self._values[t]
+
+
+def int_list(array: np.ndarray | None) -> list[int] | None:
+    if array is None or array.dtype.kind not in "iu":
+        return None
+    return [int(v) for v in array.reshape(-1)]
+
+
+def slice_index(node: Any, begin: Sequence[int], end: Sequence[int], strides: Sequence[int], rank: int) -> tuple | None:
+    """The numpy index of a ``StridedSlice`` with constant bounds, or None for masks it does not model."""
+    if node.attrs.get("ellipsis_mask", 0) or node.attrs.get("new_axis_mask", 0):
+        return None
+    bmask, emask, smask = (int(node.attrs.get(k, 0)) for k in ("begin_mask", "end_mask", "shrink_axis_mask"))
+    if not len(begin) == len(end) == len(strides) or len(begin) > rank:
+        return None
+    index: list[Any] = []
+    for k, (b, e, s) in enumerate(zip(begin, end, strides)):
+        if smask >> k & 1:
+            index.append(int(b))
+            continue
+        index.append(slice(None if bmask >> k & 1 else int(b), None if emask >> k & 1 else int(e), int(s)))
+    index.extend(slice(None) for _ in range(rank - len(begin)))
+    return tuple(index)
+
+
+def _full(index: Any) -> bool:
+    """Whether a numpy index entry takes a whole axis."""
+    return isinstance(index, slice) and index.start is None and index.stop is None and index.step in (None, 1)
+
+
+def _fold(env: Env, node: Any, index: int) -> np.ndarray | None:
+    """Constant folding of the few ops that compute weights and shapes in RNN graphs."""
+    if node.value is not None:
+        return np.asarray(node.value) if index == 0 else None
+    op = node.op_type
+    args = node.inputs
+    if op in ("Split", "SplitV"):
+        data = env.value(args[1] if op == "Split" else args[0])
+        axis = env.value(args[0] if op == "Split" else args[2])
+        if data is None or axis is None:
+            return None
+        axis = int(axis.reshape(()))
+        if op == "Split":
+            return np.split(data, int(node.attrs["num_split"]), axis=axis)[index]
+        sizes = int_list(env.value(args[1]))
+        if sizes is None or -1 in sizes:
+            return None
+        return np.split(data, np.cumsum(sizes)[:-1], axis=axis)[index]
+    if index != 0:
+        return None
+    vals = [env.value(a) for a in args]
+    if any(v is None for v in vals):
+        return None
+    if op == "Squeeze":
+        axes = tuple(int(a) for a in node.attrs.get("squeeze_dims", ()))
+        return np.squeeze(vals[0], axes) if axes else np.squeeze(vals[0])
+    if op == "StridedSlice":
+        idx = slice_index(node, *(int_list(v) or [] for v in vals[1:]), rank=vals[0].ndim)
+        return None if idx is None else np.asarray(vals[0][idx])
+    if op == "Reshape":
+        return vals[0].reshape([int(d) for d in vals[1].reshape(-1)])
+    if op == "Transpose":
+        return np.transpose(vals[0], [int(p) for p in vals[1].reshape(-1)])
+    if op == "ExpandDims":
+        return np.expand_dims(vals[0], int(vals[1].reshape(())))
+    if op in ("ConcatV2", "Pack"):
+        if op == "Pack":
+            return np.stack(vals, axis=int(node.attrs.get("axis", 0)))
+        return np.concatenate(vals[:-1], axis=int(vals[-1].reshape(())))
+    if op == "Cast":
+        dst = getattr(node.attrs.get("DstT"), "numpy", None)
+        return None if dst is None else vals[0].astype(dst)
+    if op == "Range":
+        return np.arange(*(v.reshape(()) for v in vals)).astype(vals[0].dtype)
+    if op == "Fill":
+        return np.full([int(d) for d in vals[0].reshape(-1)], vals[1].reshape(()))
+    if op in ("Max", "Min", "Sum", "Prod", "Mean"):
+        fn = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod, "Mean": np.mean}[op]
+        axes = tuple(int(a) for a in vals[1].reshape(-1))
+        out = fn(vals[0], axis=axes, keepdims=bool(node.attrs.get("keep_dims", False))) if axes else vals[0]
+        return np.asarray(out).astype(vals[0].dtype)
+    binary = {"Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
+              "Minimum": np.minimum, "Maximum": np.maximum}  # fmt: skip
+    if op in binary:
+        return np.asarray(binary[op](vals[0], vals[1]))
+    return None
+
+
+class LazyShape:
+    """The shape of a tensor of unknown rank: dim ``k`` is ``Dim(node, index, k)``."""
+
+    def __init__(self, tensor: Tensor) -> None:
+        self.tensor = tensor
+
+    def __getitem__(self, k: int) -> Dim:
+        if not isinstance(k, int) or k < 0:
+            raise IndexError(f"dim {k!r} of a tensor of unknown rank")
+        return Dim(self.tensor[0], self.tensor[1], k)
+
+
+_SAME_SHAPE = frozenset(
+    {"ReverseV2", "Reverse", "BiasAdd", "Relu", "Relu6", "Elu", "Selu", "Tanh", "Sigmoid", "Softsign", "Softplus",
+     "LeakyRelu", "Neg", "Abs", "Exp", "Square", "Sqrt", "Rsqrt"}
+)
+
+
+def shape_of(env: Env, tensor: Tensor, depth: int = 32) -> tuple | LazyShape:
+    """The tensor's shape, dims as ints or :class:`Dim` (the dim of the tensor it comes from, when the
+    graph does not fix it); a :class:`LazyShape` when the rank is not known either. Follows graph inputs,
+    ``_output_shapes``, Transpose, shape-preserving ops, ConcatV2 and TensorListStack."""
+    env, t = env.resolve(tensor)
+    node = env.node(t[0])
+    op = node.op_type
+    if depth < 0:
+        return LazyShape(t)
+    if op == "Transpose":
+        inner = shape_of(env, node.inputs[0], depth - 1)
+        perm = int_list(env.value(node.inputs[1]))
+        ranks_differ = isinstance(inner, tuple) and len(inner) != len(perm or ())
+        if perm is None or sorted(perm) != list(range(len(perm))) or ranks_differ:
+            return LazyShape(t)
+        return tuple(inner[p] for p in perm)
+    if op in _SAME_SHAPE and node.inputs:
+        return shape_of(env, node.inputs[0], depth - 1)
+    if op == "TensorListStack":
+        element = int_list(env.value(node.inputs[1]))
+        count = int(node.attrs.get("num_elements", -1))
+        if element is not None and not (len(element) == 1 and element[0] == -1):  # [-1]: unknown rank
+            dims = [count, *element]
+            return tuple(d if d >= 0 else Dim(t[0], t[1], k) for k, d in enumerate(dims))
+    if op == "ConcatV2":
+        axis = env.value(node.inputs[-1])
+        parts = [shape_of(env, p, depth - 1) for p in node.inputs[:-1]]
+        if axis is not None and parts and all(isinstance(p, tuple) and len(p) == len(parts[0]) for p in parts):
+            rank = len(parts[0])
+            a = int(axis.reshape(())) % rank
+            dims = []
+            for k in range(rank):
+                known = [p[k] for p in parts if isinstance(p[k], int)]
+                if k == a:
+                    dims.append(sum(known) if len(known) == len(parts) else Dim(t[0], t[1], k))
+                else:
+                    dims.append(known[0] if known else parts[0][k])
+            return tuple(dims)
+    shape = None
+    for graph_input in env.graph.source.inputs:
+        if graph_input.node == node.name and graph_input.shape is not None:
+            shape = graph_input.shape
+    if shape is None and not node.inputs and node.value is None:
+        shape = node.attrs.get("shape")
+    if shape is None:
+        shapes = node.attrs.get("_output_shapes")
+        if isinstance(shapes, (list, tuple)) and t[1] < len(shapes):
+            shape = shapes[t[1]]
+    try:
+        return tuple(int(d) if d is not None and int(d) >= 0 else Dim(t[0], t[1], k) for k, d in enumerate(shape))
+    except TypeError:
+        return LazyShape(t)
+
+
+def sym(env: Env, tensor: Tensor, depth: int = 24) -> Any:
+    """An integer scalar or vector whose entries are ints or :class:`Dim`; None when not known."""
+    known = env.value(tensor)
+    if known is not None and known.dtype.kind in "iu":
+        return int(known) if known.ndim == 0 else tuple(int(v) for v in known.reshape(-1))
+    if depth < 0:
+        return None
+    env, t = env.resolve(tensor)
+    node = env.node(t[0])
+    op = node.op_type
+    if op == "Shape":
+        return shape_of(env, node.inputs[0])
+    if op == "StridedSlice":
+        base = sym(env, node.inputs[0], depth - 1)
+        bounds = [int_list(env.value(a)) for a in node.inputs[1:]]
+        if not isinstance(base, (tuple, LazyShape)) or any(b is None for b in bounds):
+            return None
+        idx = slice_index(node, *bounds, rank=1)  # type: ignore[arg-type]
+        if idx is None or (isinstance(base, LazyShape) and not isinstance(idx[0], int)):
+            return None
+        try:
+            return base[idx[0]]
+        except IndexError:
+            return None
+    if op == "Pack":
+        items = [sym(env, a, depth - 1) for a in node.inputs]
+        return tuple(items) if all(i is not None and not isinstance(i, tuple) for i in items) else None
+    if op in ("Minimum", "Maximum"):
+        a, b = (sym(env, x, depth - 1) for x in node.inputs)
+        return _min_max(op, a, b)
+    if op in ("Max", "Min") and len(node.inputs) == 2:
+        axes = env.value(node.inputs[1])
+        if axes is not None and axes.size == 0:
+            return sym(env, node.inputs[0], depth - 1)
+    return None
+
+
+def _min_max(op: str, a: Any, b: Any) -> Any:
+    if a is None or b is None or isinstance(a, tuple) or isinstance(b, tuple):
+        return None
+    if a == b:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b) if op == "Minimum" else max(a, b)
+    if op == "Maximum":  # Maximum(k, T) with k <= 1 is T for a sequence of at least one step
+        if isinstance(a, int) and a <= 1:
+            return b
+        if isinstance(b, int) and b <= 1:
+            return a
+    return None
+
+
+# ------------------------------------------------------------------------------------------ loops
+@dataclass
+class LoopVar:
+    """One loop variable: ``init`` (enclosing graph), ``body`` and ``next`` (the body's graph), the
+    final value ``exit`` when the graph has one, and where ``init`` enters the loop (``entry``: node
+    and input slot)."""
+
+    index: int
+    init: Tensor
+    body: Tensor
+    next: Tensor
+    exit: Tensor | None
+    entry: tuple[str, int]
+    merge: str = ""
+    switch: str = ""
+
+
+@dataclass
+class Loop:
+    """A loop of either form; ``core`` holds its enclosing-graph nodes (the While, or every frame node)."""
+
+    form: str  # "while" or "frame"
+    node: Any  # the While node, or the LoopCond
+    main: Env
+    body: Env
+    vars: list[LoopVar]
+    invariants: dict[int, Tensor]  # var index -> enclosing tensor (While form only)
+    conds: list[tuple[LoopVar, Any]]  # (counter, bound as sym)
+    core: set[str]
+
+
+def while_loop(graph: ScopeGraph, node: Any) -> Loop:
+    """The TF2 ``While`` loop ``node`` as a :class:`Loop`; Refuse when its bodies are not readable."""
+    body_src = node.subgraphs.get("body")
+    cond_src = node.subgraphs.get("cond")
+    if body_src is None or cond_src is None:
+        raise Refuse(f"{node.name} has no body and cond graphs")
+    n = len(node.inputs)
+    if (len(body_src.inputs), len(body_src.outputs), len(cond_src.inputs)) != (n, n, n) or not cond_src.outputs:
+        raise Refuse(f"{node.name}: the body or cond signature does not match the {n} loop inputs")
+    main = Env(graph)
+    body_graph = ScopeGraph.build(body_src)
+    probe = Env(body_graph)
+    invariant: dict[int, Tensor] = {}
+    for k in range(n):
+        out = body_src.outputs[k]
+        if probe.resolve((out.node, out.index)) == (probe, (body_src.inputs[k].node, 0)):
+            invariant[k] = node.inputs[k]
+    body = Env(body_graph, outer=main, invariants={body_src.inputs[k].node: t for k, t in invariant.items()})
+    cond_invariants = {cond_src.inputs[k].node: t for k, t in invariant.items()}
+    cond = Env(ScopeGraph.build(cond_src), outer=main, invariants=cond_invariants)
+    variables = []
+    for k in range(n):
+        if k in invariant:
+            continue
+        out = body_src.outputs[k]
+        body_value = (body_src.inputs[k].node, 0)
+        variables.append(LoopVar(k, node.inputs[k], body_value, (out.node, out.index), (node.name, k), (node.name, k)))
+    by_input = {cond_src.inputs[v.index].node: v for v in variables}
+    result = cond_src.outputs[0]
+    conds = [(by_input.get(var_t[0]), bound) for var_t, bound in _comparisons(cond, (result.node, result.index))]
+    if any(v is None for v, _ in conds):
+        raise Refuse(f"{node.name}: a comparison of the loop condition does not test a loop variable")
+    return Loop("while", node, main, body, variables, invariant, conds, {node.name})  # type: ignore[arg-type]
+
+
+def _comparisons(env: Env, tensor: Tensor) -> list[tuple[Tensor, Any]]:
+    """The ``Less(variable, bound)`` terms of a condition written as a ``LogicalAnd`` of them."""
+    _, node, _ = env.producer(tensor)
+    if node.op_type == "LogicalAnd":
+        return [c for a in node.inputs for c in _comparisons(env, a)]
+    if node.op_type == "Less":
+        variable = env.resolve(node.inputs[0])[1]
+        return [(variable, sym(env, node.inputs[1]))]
+    raise Refuse(
+        f"the loop condition uses {node.name} ({node.op_type}); only a LogicalAnd of Less comparisons is read"
+    )
+
+
+def frame_loop(graph: ScopeGraph, loop_cond: Any) -> Loop:
+    """The TF1 frame whose ``LoopCond`` is ``loop_cond`` as a :class:`Loop`."""
+    main = Env(graph)
+    switches = [graph.node(c) for c, slot, _ in graph.consumers(loop_cond.name) if slot == 1]
+    variables: list[LoopVar] = []
+    for k, switch in enumerate(switches):
+        merge = graph.node(switch.inputs[0][0])
+        if switch.op_type != "Switch" or merge.op_type != "Merge" or len(merge.inputs) != 2:
+            raise Refuse(f"{switch.name} does not switch a Merge of the loop")
+        enter, back = (graph.node(p) for p, _ in merge.inputs)
+        if enter.op_type == "NextIteration":
+            enter, back = back, enter
+        if enter.op_type != "Enter" or back.op_type != "NextIteration":
+            raise Refuse(f"{merge.name} does not merge an Enter and a NextIteration")
+        body: Tensor = (switch.name, 1)
+        readers = [c for c, slot, index in graph.consumers(switch.name) if index == 1 and slot >= 0]
+        if len(readers) == 1 and graph.node(readers[0]).op_type == "Identity":
+            body = (readers[0], 0)
+        exits = [c for c, _, index in graph.consumers(switch.name) if index == 0 and graph.node(c).op_type == "Exit"]
+        variables.append(LoopVar(k, enter.inputs[0], body, back.inputs[0], (exits[0], 0) if exits else None,
+                                 (enter.name, 0), merge.name, switch.name))
+    frame = enter_frame = None
+    for v in variables:
+        enter_frame = graph.node(v.entry[0]).attrs.get("frame_name")
+        frame = frame or enter_frame
+        if enter_frame != frame:
+            raise Refuse(f"the loop variables of {loop_cond.name} enter different frames")
+    core = _frame_nodes(graph, frame, loop_cond.name)
+    by_merge = {v.merge: v for v in variables}
+    conds = [(by_merge.get(var_t[0]), bound) for var_t, bound in _comparisons(main, loop_cond.inputs[0])]
+    if any(v is None for v, _ in conds):
+        raise Refuse(f"{loop_cond.name}: a comparison of the loop condition does not test a loop variable")
+    return Loop("frame", loop_cond, main, main, variables, {}, conds, core)  # type: ignore[arg-type]
+
+
+def _frame_nodes(graph: ScopeGraph, frame: str | None, loop_cond: str) -> set[str]:
+    """Every node of the frame: reached from its ``Enter`` nodes, up to and including its ``Exit`` nodes."""
+    enters = [n.name for n in graph.nodes_by_type("Enter") if n.attrs.get("frame_name") == frame]
+    seen = set(enters)
+    stack = list(enters)
+    while stack:
+        name = stack.pop()
+        node = graph.node(name)
+        if node.op_type == "Exit":
+            continue
+        for consumer, _, _ in graph.consumers(name):
+            if consumer in seen:
+                continue
+            found = graph.node(consumer)
+            if found.op_type == "Enter" and found.attrs.get("frame_name") != frame:
+                raise Refuse(f"the loop of {loop_cond} holds a nested loop ({consumer})")
+            if found.op_type == "LoopCond" and found.name != loop_cond:
+                raise Refuse(f"the loop of {loop_cond} holds a second loop condition ({consumer})")
+            seen.add(consumer)
+            stack.append(consumer)
+    return seen
+
+
+# ------------------------------------------------------------------------------------------ the sequence
+@dataclass
+class SequenceLoop:
+    """A loop proven to run a cell over the steps of one sequence; see the module docstring.
+
+    ``x`` is the time-major sequence the loop unstacks, entering the loop at ``x_entry`` (node, input
+    slot); ``x_t`` the step's input and ``written`` the value written per step, both in the body's graph;
+    ``y`` the tensor standing for the time-major output sequence (or, when ``return_sequences`` is False,
+    for the last output); ``states`` the loop variables left to the cell; ``core`` the enclosing-graph
+    nodes a fusion must claim. ``batch_in`` / ``batch_out`` name the Transposes from and back to
+    batch-major when both are there (``batch_out`` is None when only the last output is read).
+    """
+
+    loop: Loop
+    x: Tensor
+    x_entry: tuple[str, int]
+    input_size: int
+    x_t: Tensor
+    written: Tensor
+    y: Tensor
+    return_sequences: bool
+    states: list[LoopVar]
+    core: set[str]
+    batch_in: str | None = None
+    batch_out: str | None = None
+
+
+def _counters(loop: Loop) -> dict[int, LoopVar]:
+    """Loop variables that start at 0 and add 1 per step."""
+    found = {}
+    for v in loop.vars:
+        start = loop.main.value(v.init)
+        if start is None or start.size != 1 or start.dtype.kind not in "iu" or int(start.reshape(())) != 0:
+            continue
+        env, node, _ = loop.body.producer(v.next)
+        if env is not loop.body or node.op_type not in ADD_OPS:
+            continue
+        a, b = node.inputs
+        for var, step in ((a, b), (b, a)):
+            one = loop.body.value(step)
+            if loop.body.same(var, v.body) and one is not None and one.size == 1 and int(one.reshape(())) == 1:
+                found[v.index] = v
+    return found
+
+
+def _single(items: Iterable[Any], what: str) -> Any:
+    items = list(items)
+    if len(items) != 1:
+        raise Refuse(f"{what}: found {len(items)}, expected one")
+    return items[0]
+
+
+def _consumers(graph: ScopeGraph, name: str, index: int | None = None) -> list[tuple[Any, int]]:
+    found = graph.consumers(name)
+    return [(graph.node(c), slot) for c, slot, i in found if slot >= 0 and (index is None or i == index)]
+
+
+def _is_time_batch_swap(env: Env, node: Any) -> bool:
+    perm = int_list(env.value(node.inputs[1])) if node.op_type == "Transpose" else None
+    return perm is not None and len(perm) >= 2 and perm[:2] == [1, 0] and perm[2:] == list(range(2, len(perm)))
+
+
+def _is_range(env: Env, tensor: Tensor, steps: Any) -> bool:
+    _, node, _ = env.producer(tensor)
+    if node.op_type != "Range":
+        return False
+    start, limit, delta = (sym(env, a) for a in node.inputs)
+    return start == 0 and delta == 1 and limit == steps
+
+
+def analyze_sequence_loop(loop: Loop) -> SequenceLoop:
+    """Proves ``loop`` is an RNN over one sequence (see the module docstring); Refuse says what is not."""
+    graph = loop.main.graph
+    body = loop.body
+    counters = _counters(loop)
+    var_of_body = {body.resolve(v.body): v for v in loop.vars}
+    core = set(loop.core)
+
+    # --- the read: element t of the unstacked sequence
+    if loop.form == "while":
+        reads = [n for n in body.graph.nodes_by_type("TensorListGetItem")]
+        read = _single(reads, f"{loop.node.name}: reads of a sequence in the loop body")
+        list_env, unstack, _ = body.producer(read.inputs[0])
+        if list_env is not loop.main or unstack.op_type != "TensorListFromTensor":
+            raise Refuse(f"{read.name} does not read a loop-invariant TensorListFromTensor")
+        time_major_t = unstack.inputs[0]
+        element = int_list(loop.main.value(unstack.inputs[1]))
+        x_entry = (unstack.name, 0)
+        core.add(unstack.name)
+    else:
+        reads = [graph.node(n) for n in loop.core if graph.node(n).op_type == "TensorArrayReadV3"]
+        read = _single(reads, f"{loop.node.name}: TensorArray reads in the loop")
+        handle = loop.main.producer(read.inputs[0])[1]
+        _, scatter, _ = loop.main.producer(read.inputs[2])
+        fills = scatter.op_type == "TensorArrayScatterV3" and scatter.inputs[0] == (handle.name, 0)
+        if handle.op_type != "TensorArrayV3" or not fills:
+            raise Refuse(f"{read.name} does not read a TensorArray filled by TensorArrayScatterV3")
+        time_major_t = scatter.inputs[2]
+        known = handle.attrs.get("element_shape")
+        element = [int(d) for d in known] if isinstance(known, (list, tuple)) and None not in known else None
+        x_entry = (scatter.name, 2)
+        core |= {handle.name, scatter.name}
+    index_var = var_of_body.get(body.resolve(read.inputs[1]))
+    if index_var is None or index_var.index not in counters:
+        raise Refuse(f"{read.name} reads the sequence at an index that is not a step counter")
+    shape = _sequence_shape(loop, time_major_t, element)
+    if shape is None:
+        raise Refuse(f"the sequence {time_major_t[0]} is not shown to have rank 3 and a static feature size")
+    steps = shape[0]
+    if loop.form == "frame" and not _is_range(loop.main, scatter.inputs[1], steps):
+        raise Refuse(f"{scatter.name} does not scatter the whole sequence over Range(0, {steps})")
+
+    # --- the write: one value per step into the output list, stacked after the loop
+    written, y, return_sequences, out_var = _output(loop, index_var, steps, core)
+
+    # --- the condition: the loop runs exactly `steps` steps
+    if not loop.conds:
+        raise Refuse(f"{loop.node.name}: the loop condition compares nothing")
+    exact = False
+    for var, bound in loop.conds:
+        if var.index not in counters:
+            raise Refuse(f"the loop condition tests loop variable {var.index}, which is not a step counter")
+        if bound == steps:
+            exact = True
+        elif not (isinstance(bound, int) and isinstance(steps, int) and bound >= steps):
+            raise Refuse(
+                f"the loop condition bounds a counter by {bound!r}, which is not shown to be at least the "
+                f"{steps!r} steps of the sequence"
+            )
+    if not exact:
+        raise Refuse(f"no comparison of the loop condition bounds it by the {steps!r} steps of the sequence")
+
+    states = [v for v in loop.vars if v.index not in counters and v is not out_var]
+    # --- batch-major: a Transpose swapping the first two axes on both sides (or on the input alone when
+    # only the last output is read)
+    _, pre, _ = loop.main.producer(time_major_t)
+    post = _consumers(graph, y[0], y[1]) if return_sequences else []
+    named = any(o.node == y[0] and o.index == y[1] for o in graph.source.outputs)
+    swap_in = pre.op_type == "Transpose" and _is_time_batch_swap(loop.main, pre)
+    swap_out = len(post) == 1 and _is_time_batch_swap(loop.main, post[0][0]) and not named
+    return SequenceLoop(
+        loop, time_major_t, x_entry, shape[2], body.resolve((read.name, 0))[1], written, y, return_sequences,
+        states, core, pre.name if swap_in and (swap_out or not return_sequences) else None,
+        post[0][0].name if swap_in and swap_out else None,
+    )
+
+
+def _sequence_shape(loop: Loop, tensor: Tensor, element: list[int] | None) -> tuple | None:
+    """``(steps, batch, features)`` of the time-major sequence, from its shape and the element shape of
+    the list it is unstacked into; None unless the rank is 3 and the feature size static."""
+    shape = shape_of(loop.main, tensor)
+    if element is not None and len(element) == 1 and element[0] < 0:
+        element = None  # an element shape of unknown rank
+    if isinstance(shape, LazyShape):
+        if element is None or len(element) != 2:
+            return None
+        shape = (shape[0], shape[1], shape[2])
+    features = shape[2] if len(shape) == 3 else None
+    if element is not None and len(element) == 2 and element[1] >= 0:
+        features = element[1] if not isinstance(features, int) or features == element[1] else None
+    if len(shape) != 3 or not isinstance(features, int):
+        return None
+    return (shape[0], shape[1], features)
+
+
+def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple[Tensor, Tensor, bool, LoopVar]:
+    """``(written, y, return_sequences, output variable)``; adds the stacking nodes to ``core``."""
+    graph = loop.main.graph
+    body = loop.body
+    found = []
+    for v in loop.vars:
+        env, node, _ = body.producer(v.next)
+        if env is body and node.op_type in ("TensorListSetItem", "TensorArrayWriteV3"):
+            found.append((v, node))
+    out_var, write = _single(found, f"{loop.node.name}: loop variables written per step")
+    flow_slot, index_slot, value_slot = (0, 1, 2) if write.op_type == "TensorListSetItem" else (3, 1, 2)
+    if not body.same(write.inputs[flow_slot], out_var.body):
+        raise Refuse(f"{write.name} does not write into the list it carries")
+    at = body.resolve(write.inputs[index_slot])
+    index = body.value(write.inputs[index_slot])
+    if at == body.resolve(index_var.body):
+        return_sequences = True
+    elif write.op_type == "TensorListSetItem" and index is not None and index.size == 1 and not index.reshape(()):
+        return_sequences = False  # Keras return_sequences=False: the last output, always at index 0
+    else:
+        raise Refuse(f"{write.name} writes at an index that is neither the step counter nor 0")
+    written = body.resolve(write.inputs[value_slot])[1]
+    if out_var.exit is None:
+        raise Refuse(f"the output sequence of {loop.node.name} is not read after the loop")
+    if write.op_type == "TensorListSetItem":
+        _, reserve, _ = loop.main.producer(out_var.init)
+        size = sym(loop.main, reserve.inputs[1]) if reserve.op_type == "TensorListReserve" else None
+        if size != (steps if return_sequences else 1):
+            raise Refuse(f"the output list of {loop.node.name} is not reserved with one element per step")
+        stack, _ = _single(_consumers(graph, *out_var.exit), f"readers of {out_var.exit[0]}:{out_var.exit[1]}")
+        if stack.op_type != "TensorListStack":
+            raise Refuse(f"the output list of {loop.node.name} is read by {stack.name} ({stack.op_type}), not stacked")
+        core |= {reserve.name, stack.name}
+        y: Tensor = (stack.name, 0)
+        if not return_sequences:
+            last, _ = _single(_consumers(graph, stack.name, 0), f"readers of {stack.name}")
+            bounds = [int_list(loop.main.value(a)) for a in last.inputs[1:]]
+            idx = None
+            if last.op_type == "StridedSlice" and None not in bounds:
+                idx = slice_index(last, *bounds, rank=3)  # type: ignore[arg-type]
+            if idx is None or idx[0] not in (0, -1) or not all(_full(s) for s in idx[1:]):
+                raise Refuse(f"the last output of {loop.node.name} is read by {last.name}, not taken as element -1")
+            core.add(last.name)
+            y = (last.name, 0)
+        return written, y, return_sequences, out_var
+    # TF1: TensorArrayWriteV3(Enter(handle), t, value, flow) ... TensorArrayGatherV3(handle, Range(0, T), Exit(flow))
+    handle = loop.main.producer(write.inputs[0])[1]
+    if handle.op_type != "TensorArrayV3" or not loop.main.same(out_var.init, (handle.name, 1)):
+        raise Refuse(f"{write.name} does not write the TensorArray whose flow the loop carries")
+    if sym(loop.main, handle.inputs[0]) != steps:
+        raise Refuse(f"the output TensorArray {handle.name} does not hold one element per step")
+    gather, _ = _single(_consumers(graph, *out_var.exit), f"readers of {out_var.exit[0]}")
+    gathers = gather.op_type == "TensorArrayGatherV3" and gather.inputs[0] == (handle.name, 0)
+    if not gathers or not _is_range(loop.main, gather.inputs[1], steps):
+        raise Refuse(f"the output TensorArray of {loop.node.name} is not gathered whole over Range(0, {steps!r})")
+    core |= {handle.name, gather.name}
+    return written, (gather.name, 0), True, out_var
+
+
+def column_slice(env: Env, node: Any, index: int):
+    """For a Split / SplitV / StridedSlice over the last axis of a matrix: ``fn(width) -> columns``."""
+    op = node.op_type
+    if op in ("Split", "SplitV"):
+        axis = env.value(node.inputs[0] if op == "Split" else node.inputs[2])
+        if axis is None or int(axis.reshape(())) not in (1, -1):
+            return None
+        if op == "Split":
+            n = int(node.attrs["num_split"])
+            return lambda width: slice(index * width // n, (index + 1) * width // n)
+        sizes = int_list(env.value(node.inputs[1]))
+        if sizes is None:
+            return None
+
+        def split_v(width: int) -> slice:
+            full = [width - (sum(sizes) + 1) if s == -1 else s for s in sizes]  # type: ignore[union-attr]
+            start = sum(full[:index])
+            return slice(start, start + full[index])
+
+        return split_v
+    if op == "StridedSlice":
+        bounds = [int_list(env.value(a)) for a in node.inputs[1:]]
+        if None in bounds:
+            return None
+        idx = slice_index(node, *bounds, rank=2)  # type: ignore[arg-type]
+        if idx is None or not _full(idx[0]) or not isinstance(idx[1], slice) or idx[1].step != 1:
+            return None
+        return lambda width: slice(*idx[1].indices(width))
+    return None
