@@ -67,12 +67,15 @@ def test_public_api_is_locked():
             assert hasattr(mod, name), f"{module}.__all__ names {name}, which is missing"
 
 
-def test_readme_examples_run(capsys, monkeypatch):
+def test_readme_examples_run(capsys, monkeypatch, tmp_path):
     import pathlib
     import re
 
     root = pathlib.Path(__file__).parent.parent
-    monkeypatch.chdir(root)  # the examples use paths relative to the repository
+    # The examples use paths relative to the repository and write files there: run them in a scratch
+    # directory that sees the repository's testdata.
+    (tmp_path / "testdata").symlink_to(root / "testdata")
+    monkeypatch.chdir(tmp_path)
     readme = (root / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert blocks
