@@ -20,7 +20,7 @@ Canonical layout (GE's DynamicGRUV2 with ``gate_order="zrh"``, ONNX's GRU order)
 ``[input_size, 3·hidden_size]``, ``w_hidden`` ``[hidden_size, 3·hidden_size]``, ``b_input`` and
 ``b_hidden`` ``[3·hidden_size]``, gate blocks in the order **z, r, n** (update, reset, candidate), and
 ``reset_after``. Rearrangement, read from the dataflow (which slice of which product feeds which place of
-the equations, :func:`~.rnn_loops.affine`): Keras' ``kernel`` / ``recurrent_kernel`` are already
+the equations, :func:`~.dynamic_rnn.affine`): Keras' ``kernel`` / ``recurrent_kernel`` are already
 z, r, h; TF's ``gates`` kernel is r, u (u = z) over ``[x_t, h]`` rows and is split into ``w_input`` /
 ``w_hidden``, its ``candidate`` kernel gives the n blocks. Biases of z and r are summed into ``b_input``
 (they are only ever added together); n keeps its input and hidden biases apart, since with
@@ -43,7 +43,8 @@ import numpy as np
 from scopefusion.scope import DataflowPattern
 
 from .dynamic_rnn import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine, gate_affine
-from .rnn_loops import ADD_OPS, Refuse, SequenceLoop, Tensor
+from .rnn_loops import SequenceLoop
+from .rnn_values import ADD_OPS, Refuse, Tensor
 
 __all__ = ["DynamicGRUFusion", "GRU_SKELETON", "GRU_UPDATE", "PASS", "gru_pattern"]
 

@@ -26,7 +26,7 @@ Canonical layout (GE's DynamicRNN): ``w`` ``[input_size + hidden_size, 4·hidden
 ``x_t`` first, then those for ``h``) and ``b`` ``[4·hidden_size]``, gate blocks in the order **i, j, f,
 o** (input, cell candidate, forget, output). The rearrangement is not assumed from the framework: the
 rule reads which ``Split`` output feeds which place of the cell equations, and
-:func:`~.rnn_loops.affine` reads each gate's pre-activation as matrices of ``x_t`` and ``h`` plus a
+:func:`affine` reads each gate's pre-activation as matrices of ``x_t`` and ``h`` plus a
 bias. So Keras' ``i, f, c, o`` blocks of ``kernel`` / ``recurrent_kernel`` are stacked and reordered to
 ``i, j, f, o``; TF's ``i, j, f, o`` concatenated kernel keeps its order; a constant added to a gate's
 pre-activation (TF's ``forget_bias``) is folded into ``b``.
@@ -66,19 +66,8 @@ from scopefusion.scope import (
     ScopesResult,
 )
 
-from .rnn_loops import (
-    ADD_OPS,
-    WHILE_OPS,
-    Env,
-    LoopVar,
-    Refuse,
-    SequenceLoop,
-    Tensor,
-    analyze_sequence_loop,
-    column_slice,
-    frame_loop,
-    while_loop,
-)
+from .rnn_loops import WHILE_OPS, LoopVar, SequenceLoop, analyze_sequence_loop, frame_loop, while_loop
+from .rnn_values import ADD_OPS, Env, Refuse, Tensor, column_slice
 
 __all__ = [
     "ACTIVATIONS",

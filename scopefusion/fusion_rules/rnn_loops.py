@@ -24,11 +24,7 @@ value, final value) and the comparisons of the loop condition:
   through ``Shape`` / ``StridedSlice`` / ``Minimum`` / ``Maximum``), so the loop runs exactly ``T`` steps;
 * the remaining loop variables are the cell's states, left to the cell rule to identify.
 
-Values are read through :class:`Env`: constants folded through ``Identity``, constant ``Enter`` nodes,
-a ``While`` body's loop-invariant inputs, ``Split``, ``Squeeze``, ``StridedSlice`` and the like (the
-weights; :meth:`Env.value`), and integer shape arithmetic with unknown dims kept symbolic (:func:`sym`).
-:func:`column_slice` reads the column slices (``Split``, ``SplitV``, ``StridedSlice``) that the cell
-rules follow through gate pre-activations (:func:`~.dynamic_rnn.affine`).
+Values (weights, perms, bounds, shapes) are read through :mod:`.rnn_values`.
 
 NOTE: the trip count is proven under the assumption that a sequence has at least one step (TF1's
 ``dynamic_rnn`` bounds its loop by ``Minimum(T, Maximum(1, T))``).
@@ -37,328 +33,23 @@ NOTE: the trip count is proven under the assumption that a sequence has at least
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
-
-import numpy as np
+from typing import Any, Iterable
 
 from scopefusion.scope import ScopeGraph
 
+from .rnn_values import ADD_OPS, Env, LazyShape, Refuse, Tensor, full_slice, int_list, shape_of, slice_index, sym
+
 __all__ = [
-    "ADD_OPS",
     "WHILE_OPS",
-    "Dim",
-    "Env",
     "Loop",
     "LoopVar",
-    "Refuse",
     "SequenceLoop",
     "analyze_sequence_loop",
-    "column_slice",
     "frame_loop",
-    "LazyShape",
-    "int_list",
-    "shape_of",
-    "slice_index",
-    "sym",
     "while_loop",
 ]
 
-Tensor = tuple[str, int]
-
 WHILE_OPS = ("While", "StatelessWhile")
-ADD_OPS = ("Add", "AddV2")
-_PASS_OPS = ("Identity", "StopGradient", "Snapshot")
-
-
-class Refuse(Exception):
-    """Why a loop is not the RNN a rule fuses (one sentence)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Dim:
-    """Dimension ``axis`` of the tensor ``node:index`` when the graph does not fix it."""
-
-    node: str
-    index: int
-    axis: int
-
-    def __repr__(self) -> str:
-        return f"dim {self.axis} of {self.node}:{self.index}"
-
-
-# ------------------------------------------------------------------------------------------ values
-class Env:
-    """One graph a loop's values live in: the main graph, or a ``While`` body whose loop-invariant
-    inputs stand for tensors of the enclosing graph (``invariants``: body input node → outer tensor)."""
-
-    def __init__(
-        self, graph: ScopeGraph, *, outer: Env | None = None, invariants: dict[str, Tensor] | None = None
-    ) -> None:
-        self.graph = graph
-        self.outer = outer
-        self.invariants = dict(invariants or {})
-        self._values: dict[Tensor, Any] = {}
-
-    def node(self, name: str) -> Any:
-        return self.graph.node(name)
-
-    def resolve(self, tensor: Tensor) -> tuple[Env, Tensor]:
-        """``tensor`` seen through ``Identity`` reads, constant ``Enter`` nodes and invariant body inputs."""
-        env, t = self, tensor
-        for _ in range(64):
-            node = env.graph.get(t[0])
-            if node is None:
-                break
-            if node.op_type in _PASS_OPS and node.inputs:
-                t = node.inputs[0]
-                continue
-            if node.op_type in ("Enter", "RefEnter") and node.attrs.get("is_constant") and node.inputs:
-                t = node.inputs[0]
-                continue
-            outer = env.invariants.get(node.name)
-            if outer is not None and env.outer is not None:
-                env, t = env.outer, outer
-                continue
-            break
-        return env, t
-
-    def same(self, a: Tensor, b: Tensor) -> bool:
-        """Whether ``a`` and ``b`` are one tensor once resolved."""
-        ea, ta = self.resolve(a)
-        eb, tb = self.resolve(b)
-        return ea is eb and ta == tb
-
-    def producer(self, tensor: Tensor) -> tuple[Env, Any, int]:
-        """``(env, node, output index)`` of the resolved tensor."""
-        env, t = self.resolve(tensor)
-        return env, env.node(t[0]), t[1]
-
-    def value(self, tensor: Tensor) -> np.ndarray | None:
-        """The tensor's value when it is computed from constants alone, else None."""
-        env, t = self.resolve(tensor)
-        if env is not self:
-            return env.value(t)
-        if t not in self._values:
-            self._values[t] = None  # a cycle through a back edge evaluates to "not constant"
-            try:
-                self._values[t] = _fold(self, self.node(t[0]), t[1])
-            except (ValueError, TypeError, IndexError, KeyError):
-                self._values[t] = None
-        return self._values[t]
-
-
-def int_list(array: np.ndarray | None) -> list[int] | None:
-    if array is None or array.dtype.kind not in "iu":
-        return None
-    return [int(v) for v in array.reshape(-1)]
-
-
-def slice_index(node: Any, begin: Sequence[int], end: Sequence[int], strides: Sequence[int], rank: int) -> tuple | None:
-    """The numpy index of a ``StridedSlice`` with constant bounds, or None for masks it does not model."""
-    if node.attrs.get("ellipsis_mask", 0) or node.attrs.get("new_axis_mask", 0):
-        return None
-    bmask, emask, smask = (int(node.attrs.get(k, 0)) for k in ("begin_mask", "end_mask", "shrink_axis_mask"))
-    if not len(begin) == len(end) == len(strides) or len(begin) > rank:
-        return None
-    index: list[Any] = []
-    for k, (b, e, s) in enumerate(zip(begin, end, strides)):
-        if smask >> k & 1:
-            index.append(int(b))
-            continue
-        index.append(slice(None if bmask >> k & 1 else int(b), None if emask >> k & 1 else int(e), int(s)))
-    index.extend(slice(None) for _ in range(rank - len(begin)))
-    return tuple(index)
-
-
-def _full(index: Any) -> bool:
-    """Whether a numpy index entry takes a whole axis."""
-    return isinstance(index, slice) and index.start is None and index.stop is None and index.step in (None, 1)
-
-
-def _fold(env: Env, node: Any, index: int) -> np.ndarray | None:
-    """Constant folding of the few ops that compute weights and shapes in RNN graphs."""
-    if node.value is not None:
-        return np.asarray(node.value) if index == 0 else None
-    op = node.op_type
-    args = node.inputs
-    if op in ("Split", "SplitV"):
-        data = env.value(args[1] if op == "Split" else args[0])
-        axis = env.value(args[0] if op == "Split" else args[2])
-        if data is None or axis is None:
-            return None
-        axis = int(axis.reshape(()))
-        if op == "Split":
-            return np.split(data, int(node.attrs["num_split"]), axis=axis)[index]
-        sizes = int_list(env.value(args[1]))
-        if sizes is None or -1 in sizes:
-            return None
-        return np.split(data, np.cumsum(sizes)[:-1], axis=axis)[index]
-    if index != 0:
-        return None
-    vals = [env.value(a) for a in args]
-    if any(v is None for v in vals):
-        return None
-    if op == "Squeeze":
-        axes = tuple(int(a) for a in node.attrs.get("squeeze_dims", ()))
-        return np.squeeze(vals[0], axes) if axes else np.squeeze(vals[0])
-    if op == "StridedSlice":
-        idx = slice_index(node, *(int_list(v) or [] for v in vals[1:]), rank=vals[0].ndim)
-        return None if idx is None else np.asarray(vals[0][idx])
-    if op == "Reshape":
-        return vals[0].reshape([int(d) for d in vals[1].reshape(-1)])
-    if op == "Transpose":
-        return np.transpose(vals[0], [int(p) for p in vals[1].reshape(-1)])
-    if op == "ExpandDims":
-        return np.expand_dims(vals[0], int(vals[1].reshape(())))
-    if op in ("ConcatV2", "Pack"):
-        if op == "Pack":
-            return np.stack(vals, axis=int(node.attrs.get("axis", 0)))
-        return np.concatenate(vals[:-1], axis=int(vals[-1].reshape(())))
-    if op == "Cast":
-        dst = getattr(node.attrs.get("DstT"), "numpy", None)
-        return None if dst is None else vals[0].astype(dst)
-    if op == "Range":
-        return np.arange(*(v.reshape(()) for v in vals)).astype(vals[0].dtype)
-    if op == "Fill":
-        return np.full([int(d) for d in vals[0].reshape(-1)], vals[1].reshape(()))
-    if op in ("Max", "Min", "Sum", "Prod", "Mean"):
-        fn = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod, "Mean": np.mean}[op]
-        axes = tuple(int(a) for a in vals[1].reshape(-1))
-        out = fn(vals[0], axis=axes, keepdims=bool(node.attrs.get("keep_dims", False))) if axes else vals[0]
-        return np.asarray(out).astype(vals[0].dtype)
-    binary = {"Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
-              "Minimum": np.minimum, "Maximum": np.maximum}  # fmt: skip
-    if op in binary:
-        return np.asarray(binary[op](vals[0], vals[1]))
-    return None
-
-
-class LazyShape:
-    """The shape of a tensor of unknown rank: dim ``k`` is ``Dim(node, index, k)``."""
-
-    def __init__(self, tensor: Tensor) -> None:
-        self.tensor = tensor
-
-    def __getitem__(self, k: int) -> Dim:
-        if not isinstance(k, int) or k < 0:
-            raise IndexError(f"dim {k!r} of a tensor of unknown rank")
-        return Dim(self.tensor[0], self.tensor[1], k)
-
-
-_SAME_SHAPE = frozenset(
-    {"ReverseV2", "Reverse", "BiasAdd", "Relu", "Relu6", "Elu", "Selu", "Tanh", "Sigmoid", "Softsign", "Softplus",
-     "LeakyRelu", "Neg", "Abs", "Exp", "Square", "Sqrt", "Rsqrt"}
-)
-
-
-def shape_of(env: Env, tensor: Tensor, depth: int = 32) -> tuple | LazyShape:
-    """The tensor's shape, dims as ints or :class:`Dim` (the dim of the tensor it comes from, when the
-    graph does not fix it); a :class:`LazyShape` when the rank is not known either. Follows graph inputs,
-    ``_output_shapes``, Transpose, shape-preserving ops, ConcatV2 and TensorListStack."""
-    env, t = env.resolve(tensor)
-    node = env.node(t[0])
-    op = node.op_type
-    if depth < 0:
-        return LazyShape(t)
-    if op == "Transpose":
-        inner = shape_of(env, node.inputs[0], depth - 1)
-        perm = int_list(env.value(node.inputs[1]))
-        ranks_differ = isinstance(inner, tuple) and len(inner) != len(perm or ())
-        if perm is None or sorted(perm) != list(range(len(perm))) or ranks_differ:
-            return LazyShape(t)
-        return tuple(inner[p] for p in perm)
-    if op in _SAME_SHAPE and node.inputs:
-        return shape_of(env, node.inputs[0], depth - 1)
-    if op == "TensorListStack":
-        element = int_list(env.value(node.inputs[1]))
-        count = int(node.attrs.get("num_elements", -1))
-        if element is not None and not (len(element) == 1 and element[0] == -1):  # [-1]: unknown rank
-            dims = [count, *element]
-            return tuple(d if d >= 0 else Dim(t[0], t[1], k) for k, d in enumerate(dims))
-    if op == "ConcatV2":
-        axis = env.value(node.inputs[-1])
-        parts = [shape_of(env, p, depth - 1) for p in node.inputs[:-1]]
-        if axis is not None and parts and all(isinstance(p, tuple) and len(p) == len(parts[0]) for p in parts):
-            rank = len(parts[0])
-            a = int(axis.reshape(())) % rank
-            dims = []
-            for k in range(rank):
-                known = [p[k] for p in parts if isinstance(p[k], int)]
-                if k == a:
-                    dims.append(sum(known) if len(known) == len(parts) else Dim(t[0], t[1], k))
-                else:
-                    dims.append(known[0] if known else parts[0][k])
-            return tuple(dims)
-    shape = None
-    for graph_input in env.graph.source.inputs:
-        if graph_input.node == node.name and graph_input.shape is not None:
-            shape = graph_input.shape
-    if shape is None and not node.inputs and node.value is None:
-        shape = node.attrs.get("shape")
-    if shape is None:
-        shapes = node.attrs.get("_output_shapes")
-        if isinstance(shapes, (list, tuple)) and t[1] < len(shapes):
-            shape = shapes[t[1]]
-    try:
-        return tuple(int(d) if d is not None and int(d) >= 0 else Dim(t[0], t[1], k) for k, d in enumerate(shape))
-    except TypeError:
-        return LazyShape(t)
-
-
-def sym(env: Env, tensor: Tensor, depth: int = 24) -> Any:
-    """An integer scalar or vector whose entries are ints or :class:`Dim`; None when not known."""
-    known = env.value(tensor)
-    if known is not None and known.dtype.kind in "iu":
-        return int(known) if known.ndim == 0 else tuple(int(v) for v in known.reshape(-1))
-    if depth < 0:
-        return None
-    env, t = env.resolve(tensor)
-    node = env.node(t[0])
-    op = node.op_type
-    if op == "Shape":
-        return shape_of(env, node.inputs[0])
-    if op == "StridedSlice":
-        base = sym(env, node.inputs[0], depth - 1)
-        bounds = [int_list(env.value(a)) for a in node.inputs[1:]]
-        if not isinstance(base, (tuple, LazyShape)) or any(b is None for b in bounds):
-            return None
-        idx = slice_index(node, *bounds, rank=1)  # type: ignore[arg-type]
-        if idx is None or (isinstance(base, LazyShape) and not isinstance(idx[0], int)):
-            return None
-        try:
-            return base[idx[0]]
-        except IndexError:
-            return None
-    if op == "Pack":
-        items = [sym(env, a, depth - 1) for a in node.inputs]
-        return tuple(items) if all(i is not None and not isinstance(i, tuple) for i in items) else None
-    if op in ("Minimum", "Maximum"):
-        a, b = (sym(env, x, depth - 1) for x in node.inputs)
-        return _min_max(op, a, b)
-    if op in ("Max", "Min") and len(node.inputs) == 2:
-        axes = env.value(node.inputs[1])
-        if axes is not None and axes.size == 0:
-            return sym(env, node.inputs[0], depth - 1)
-    return None
-
-
-def _min_max(op: str, a: Any, b: Any) -> Any:
-    if a is None or b is None or isinstance(a, tuple) or isinstance(b, tuple):
-        return None
-    if a == b:
-        return a
-    if isinstance(a, int) and isinstance(b, int):
-        return min(a, b) if op == "Minimum" else max(a, b)
-    if op == "Maximum":  # Maximum(k, T) with k <= 1 is T for a sequence of at least one step
-        if isinstance(a, int) and a <= 1:
-            return b
-        if isinstance(b, int) and b <= 1:
-            return a
-    return None
 
 
 # ------------------------------------------------------------------------------------------ loops
@@ -703,7 +394,7 @@ def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple
             idx = None
             if last.op_type == "StridedSlice" and None not in bounds:
                 idx = slice_index(last, *bounds, rank=3)  # type: ignore[arg-type]
-            if idx is None or idx[0] not in (0, -1) or not all(_full(s) for s in idx[1:]):
+            if idx is None or idx[0] not in (0, -1) or not all(full_slice(s) for s in idx[1:]):
                 raise Refuse(f"the last output of {loop.node.name} is read by {last.name}, not taken as element -1")
             core.add(last.name)
             y = (last.name, 0)
@@ -720,34 +411,3 @@ def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple
         raise Refuse(f"the output TensorArray of {loop.node.name} is not gathered whole over Range(0, {steps!r})")
     core |= {handle.name, gather.name}
     return written, (gather.name, 0), True, out_var
-
-
-def column_slice(env: Env, node: Any, index: int):
-    """For a Split / SplitV / StridedSlice over the last axis of a matrix: ``fn(width) -> columns``."""
-    op = node.op_type
-    if op in ("Split", "SplitV"):
-        axis = env.value(node.inputs[0] if op == "Split" else node.inputs[2])
-        if axis is None or int(axis.reshape(())) not in (1, -1):
-            return None
-        if op == "Split":
-            n = int(node.attrs["num_split"])
-            return lambda width: slice(index * width // n, (index + 1) * width // n)
-        sizes = int_list(env.value(node.inputs[1]))
-        if sizes is None:
-            return None
-
-        def split_v(width: int) -> slice:
-            full = [width - (sum(sizes) + 1) if s == -1 else s for s in sizes]  # type: ignore[union-attr]
-            start = sum(full[:index])
-            return slice(start, start + full[index])
-
-        return split_v
-    if op == "StridedSlice":
-        bounds = [int_list(env.value(a)) for a in node.inputs[1:]]
-        if None in bounds:
-            return None
-        idx = slice_index(node, *bounds, rank=2)  # type: ignore[arg-type]
-        if idx is None or not _full(idx[0]) or not isinstance(idx[1], slice) or idx[1].step != 1:
-            return None
-        return lambda width: slice(*idx[1].indices(width))
-    return None
