@@ -244,7 +244,7 @@ class DataflowRulePass(ScopeBasePass):
         return [ScopesResult(nodes=_claim(graph, m), captures={"match": m}) for m in found]
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        match: Match = result.captures["match"]
+        match: Match = result.captures.pop("match")  # handed to the rule, not kept with the fusion
         result.type = self.fused_type
         result.name = match.outputs[0][0]
         map_ports(result, graph, match)
