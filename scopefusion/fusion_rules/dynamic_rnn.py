@@ -48,6 +48,7 @@ and the port maps) is shared with it.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any, Collection, Sequence
 
@@ -134,7 +135,7 @@ class Cell:
     states: list[LoopVar]
 
 
-class RecurrentLoopPass(ScopeBasePass):
+class RecurrentLoopPass(ScopeBasePass, abc.ABC):
     """A recurrent loop (TF2 ``While`` or TF1 frame) → one fused op; a subclass reads the cell.
 
     A subclass sets ``name``, ``fused_type``, ``num_states`` (loops with another number of states are
@@ -149,8 +150,9 @@ class RecurrentLoopPass(ScopeBasePass):
     num_states = 0
     what = ""
 
+    @abc.abstractmethod
     def cell(self, seq: SequenceLoop) -> Cell:
-        raise NotImplementedError
+        """The cell equations of ``seq``'s body, proven from its dataflow (raises Refuse when they differ)."""
 
     def define_patterns(self) -> Any:
         frame = ScopePattern(

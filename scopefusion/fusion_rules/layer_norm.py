@@ -45,6 +45,7 @@ patterns, and helpers that read axes, constants and ranks.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -401,7 +402,7 @@ def claimed_nodes(graph: ScopeGraph, match: Match) -> list[str]:
     return list(claimed)
 
 
-class ScopedDataflowPass(ScopeBasePass):
+class ScopedDataflowPass(ScopeBasePass, abc.ABC):
     """A rule whose fusions are dataflow matches and whose scope features find candidate regions: a match
     in a region is named after it, a region without a match is refused with the nearest miss.
 
@@ -422,8 +423,9 @@ class ScopedDataflowPass(ScopeBasePass):
     patterns: tuple[DataflowPattern, ...] = ()
 
     # ------------------------------------------------------------------ what a rule overrides
+    @abc.abstractmethod
     def judge(self, graph: ScopeGraph, match: Match) -> Verdict:
-        raise NotImplementedError
+        """Whether ``match`` is this rule's computation, with its parameters or the reason it is not."""
 
     def region(self, graph: ScopeGraph, scope: Scope) -> Scope:
         return scope

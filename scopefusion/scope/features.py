@@ -23,6 +23,8 @@ and ``count % step == num``), so a rule that passes it gets what it asked for.
 
 from __future__ import annotations
 
+import abc
+
 import numbers
 from typing import Any
 
@@ -45,13 +47,14 @@ RETVAL_OP = "_Retval"
 _FLOAT32_EPS = float(np.finfo(np.float32).eps)
 
 
-class ScopeFeatureBase:
+class ScopeFeatureBase(abc.ABC):
     """What every feature offers; see the module docstring."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def matches(self, scope: Scope) -> bool:
-        raise NotImplementedError
+        """True when ``scope`` has the feature."""
 
     def check(self, scope: Scope) -> str | None:
         """``None`` if ``scope`` has the feature, else why not (one sentence, no trailing period)."""
@@ -59,8 +62,9 @@ class ScopeFeatureBase:
             return None
         return self._why(scope)
 
+    @abc.abstractmethod
     def _why(self, scope: Scope) -> str:
-        raise NotImplementedError
+        """Why ``scope`` lacks the feature (one sentence, no trailing period)."""
 
     def prunes(self, scope: Scope) -> bool:
         """True when no scope below ``scope`` can have the feature either (subtree skipped in a walk)."""
