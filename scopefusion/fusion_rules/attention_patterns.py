@@ -1,0 +1,244 @@
+"""Dataflow patterns of multi-head attention for :mod:`.multi_head_attention`: the scaled-dot-product cores
+(TF, ONNX, Keras einsum spellings) and the projection / output segments around them.
+
+Each pattern is a :class:`~scopefusion.scope.DataflowPattern`; the rule module reads the constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from scopefusion.scope import DataflowPattern
+
+__all__ = ["CORE_PATTERNS", "OUTPUTS", "PROJECTIONS", "ATTENTION_NAMES", "ATTENTION_WORDS", "BMM", "COMPATIBLE", "CoreKind", "PRODUCTS"]
+
+ADD = ("Add", "AddV2")
+BIAS = ("BiasAdd", "Add", "AddV2")
+DIV = ("RealDiv", "Div")
+BMM = ("BatchMatMulV2", "BatchMatMul", "BatchMatMulV3")
+PRODUCTS = ("MatMul", "Einsum") + BMM
+NO_ADJ = {"adj_x": False, "adj_y": False}
+NO_TRANSPOSE = {"transpose_a": False, "transpose_b": False}
+ATTENTION_WORDS = ("attention", "attn")
+ATTENTION_NAMES = ("self", "mha")
+
+
+# ---------------------------------------------------------------------------------------- core patterns
+def _scores_tf(op, q, k):
+    return op.op(BMM, q, k, _attrs={"adj_x": False, "adj_y": True}, _name="qk")
+
+
+def _scores_onnx(op, q, k):
+    return op.MatMul(q, op.Transpose(k, _name="k_t"), _name="qk")
+
+
+def _scores_onnx_kt(op, q, k):
+    return op.MatMul(q, k, _name="qk")
+
+
+def _scores_keras(op, q, k):
+    return op.Einsum(q, k, _name="qk", _commute=True)
+
+
+def _ctx_tf(op, p, v):
+    return op.op(BMM, p, v, _attrs=NO_ADJ, _name="ctx")
+
+
+def _ctx_onnx(op, p, v):
+    return op.MatMul(p, v, _name="ctx")
+
+
+def _ctx_keras(op, p, v):
+    return op.Einsum(p, v, _name="ctx")
+
+
+SCALINGS: dict[str, Callable[[Any, Callable, Any, Any], Any]] = {
+    "post_mul": lambda op, s, q, k: op.Mul(s(op, q, k), op.const("scale")),
+    "post_div": lambda op, s, q, k: op.op(DIV, s(op, q, k), op.const("divisor")),
+    "pre_q": lambda op, s, q, k: s(op, op.Mul(q, op.const("scale")), k),
+    "none": lambda op, s, q, k: s(op, q, k),
+}
+
+# Family -> (scores variants, context product, layout of the core's q/k/v).
+FAMILIES: dict[str, tuple[dict[str, Callable], Callable, str]] = {
+    "tf": ({"bmm": _scores_tf}, _ctx_tf, "BNSD"),
+    "onnx": ({"transpose": _scores_onnx, "k_t": _scores_onnx_kt}, _ctx_onnx, "BNSD"),
+    "keras": ({"einsum": _scores_keras}, _ctx_keras, "BSND"),
+}
+
+
+@dataclass(frozen=True)
+class CoreKind:
+    family: str
+    scores: str
+    scaling: str
+    masked: bool
+
+
+def _core_pattern(kind: CoreKind) -> DataflowPattern:
+    scores_fns, ctx_fn, _ = FAMILIES[kind.family]
+    scores, scaling = scores_fns[kind.scores], SCALINGS[kind.scaling]
+
+    def logits(op, q, k):
+        return scaling(op, scores, q, k)
+
+    if kind.masked:
+
+        def attention(op, q, k, v, mask):
+            return ctx_fn(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+
+    else:
+
+        def attention(op, q, k, v):
+            return ctx_fn(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+
+    name = f"attention_{kind.family}_{kind.scores}_{kind.scaling}{'_masked' if kind.masked else ''}"
+    return DataflowPattern(attention, name=name)
+
+
+def _sdpa_pattern(masked: bool) -> DataflowPattern:
+    """PyTorch's scaled_dot_product_attention export: sqrt(scale) on q and on k's transpose."""
+
+    def logits(op, q, k):
+        return op.MatMul(
+            op.Mul(q, op.const("scale")), op.Mul(op.Transpose(k, _name="k_t"), op.const("scale_k")), _name="qk"
+        )
+
+    if masked:
+
+        def attention(op, q, k, v, mask):
+            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+
+    else:
+
+        def attention(op, q, k, v):
+            return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+
+    return DataflowPattern(attention, name=f"attention_sdpa{'_masked' if masked else ''}")
+
+
+def _sdpa_dynamic_pattern(masked: bool, outer_cast: bool) -> DataflowPattern:
+    """The same with the scale computed at run time: ``1 / sqrt(Cast(Slice(Shape(q), [-1], [max])))``."""
+
+    def logits(op, q, k):
+        dim = op.Slice(op.Shape(q), op.const("dim_start"), op.const("dim_end"))
+        scale = op.op(DIV, op.const("one"), op.Sqrt(op.Cast(dim)))
+        if outer_cast:
+            scale = op.Cast(scale)
+        return op.MatMul(op.Mul(q, op.Sqrt(scale)), op.Mul(op.Transpose(k, _name="k_t"), op.Sqrt(scale)), _name="qk")
+
+    if masked:
+
+        def attention(op, q, k, v, mask):
+            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+
+    else:
+
+        def attention(op, q, k, v):
+            return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+
+    return DataflowPattern(attention, name=f"attention_sdpa_dynamic{'_masked' if masked else ''}{'_cast' if outer_cast else ''}")
+
+
+CORE_PATTERNS: tuple[tuple[CoreKind, DataflowPattern], ...] = tuple(
+    (kind, _core_pattern(kind))
+    for family, (scores_fns, _, _) in FAMILIES.items()
+    for scores in scores_fns
+    for scaling in SCALINGS
+    for masked in (True, False)
+    for kind in [CoreKind(family, scores, scaling, masked)]
+) + tuple((CoreKind("onnx", "transpose", "sdpa", m), _sdpa_pattern(m)) for m in (True, False)) + tuple(
+    (CoreKind("onnx", "transpose", "sdpa_dynamic", m), _sdpa_dynamic_pattern(m, c)) for m in (True, False) for c in (True, False)
+)
+
+
+# ---------------------------------------------------------------------------------------- segments
+def _transpose(op, x, perm_attr: bool):
+    """TF's Transpose(x, perm) or ONNX's Transpose(x) with the permutation in its attribute."""
+    if perm_attr:
+        return op.Transpose(x, _name="transpose", _check=lambda n: None if "perm" in n.attrs else "no perm attribute")
+    return op.Transpose(x, op.const("perm"), _name="transpose")
+
+
+def _p_split(op, x, bias: bool, perm_attr: bool = False):
+    y = op.MatMul(x, op.const("w"), _name="matmul")
+    if bias:
+        y = op.op(BIAS, y, op.const("b"), _commute=False)
+    return _transpose(op, op.Reshape(y, op.const("shape")), perm_attr)
+
+
+def _p_single(op, x, bias: bool):
+    y = op.MatMul(x, op.const("w"), _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _p_keras(op, x, bias: bool):
+    y = op.op(BMM, x, op.Reshape(op.const("w"), op.const("w_shape")), _attrs=NO_ADJ, _name="matmul")
+    y = op.Reshape(y, op.const("shape"))
+    return op.op(ADD, y, op.const("b")) if bias else y
+
+
+def _p_keras_einsum(op, x, bias: bool):
+    y = op.Einsum(x, op.const("w"), _name="matmul")
+    return op.op(ADD, y, op.const("b")) if bias else y
+
+
+def _o_merge(op, ctx, proj: bool, bias: bool, perm_attr: bool = False):
+    y = op.Reshape(_transpose(op, ctx, perm_attr), op.const("shape"), _name="merge")
+    if proj:
+        y = op.MatMul(y, op.const("w"), _name="matmul")
+        if bias:
+            y = op.op(BIAS, y, op.const("b"), _commute=False)
+    return y
+
+
+def _o_single(op, ctx, proj: bool, bias: bool):
+    y = op.MatMul(ctx, op.const("w"), _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _o_keras(op, ctx, proj: bool, bias: bool):
+    y = op.op(BMM, op.Reshape(ctx, op.const("shape"), _name="merge"), op.Reshape(op.const("w"), op.const("w_shape")),
+              _attrs=NO_ADJ, _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _o_keras_einsum(op, ctx, proj: bool, bias: bool):
+    y = op.Einsum(ctx, op.const("w"), _name="matmul")
+    return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
+
+
+def _segment(fn: Callable, tag: str, *flags: bool, perm_attr: bool = False) -> DataflowPattern:
+    extra = {"perm_attr": True} if perm_attr else {}
+    suffix = "_perm_attr" if perm_attr else ""
+    if len(flags) == 1:
+
+        def projection(op, x):
+            return fn(op, x, *flags, **extra)
+
+        return DataflowPattern(projection, name=f"projection_{tag}{'_bias' if flags[0] else ''}{suffix}")
+
+    def output(op, ctx):
+        return fn(op, ctx, *flags, **extra)
+
+    return DataflowPattern(output, name=f"output_{tag}{'_proj' if flags[0] else ''}{'_bias' if flags[1] else ''}{suffix}")
+
+
+PROJECTIONS: tuple[tuple[str, DataflowPattern], ...] = tuple(
+    (kind, _segment(fn, kind, bias))
+    for kind, fn in (("split", _p_split), ("single", _p_single), ("keras", _p_keras), ("keras_einsum", _p_keras_einsum))
+    for bias in (True, False)
+) + tuple(("split", _segment(_p_split, "split", bias, perm_attr=True)) for bias in (True, False))
+OUTPUTS: tuple[tuple[str, DataflowPattern], ...] = (
+    tuple(
+        ("split", _segment(_o_merge, "merge", p, b, perm_attr=a))
+        for p, b in ((True, True), (True, False), (False, False))
+        for a in (False, True)
+    )
+    + tuple(("single", _segment(_o_single, "single", True, b)) for b in (True, False))
+    + tuple(("keras", _segment(_o_keras, "keras", True, b)) for b in (True, False))
+    + tuple(("keras_einsum", _segment(_o_keras_einsum, "keras_einsum", True, b)) for b in (True, False))
+)
+# Which projection kinds go with which core family.
+COMPATIBLE = {"tf": ("split",), "onnx": ("split", "single"), "keras": ("keras", "keras_einsum")}
