@@ -417,6 +417,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
     refused with the nearest miss of the pattern that came closest.
     """
 
+    # A graph whose names carry no scopes is still searched (its dataflow at the root).
+    select_without_matches = True
     general = True
     fused_type = ""
     what = ""
@@ -517,27 +519,6 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         map_ports(result, graph, match)
 
     # ------------------------------------------------------------------ the framework
-    def run(self, graph: ScopeGraph):  # type: ignore[override]
-        """As :meth:`ScopeBasePass.run`; when no scope matches, the whole graph is still searched.
-
-        NOTE: ScopeBasePass stops when no scope matches (CANN's behaviour), which would leave a graph
-        without scope names unfused; this pass then runs its selection and generation on the root.
-        """
-        outcome = super().run(graph)
-        if outcome.matched:
-            return outcome
-        for candidate in self.last_match_scopes_and_ops(graph, []):
-            result = FusionScopesResult(
-                candidate.nodes[-1] if candidate.nodes else "",
-                scopes=candidate.scopes,
-                nodes=candidate.nodes,
-                captures=candidate.captures,
-            )
-            result.pass_name = self.pass_name
-            self.generate_fusion_result(list(candidate.scopes), result, graph)
-            outcome.results.append(result)
-        return outcome
-
     def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
         """The scope patterns on ``scope``; when none matches, also on its direct children, since a
         candidate region is often the parent of the matched scope (``LayerNorm/`` of ``LayerNorm/moments/``)."""

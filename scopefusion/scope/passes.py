@@ -60,10 +60,14 @@ class ScopeBasePass:
     Class attributes:
         name: the pass's registered name (default: the class name).
         general: whether the pass is on by default when registered without an explicit flag.
+        select_without_matches: when True, ``last_match_scopes_and_ops`` runs (with no matched scopes)
+            even if no scope pattern matched, so a rule that narrows by scope names can still find its
+            dataflow in a graph whose names carry no scopes. CANN stops there (False, the default).
     """
 
     name: str = ""
     general: bool = False
+    select_without_matches: bool = False
     _notes: list[str] | None = None  # the running outcome's notes, see note()
 
     @property
@@ -96,7 +100,7 @@ class ScopeBasePass:
             sets = self.pattern_sets()
             if sets:
                 outcome.matched = match_all_batches(graph.tree, sets)
-                if not outcome.matched:
+                if not outcome.matched and not self.select_without_matches:
                     return outcome
             selected = list(self.last_match_scopes_and_ops(graph, outcome.matched) or [])
             if not selected:

@@ -301,3 +301,34 @@ def test_dataflow_rule_in_nested_scope_matches_fuses_once(mk):
     report = PassManager(_registry(rule)).run(graph)
     assert report["Swish"].scopes_matched == ["blk/", "blk/act/"]
     assert report["Swish"].results_accepted == ["blk/act/out"] and report.refused == []
+
+
+def test_select_without_matches_lets_a_scope_rule_search_an_unscoped_graph():
+    from scopefusion.parser.source_graph import SourceGraph, SourceNode
+    from scopefusion.scope import NodeOpTypeFeature, ScopeBasePass, ScopeGraph, ScopePattern, ScopesResult
+
+    graph = ScopeGraph.build(SourceGraph([SourceNode("x", "Placeholder"), SourceNode("r", "Relu", [("x", 0)])]))
+    seen = []
+
+    class Rule(ScopeBasePass):
+        name = "R"
+
+        def define_patterns(self):
+            return [[[ScopePattern("t", NodeOpTypeFeature("Relu", 1))]]]
+
+        def last_match_scopes_and_ops(self, graph, matched):
+            seen.append(list(matched))
+            return [ScopesResult(nodes=["r"])] if not matched else []
+
+        def generate_fusion_result(self, scopes, result, graph):
+            result.type = "MyRelu"
+            result.insert_inputs("r", [0])
+            result.insert_outputs("r", [0])
+
+    assert Rule().run(graph).results == [] and seen == []  # CANN's behaviour: no matched scope, no selection
+
+    class Unscoped(Rule):
+        select_without_matches = True
+
+    outcome = Unscoped().run(graph)
+    assert seen == [[]] and [r.type for r in outcome.results] == ["MyRelu"]
