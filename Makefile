@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROTOC := $(PY) -m grpc_tools.protoc
 
-.PHONY: test demo install proto bench clean
+.PHONY: test demo install proto bench bench-large clean
 
 DEMO_MODEL := testdata/bert_tiny.pb
 DEMO_SHAPES := --input-shape "input_ids:1,32;input_mask:1,32;token_type_ids:1,32" \
@@ -31,8 +31,18 @@ demo: $(STAMP)
 proto: $(STAMP)
 	$(PY) tools/gen_proto.py
 
+# Quick measurements: type interning, the scope layer at 10k-1M nodes, the model zoo's plans, verify per model.
 bench: $(STAMP)
 	$(PY) bench/bench_type_interning.py
+	$(PY) bench/bench_scope.py
+	$(PY) bench/model_zoo_report.py
+	$(PY) bench/verify_zoo.py
+
+# Parse and convert speed and memory against the protobuf floor on ResNet50 and a BERT-base encoder
+# (builds ~550 MB of frozen models in a temporary directory).
+bench-large: $(STAMP)
+	$(PY) bench/bench_parser.py
+	$(PY) bench/bench_convert.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
