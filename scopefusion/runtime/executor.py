@@ -98,6 +98,15 @@ def run_graph(graph: Graph, feeds: Sequence[Any], outer: Mapping[str, Any] | Non
     return _Run(graph, None, checked).run(list(feeds), dict(outer or {}))
 
 
+class _Allocated:
+    """A dynamic output already placed in the buffer allocated for it before its kernel ran."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+
 def _materialize(x: Any) -> Any:
     return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
 
@@ -155,6 +164,15 @@ class _Run:
         if node.subgraphs:
             return control_flow.run(node, args, names, self.checked)
         expected = self._infer_dynamic(node, args)
+        # Seed 002's order for a dynamic output: its shape inferred on the actual inputs, then its buffer
+        # allocated, then the kernel run into it. An output whose shape only the kernel knows (Where,
+        # NonMaxSuppression) is allocated from the kernel's result in _place.
+        preallocated = {}
+        for i, shape in expected.items():
+            t = node.outputs[i].type
+            if all(d >= 0 for d in shape) and isinstance(t, TensorType) and t.dtype.numpy.kind != "O":
+                preallocated[i] = np.empty(shape, t.dtype.numpy)
+                self.dynamic_allocations += 1
         results = run_kernel(node, args)
         if len(results) < len(node.outputs):
             raise VerifyError(f"node {node.name!r} ({node.op}): the kernel gave {len(results)} outputs, the node has {len(node.outputs)}")
@@ -165,6 +183,9 @@ class _Run:
                     f"node {node.name!r} ({node.op}) output {i}: shape inference gave {list(shape)} at run time but the "
                     f"kernel produced {list(got)}"
                 )
+            if i in preallocated:
+                preallocated[i][...] = results[i]
+                results[i] = _Allocated(preallocated[i])
         return results
 
     def _infer_dynamic(self, node: Node, args: list[Any]) -> dict[int, tuple[int, ...]]:
@@ -193,6 +214,8 @@ class _Run:
 
     def _place(self, node: Node, value: Value, result: Any, args: list[Any]) -> Any:
         """Puts a kernel result where it lives: its arena region, a forwarded view, or a fresh allocation."""
+        if isinstance(result, _Allocated):
+            return result.array  # allocated before its kernel ran (a dynamic output)
         if is_opaque(result):
             return result
         result = np.asarray(result)
