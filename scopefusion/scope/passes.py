@@ -15,11 +15,11 @@ Function forms::
 
     @scope_rule(ScopePattern("gelu", NodeOpTypeFeature("Erf", 1)), name="MyGelu", type="Gelu")
     def my_gelu(scope, result, graph):   # one call per matched scope; return a reason to decline
-        ...
+        result.insert_inputs("mul", [0, FUSION_DISABLE_INDEX])
 
     @dataflow_rule(DataflowPattern(gelu_erf), name="MyGeluDF", type="Gelu")
     def my_gelu_df(match, result, graph):  # ports are mapped from the pattern's inputs and outputs
-        ...
+        result.attrs["approximate"] = "none"
 """
 
 from __future__ import annotations
