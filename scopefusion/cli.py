@@ -16,6 +16,8 @@ from typing import List, Optional
 
 import typer
 
+from .files import write_atomic
+
 __all__ = ["app", "main", "parse_input_shape"]
 
 app = typer.Typer(
@@ -138,7 +140,7 @@ def convert(
 
                 files.append((html, render_html(result).encode("utf-8")))
         for path, data in files:
-            _write_atomic(path, data)
+            write_atomic(path, data)
     except ScopeFusionError as e:
         _fail(str(e))
     except OSError as e:
@@ -195,7 +197,7 @@ def verify(
                           f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
     Console().print(table)
     if json_out is not None:
-        _write_atomic(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())
+        write_atomic(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -212,24 +214,6 @@ def _load_inputs(items: List[str]) -> dict:
         except (OSError, ValueError) as e:
             raise BadInput(f"--input {item!r}: cannot read {file!r} as a .npy array ({e})") from None
     return feeds
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    import os
-    import tempfile
-
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise OSError(2, "no such directory", str(directory))
-    fd, tmp = tempfile.mkstemp(prefix=".scopefusion-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def main(argv: Optional[List[str]] = None) -> None:

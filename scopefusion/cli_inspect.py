@@ -20,7 +20,8 @@ from typing import Any, List, Optional
 
 import typer
 
-from .cli import BadInput, _fail, _write_atomic, app
+from .cli import BadInput, _fail, app
+from .files import write_atomic
 
 __all__ = ["diff", "inspect", "load_graph", "passes"]
 
@@ -225,7 +226,7 @@ def diff(
     typer.echo(result.format(limit=limit))
     if json_out is not None:
         try:
-            _write_atomic(json_out, (json.dumps(result.to_dict(), indent=2) + "\n").encode())
+            write_atomic(json_out, (json.dumps(result.to_dict(), indent=2) + "\n").encode())
         except OSError as e:
             _fail(f"cannot write {json_out} ({e.strerror or e}); check the directory exists and is writable")
     raise typer.Exit(0 if result.equal else 1)

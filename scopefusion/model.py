@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from os import PathLike
@@ -91,18 +89,9 @@ class Model:
 
     def save(self, path: str | PathLike, format: str = "ge") -> None:
         """Writes the model; the file appears whole or not at all (written aside, then renamed)."""
-        data = self.to_bytes(format)
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".scopefusion-", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        from .files import write_atomic
+
+        write_atomic(path, self.to_bytes(format))
 
     def __repr__(self) -> str:
         return f"Model({self.source.path!r}, {len(self.graph.nodes)} nodes, {len(self.profiles)} profile(s))"

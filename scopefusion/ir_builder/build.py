@@ -16,7 +16,7 @@ fusions, ties broken by source order, so the output is deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import networkx as nx
 
@@ -24,7 +24,7 @@ from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
 from .attrs import LIST_STR, STR
 from .graph import Graph, Node, Value
-from .op_parsers import BACK_EDGE_OPS, BuildContext, OpParserRegistry
+from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 from .opdef import OpRegistry
 from .types import IRContext
 
@@ -129,7 +129,7 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
         producers = [p for p, _ in node.inputs] + list(node.control_inputs)
         for producer in producers:
             src = unit_of.get(producer, ("node", producer))
-            if src != dst and not _is_back_edge(source, producer, node):
+            if src != dst and not is_back_edge(source, producer, node):
                 dag.add_edge(src, dst)
     try:
         keys = list(nx.lexicographical_topological_sort(dag, key=first.__getitem__))
@@ -139,13 +139,7 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
     return [units[k] for k in keys]
 
 
-def _is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:
-    p = source.get(producer)
-    return p is not None and p.op_type in BACK_EDGE_OPS and consumer.op_type in ("Merge", "RefMerge")
-
-
 def _apply_fusion(ctx: BuildContext, fusion: "AcceptedFusion") -> None:
-    graph = ctx.graph
     provenance = {"_fusion_rule": fusion.pass_name, "_original_nodes": list(fusion.claimed) or [fusion.name]}
     controls = [ctx.node_for(name) for name in fusion.control_inputs]
     controls = [c for c in controls if c is not None]
@@ -213,6 +207,3 @@ def _set_outputs(ctx: BuildContext) -> None:
     if ctx.source.framework:
         graph.attrs.set_attr("_framework", ctx.source.framework, STR)
 
-
-def unit_names(units: Iterable[Any]) -> list[str]:
-    return [u.name for u in units]

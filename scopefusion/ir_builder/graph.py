@@ -21,7 +21,7 @@ from .. import dtypes as _dt
 from ..errors import ScopeFusionError
 from .attrs import INT, TENSOR, Attributes, AttrValue
 from .opdef import OpDef, OpRegistry
-from .types import IRContext, TensorType, Type
+from .types import IRContext, Type
 
 __all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value", "builtin_ops"]
 
@@ -391,7 +391,3 @@ class Graph:
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.nodes)} nodes)"
 
-
-def tensor_type_of(context: IRContext, array: np.ndarray) -> TensorType | None:
-    dtype = _dt.from_numpy(array.dtype)
-    return None if dtype is None else context.tensor(dtype, array.shape)

@@ -7,23 +7,25 @@ context.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import InferenceError
-from .graph import Node
+from .graph import Node, Value
 from .opdef import InferContext, InputInfo
 from .types import TensorType
 
 __all__ = ["infer_node", "input_info"]
 
 
-def input_info(node: Node, slot: int) -> InputInfo | None:
-    value = node.inputs[slot]
+def input_info(value: Value | None, data: np.ndarray | None) -> InputInfo | None:
+    """What inference sees of ``value``: its type's shape, dtype and format, and ``data`` (its value when
+    known at build time)."""
     if value is None:
         return None
     t = value.type
     if isinstance(t, TensorType):
-        shape = None if t.rank is None else t.shape
-        return InputInfo(shape, t.dtype, t.format, value.const_value)
-    return InputInfo(None, None, "ND", value.const_value)
+        return InputInfo(None if t.rank is None else t.shape, t.dtype, t.format, data)
+    return InputInfo(None, None, "ND", data)
 
 
 def infer_node(node: Node) -> InferContext:
@@ -33,7 +35,7 @@ def infer_node(node: Node) -> InferContext:
     ctx = InferContext(
         node.opdef,
         node.name,
-        [input_info(node, i) for i in range(len(node.inputs))],
+        [input_info(v, None if v is None else v.const_value) for v in node.inputs],
         dict(node.attrs.items()),
         len(node.outputs),
         node.subgraphs,

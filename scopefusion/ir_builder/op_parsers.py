@@ -19,13 +19,13 @@ import numpy as np
 from ..errors import FusionError, ParseError
 from ..parser.source_graph import ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, SourceGraph, SourceNode
 from .attrs import LIST_STR, STR, AttrValue
-from .graph import CONST_OP, DATA_OP, Graph, Node, Value
+from .graph import Graph, Node, Value
 from .source_attrs import convert_attrs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scope.accepted import AcceptedFusion, ResolvedInnerNode
 
-__all__ = ["BuildContext", "OpParserRegistry", "default_op_parsers", "dialect_of"]
+__all__ = ["BuildContext", "OpParserRegistry", "default_op_parsers", "dialect_of", "is_back_edge"]
 
 NodeParser = Callable[["BuildContext", SourceNode], Node]
 FusedParser = Callable[["AcceptedFusion", SourceGraph], dict[str, Any]]
@@ -75,7 +75,7 @@ class BuildContext:
         producer, index = node.inputs[slot]
         if (producer, index) == ABSENT_INPUT:
             return None
-        if (producer, index) not in self._values and _is_back_edge(self.source, producer, node):
+        if (producer, index) not in self._values and is_back_edge(self.source, producer, node):
             self._back_edges.append((producer, index, node.name, slot))
             return None
         return self.value(producer, index)
@@ -261,7 +261,8 @@ class OpParserRegistry:
         )
 
 
-def _is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:
+def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:
+    """True for a TF1 loop back edge: a ``NextIteration`` feeding a ``Merge``."""
     p = source.get(producer)
     return p is not None and p.op_type in BACK_EDGE_OPS and consumer.op_type in ("Merge", "RefMerge")
 

@@ -7,7 +7,7 @@ at run time exactly one is active, chosen by the input shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InferenceError

@@ -23,6 +23,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import InferenceError
 from .graph import CONST_OP, DATA_OP, Graph, Node, Value
+from .inference import input_info
 from .opdef import InferContext, InputInfo
 from .types import TensorType
 
@@ -47,16 +48,6 @@ class InferenceResult:
 
     def known(self, value: Value) -> np.ndarray | None:
         return self.known_values.get(id(value))
-
-
-def _info(value: Value | None, result: InferenceResult) -> InputInfo | None:
-    if value is None:
-        return None
-    data = result.known_values.get(id(value))
-    t = value.type
-    if isinstance(t, TensorType):
-        return InputInfo(None if t.rank is None else t.shape, t.dtype, t.format, data)
-    return InputInfo(None, None, "ND", data)
 
 
 def infer_graph(
@@ -107,7 +98,7 @@ def infer_graph(
             for value in node.outputs:
                 value.type = None
             continue
-        infos = [_info(v, result) for v in node.inputs]
+        infos = [input_info(v, None if v is None else result.known_values.get(id(v))) for v in node.inputs]
         folded = _try_fold(node, infos)
         ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
         node.opdef.infer(ctx)

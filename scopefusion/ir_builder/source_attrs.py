@@ -15,7 +15,6 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .. import dtypes as _dt
-from ..dtypes import DType
 from . import attrs as A
 from .attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
 from .opdef import OpDef
@@ -112,6 +111,3 @@ def convert_attrs(
         out[name] = converted
     return out, dropped
 
-
-def is_dtype(value: Any) -> bool:
-    return isinstance(value, DType)

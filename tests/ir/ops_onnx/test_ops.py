@@ -34,7 +34,7 @@ def types(node) -> list[str]:
 
 
 def fold(node):
-    return node.opdef.try_fold([input_info(node, i) for i in range(len(node.inputs))], dict(node.attrs.items()))
+    return node.opdef.try_fold([input_info(v, None if v is None else v.const_value) for v in node.inputs], dict(node.attrs.items()))
 
 
 # ----------------------------------------------------------------------------- inference
