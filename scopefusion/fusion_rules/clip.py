@@ -18,20 +18,12 @@ the ``Maximum`` / ``Max`` that consumes it. Runs after ``HardSwishFusion``, whic
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from scopefusion.fusion_rules.gelu import best_match, claimed_nodes, downstream, fusion_name, named_like
-from scopefusion.scope import (
-    DataflowPattern,
-    FusionScopesResult,
-    Match,
-    ScopeBasePass,
-    ScopeGraph,
-    ScopesResult,
-    map_ports,
-)
+from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, NearMiss, ScopeGraph
 
 __all__ = ["PASS", "ClipFusion"]
 
@@ -64,50 +56,28 @@ def bounds_reason(match: Match) -> str | None:
     return None
 
 
-class ClipFusion(ScopeBasePass):
+class ClipFusion(AnchoredDataflowPass):
     """Fuses ``Maximum(Minimum(x, hi), lo)`` and ``Minimum(Maximum(x, lo), hi)`` into ``Clip``."""
 
     name = "ClipFusion"
-    general = True
+    fused_type = "Clip"
+    what = "clip"
+    seed_types = MIN
+    scope_words = ("clip",)
+    patterns = PATTERNS
 
-    # NOTE: candidates from the op-type index, not scope patterns (see GeluFusion).
-    def define_patterns(self) -> list:
-        return []
+    def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
+        return [seed] + downstream(graph, seed, 1, MAX)
 
-    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
-        selected = []
-        taken: set[str] = set()
-        for op_type in MIN:
-            for node in graph.nodes_by_type(op_type):
-                if node.name in taken:
-                    continue
-                anchors = [node.name] + downstream(graph, node.name, 1, MAX)
-                _, match, miss = best_match(graph, anchors, PATTERNS, node.name)
-                if match is not None:
-                    taken.update(match.node_names)
-                    captures = {"match": match, "reason": bounds_reason(match)}
-                    selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
-                elif named_like(graph.tree.scope_of(node.name).name, ("clip",)):
-                    why = f"{node.name} ({op_type}) in a clip-named scope does not clip by constants: {miss}"
-                    selected.append(ScopesResult(nodes=[node.name], captures={"refuse": why}))
-        return selected
+    def refusal(self, seed: str, op_type: str, miss: NearMiss | None) -> str:
+        return f"{seed} ({op_type}) in a clip-named scope does not clip by constants: {miss}"
 
-    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        if "refuse" in result.captures:
-            result.invalidate(result.captures["refuse"])
-            return
-        match: Match = result.captures["match"]
-        output = match["out"].name
-        result.type = "Clip"
-        result.name = fusion_name(graph, result.nodes, output)
-        result.description = f"Clip ({match.pattern.name})"
-        map_ports(result, graph, match)
-        reason = result.captures["reason"]
-        if reason is not None:
-            result.invalidate(f"{output} has the dataflow of a clip but {reason}")
-            return
-        result.attrs["min"] = float(np.asarray(match.value("lo")).reshape(()))
-        result.attrs["max"] = float(np.asarray(match.value("hi")).reshape(()))
+    def parameters(self, match: Match, tag: Any, result: FusionScopesResult) -> str | None:
+        reason = bounds_reason(match)
+        if reason is None:
+            result.attrs["min"] = float(np.asarray(match.value("lo")).reshape(()))
+            result.attrs["max"] = float(np.asarray(match.value("hi")).reshape(()))
+        return reason
 
 
 PASS = ClipFusion()

@@ -32,22 +32,14 @@ whose ops it replaces entirely (Keras' ``.../Gelu``), else of its output node.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
-from scopefusion.scope import (
-    DataflowPattern,
-    FusionScopesResult,
-    Match,
-    NearMiss,
-    ScopeBasePass,
-    ScopeGraph,
-    ScopesResult,
-    map_ports,
-)
+from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
-__all__ = ["PASS", "GeluFusion", "best_match", "claimed_nodes", "downstream", "fusion_name", "named_like"]
+__all__ = ["PASS", "GeluFusion"]
 
 ADD = ("Add", "AddV2")
 DIV = ("RealDiv", "Div")
@@ -159,130 +151,24 @@ def constant_reason(match: Match) -> str | None:
     return None
 
 
-def downstream(graph: ScopeGraph, name: str, hops: int, op_types: Sequence[str]) -> list[str]:
-    """Nodes of ``op_types`` reached from ``name`` along data edges in at most ``hops`` steps, farthest first."""
-    seen: dict[str, int] = {}
-    frontier = [name]
-    for depth in range(1, hops + 1):
-        following = []
-        for node in frontier:
-            for consumer, slot, _ in graph.consumers(node):
-                if slot >= 0 and consumer not in seen:
-                    seen[consumer] = depth
-                    following.append(consumer)
-        frontier = following
-    hits = [n for n in seen if graph.node(n).op_type in op_types]
-    return sorted(hits, key=lambda n: (-seen[n], graph.position(n)))
-
-
-def claimed_nodes(graph: ScopeGraph, match: Match) -> list[str]:
-    """The matched op nodes plus the constants (and their Identity reads) that only they consume."""
-    claimed = dict.fromkeys(match.node_names)
-    for chain in match.constants:
-        for node in chain:
-            if node.name in claimed:
-                continue
-            if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
-                claimed[node.name] = None
-            else:
-                break
-    return list(claimed)
-
-
-def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:
-    """The name of the innermost scope holding every claimed node when the fusion replaces all of that
-    scope (and no other node has the name), else the output node's name."""
-    claimed = set(claimed)
-    tree = graph.tree
-    scopes = {tree.scope_of(n).name: tree.scope_of(n) for n in claimed}.values()
-    common = tree.scope_of(output)
-    while not common.is_root and not all(common.contains(s) for s in scopes):
-        common = common.parent
-    if common.is_root or not all(node.name in claimed for node in common.all_nodes):
-        return output
-    name = common.name.rstrip("/")
-    return name if graph.get(name) is None or name in claimed else output
-
-
-def best_match(
-    graph: ScopeGraph,
-    anchors: Sequence[str],
-    patterns: Sequence[tuple[Any, DataflowPattern]],
-    must_hold: str | None = None,
-    accept: Callable[[Match], bool] | None = None,
-) -> tuple[Any, Match | None, NearMiss | None]:
-    """``(tag, match, None)`` for the largest match over ``anchors`` x ``patterns`` that binds op node
-    ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``."""
-    best: tuple[Any, Match] | None = None
-    miss: NearMiss | None = None
-    for anchor in anchors:
-        for tag, pattern in patterns:
-            if graph.node(anchor).op_type not in pattern.anchor_types:
-                continue
-            found = pattern.match_at(graph, anchor)
-            if isinstance(found, Match):
-                wanted = (must_hold is None or must_hold in found.node_names) and (accept is None or accept(found))
-                if wanted and (best is None or len(found.nodes) > len(best[1].nodes)):
-                    best = (tag, found)
-            elif miss is None or found.depth > miss.depth:
-                miss = found
-    if best is None:
-        return None, None, miss
-    return best[0], best[1], None
-
-
-def named_like(scope_name: str, words: Sequence[str]) -> bool:
-    last = scope_name.rstrip("/").rsplit("/", 1)[-1].lower()
-    return any(w in last for w in words)
-
-
 # ---------------------------------------------------------------------------------------- the pass
-class GeluFusion(ScopeBasePass):
+class GeluFusion(AnchoredDataflowPass):
     """Fuses exact and tanh-approximated GELUs into ``Gelu``; see the module docstring."""
 
     name = "GeluFusion"
-    general = True
+    fused_type = "Gelu"
+    what = "GELU"
+    seed_types = NONLINEAR
+    scope_words = ("gelu",)
+    patterns = PATTERNS
+    no_match = "no Mul follows it"
 
-    # NOTE: no scope patterns: a ScopeBasePass whose patterns match no scope never reaches
-    # last_match_scopes_and_ops, and GELUs must fuse in graphs without scope names too. Candidates
-    # come from the op-type index instead; scope names only decide which failures are worth reporting.
-    def define_patterns(self) -> list:
-        return []
+    def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
+        return downstream(graph, seed, 3, ("Mul",))
 
-    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
-        selected: list[ScopesResult] = []
-        taken: set[str] = set()
-        for op_type in NONLINEAR:
-            for node in graph.nodes_by_type(op_type):
-                if node.name in taken:
-                    continue
-                anchors = downstream(graph, node.name, 3, ("Mul",))
-                approximate, match, miss = best_match(graph, anchors, PATTERNS, node.name)
-                if match is not None:
-                    taken.update(match.node_names)
-                    reason = constant_reason(match)
-                    captures = {"match": match, "approximate": approximate, "reason": reason}
-                    selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
-                elif named_like(graph.tree.scope_of(node.name).name, ("gelu",)):
-                    why = f"{node.name} ({op_type}) in a GELU-named scope does not compute a GELU: " + (
-                        str(miss) if miss is not None else "no Mul follows it"
-                    )
-                    selected.append(ScopesResult(nodes=[node.name], captures={"refuse": why}))
-        return selected
-
-    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        if "refuse" in result.captures:
-            result.invalidate(result.captures["refuse"])
-            return
-        match: Match = result.captures["match"]
-        output = match["out"].name
-        result.type = "Gelu"
-        result.name = fusion_name(graph, result.nodes, output)
-        result.description = f"GELU ({match.pattern.name})"
-        result.attrs["approximate"] = result.captures["approximate"]
-        map_ports(result, graph, match)
-        if result.captures["reason"] is not None:
-            result.invalidate(f"{output} has the dataflow of a GELU but {result.captures['reason']}")
+    def parameters(self, match: Match, tag: Any, result: FusionScopesResult) -> str | None:
+        result.attrs["approximate"] = tag
+        return constant_reason(match)
 
 
 PASS = GeluFusion()

@@ -24,20 +24,12 @@ before ``ClipFusion``, whose pattern the ``Minimum(Maximum(...))`` form also con
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
-from scopefusion.fusion_rules.gelu import best_match, claimed_nodes, downstream, fusion_name, named_like
-from scopefusion.scope import (
-    DataflowPattern,
-    FusionScopesResult,
-    Match,
-    ScopeBasePass,
-    ScopeGraph,
-    ScopesResult,
-    map_ports,
-)
+from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "HardSwishFusion"]
 
@@ -136,48 +128,22 @@ def constant_reason(match: Match) -> str | None:
     return None
 
 
-class HardSwishFusion(ScopeBasePass):
+class HardSwishFusion(AnchoredDataflowPass):
     """Fuses ``x * relu6(x + 3) / 6`` into ``HardSwish``; see the module docstring."""
 
     name = "HardSwishFusion"
-    general = True
+    fused_type = "HardSwish"
+    what = "HardSwish"
+    seed_types = CANDIDATE_TYPES
+    scope_words = ("hard_swish", "hardswish", "hard_silu")
+    patterns = PATTERNS
+    no_match = "nothing multiplies it"
 
-    # NOTE: candidates from the op-type index, not scope patterns (see GeluFusion).
-    def define_patterns(self) -> list:
-        return []
+    def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
+        return downstream(graph, seed, 3, ANCHOR_TYPES)
 
-    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
-        selected = []
-        taken: set[str] = set()
-        for op_type in CANDIDATE_TYPES:
-            for node in graph.nodes_by_type(op_type):
-                if node.name in taken:
-                    continue
-                anchors = downstream(graph, node.name, 3, ANCHOR_TYPES)
-                _, match, miss = best_match(graph, anchors, PATTERNS, node.name)
-                if match is not None:
-                    taken.update(match.node_names)
-                    captures = {"match": match, "reason": constant_reason(match)}
-                    selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
-                elif named_like(graph.tree.scope_of(node.name).name, ("hard_swish", "hardswish", "hard_silu")):
-                    why = f"{node.name} ({op_type}) in a HardSwish-named scope does not compute a HardSwish: " + (
-                        str(miss) if miss is not None else "nothing multiplies it"
-                    )
-                    selected.append(ScopesResult(nodes=[node.name], captures={"refuse": why}))
-        return selected
-
-    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        if "refuse" in result.captures:
-            result.invalidate(result.captures["refuse"])
-            return
-        match: Match = result.captures["match"]
-        output = match["out"].name
-        result.type = "HardSwish"
-        result.name = fusion_name(graph, result.nodes, output)
-        result.description = f"HardSwish ({match.pattern.name})"
-        map_ports(result, graph, match)
-        if result.captures["reason"] is not None:
-            result.invalidate(f"{output} has the dataflow of a HardSwish but {result.captures['reason']}")
+    def parameters(self, match: Match, tag: Any, result: FusionScopesResult) -> str | None:
+        return constant_reason(match)
 
 
 PASS = HardSwishFusion()

@@ -46,7 +46,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scopefusion.fusion_rules.gelu import best_match, downstream
 from .attention_patterns import (
     CORE_PATTERNS,
     OUTPUTS,
@@ -66,6 +65,7 @@ from scopefusion.scope import (
     ScopeGraph,
     ScopesResult,
 )
+from scopefusion.fusion_rules.anchored import best_match, downstream
 
 __all__ = ["PASS", "MultiHeadAttentionFusion"]
 

@@ -18,20 +18,12 @@ that consumes it, so graphs without scope names fuse the same way.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from scopefusion.fusion_rules.gelu import best_match, claimed_nodes, downstream, fusion_name, named_like
-from scopefusion.scope import (
-    DataflowPattern,
-    FusionScopesResult,
-    Match,
-    ScopeBasePass,
-    ScopeGraph,
-    ScopesResult,
-    map_ports,
-)
+from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "SwishFusion"]
 
@@ -47,48 +39,29 @@ def swish_beta(op, x):
 PATTERNS = (("silu", DataflowPattern(silu)), ("beta", DataflowPattern(swish_beta)))
 
 
-class SwishFusion(ScopeBasePass):
+class SwishFusion(AnchoredDataflowPass):
     """Fuses ``x * sigmoid(beta * x)`` into ``Swish``; see the module docstring."""
 
     name = "SwishFusion"
-    general = True
+    fused_type = "Swish"
+    what = "Swish"
+    seed_types = ("Sigmoid",)
+    scope_words = ("swish", "silu")
+    patterns = PATTERNS
+    no_match = "no Mul consumes it"
 
-    # NOTE: candidates from the op-type index, not scope patterns (see GeluFusion).
-    def define_patterns(self) -> list:
-        return []
+    def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
+        return downstream(graph, seed, 1, ("Mul",))
 
-    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
-        selected = []
-        for node in graph.nodes_by_type("Sigmoid"):
-            anchors = downstream(graph, node.name, 1, ("Mul",))
-            _, match, miss = best_match(graph, anchors, PATTERNS, node.name)
-            if match is not None:
-                selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures={"match": match}))
-            elif named_like(graph.tree.scope_of(node.name).name, ("swish", "silu")):
-                why = f"{node.name} (Sigmoid) in a Swish-named scope does not compute a Swish: " + (
-                    str(miss) if miss is not None else "no Mul consumes it"
-                )
-                selected.append(ScopesResult(nodes=[node.name], captures={"refuse": why}))
-        return selected
-
-    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        if "refuse" in result.captures:
-            result.invalidate(result.captures["refuse"])
-            return
-        match: Match = result.captures["match"]
-        output = match["out"].name
-        result.type = "Swish"
-        result.name = fusion_name(graph, result.nodes, output)
-        result.description = f"Swish ({match.pattern.name})"
-        map_ports(result, graph, match)
+    def parameters(self, match: Match, tag: Any, result: FusionScopesResult) -> str | None:
         scale = 1.0
         if "beta" in match.captures:
             beta = np.asarray(match.value("beta"))
             if beta.size != 1 or beta.ndim > 1:
-                result.invalidate(f"{output}: the sigmoid's factor {match['beta'].name} has shape {beta.shape}, not a scalar")
-                return
+                return f"the sigmoid's factor {match['beta'].name} has shape {beta.shape}, not a scalar"
             scale = float(beta.reshape(()))
         result.attrs["scale"] = scale
+        return None
 
 
 PASS = SwishFusion()

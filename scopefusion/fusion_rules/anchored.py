@@ -1,0 +1,177 @@
+"""The base of the rules that find a small computation by dataflow, seeded from the op-type index.
+
+An :class:`AnchoredDataflowPass` looks at every node of its ``seed_types`` (``Erf``, ``Sigmoid``,
+``Minimum``...), tries its dataflow ``patterns`` anchored at the node or at ``anchors()`` downstream of it,
+and keeps the largest match that holds the seed. A match becomes a one-to-one fusion of ``fused_type``
+whose ports follow the pattern's inputs and outputs and whose attributes ``parameters()`` reads from the
+matched constants. A seed in a scope named like the computation (``scope_words``) that matches nothing is
+reported as a refusal with the nearest miss, so "why did it not fuse?" has an answer.
+
+NOTE: these rules define no scope patterns: candidates come from the op-type index, so a graph without
+scope names fuses the same way; scope names only decide which non-matches are worth reporting.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Iterable, Sequence
+
+from scopefusion.scope import (
+    DataflowPattern,
+    FusionScopesResult,
+    Match,
+    NearMiss,
+    ScopeBasePass,
+    ScopeGraph,
+    ScopesResult,
+    map_ports,
+)
+
+__all__ = ["AnchoredDataflowPass", "best_match", "claimed_nodes", "downstream", "fusion_name", "named_like"]
+
+
+class AnchoredDataflowPass(ScopeBasePass):
+    """A dataflow rule seeded from the op-type index; subclasses declare the class attributes below and
+    may override :meth:`anchors` and :meth:`parameters`.
+
+    Class attributes:
+        fused_type: the fused op type (``Gelu``).
+        what: how reasons and descriptions name the computation (``GELU``).
+        seed_types: op types whose nodes start a search.
+        scope_words: words of a scope name under which a non-matching seed is reported.
+        patterns: ``(tag, DataflowPattern)`` pairs; the tag of the match reaches :meth:`parameters`.
+        no_match: what a refusal says when there is no near miss at all.
+    """
+
+    general = True
+    fused_type: ClassVar[str] = ""
+    what: ClassVar[str] = ""
+    seed_types: ClassVar[tuple[str, ...]] = ()
+    scope_words: ClassVar[tuple[str, ...]] = ()
+    patterns: ClassVar[Sequence[tuple[Any, DataflowPattern]]] = ()
+    no_match: ClassVar[str] = "nothing matched"
+
+    def define_patterns(self) -> list:
+        return []
+
+    def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
+        """The nodes a pattern is anchored at for ``seed`` (default: the seed itself)."""
+        return [seed]
+
+    def parameters(self, match: Match, tag: Any, result: FusionScopesResult) -> str | None:
+        """Reads the fused op's attributes from ``match`` into ``result.attrs``; returns why the matched
+        dataflow is not this computation after all (a wrong constant), or None."""
+        return None
+
+    def refusal(self, seed: str, op_type: str, miss: NearMiss | None) -> str:
+        return (
+            f"{seed} ({op_type}) in a {self.what}-named scope does not compute a {self.what}: "
+            + (str(miss) if miss is not None else self.no_match)
+        )
+
+    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
+        selected: list[ScopesResult] = []
+        taken: set[str] = set()
+        for op_type in self.seed_types:
+            for node in graph.nodes_by_type(op_type):
+                if node.name in taken:
+                    continue
+                tag, match, miss = best_match(graph, self.anchors(graph, node.name), self.patterns, node.name)
+                if match is not None:
+                    taken.update(match.node_names)
+                    captures = {"match": match, "tag": tag}
+                    selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
+                elif named_like(graph.tree.scope_of(node.name).name, self.scope_words):
+                    why = self.refusal(node.name, op_type, miss)
+                    selected.append(ScopesResult(nodes=[node.name], captures={"refuse": why}))
+        return selected
+
+    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        if "refuse" in result.captures:
+            result.invalidate(result.captures["refuse"])
+            return
+        match: Match = result.captures["match"]
+        output = match["out"].name
+        result.type = self.fused_type
+        result.name = fusion_name(graph, result.nodes, output)
+        result.description = f"{self.what} ({match.pattern.name})"
+        map_ports(result, graph, match)
+        reason = self.parameters(match, result.captures["tag"], result)
+        if reason is not None:
+            result.invalidate(f"{output} has the dataflow of a {self.what} but {reason}")
+
+
+def downstream(graph: ScopeGraph, name: str, hops: int, op_types: Sequence[str]) -> list[str]:
+    """Nodes of ``op_types`` reached from ``name`` along data edges in at most ``hops`` steps, farthest first."""
+    seen: dict[str, int] = {}
+    frontier = [name]
+    for depth in range(1, hops + 1):
+        following = []
+        for node in frontier:
+            for consumer, slot, _ in graph.consumers(node):
+                if slot >= 0 and consumer not in seen:
+                    seen[consumer] = depth
+                    following.append(consumer)
+        frontier = following
+    hits = [n for n in seen if graph.node(n).op_type in op_types]
+    return sorted(hits, key=lambda n: (-seen[n], graph.position(n)))
+
+
+def claimed_nodes(graph: ScopeGraph, match: Match) -> list[str]:
+    """The matched op nodes plus the constants (and their Identity reads) that only they consume."""
+    claimed = dict.fromkeys(match.node_names)
+    for chain in match.constants:
+        for node in chain:
+            if node.name in claimed:
+                continue
+            if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
+                claimed[node.name] = None
+            else:
+                break
+    return list(claimed)
+
+
+def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:
+    """The name of the innermost scope holding every claimed node when the fusion replaces all of that
+    scope (and no other node has the name), else the output node's name."""
+    claimed = set(claimed)
+    tree = graph.tree
+    scopes = {tree.scope_of(n).name: tree.scope_of(n) for n in claimed}.values()
+    common = tree.scope_of(output)
+    while not common.is_root and not all(common.contains(s) for s in scopes):
+        common = common.parent
+    if common.is_root or not all(node.name in claimed for node in common.all_nodes):
+        return output
+    name = common.name.rstrip("/")
+    return name if graph.get(name) is None or name in claimed else output
+
+
+def best_match(
+    graph: ScopeGraph,
+    anchors: Sequence[str],
+    patterns: Sequence[tuple[Any, DataflowPattern]],
+    must_hold: str | None = None,
+    accept: Callable[[Match], bool] | None = None,
+) -> tuple[Any, Match | None, NearMiss | None]:
+    """``(tag, match, None)`` for the largest match over ``anchors`` x ``patterns`` that binds op node
+    ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``."""
+    best: tuple[Any, Match] | None = None
+    miss: NearMiss | None = None
+    for anchor in anchors:
+        for tag, pattern in patterns:
+            if graph.node(anchor).op_type not in pattern.anchor_types:
+                continue
+            found = pattern.match_at(graph, anchor)
+            if isinstance(found, Match):
+                wanted = (must_hold is None or must_hold in found.node_names) and (accept is None or accept(found))
+                if wanted and (best is None or len(found.nodes) > len(best[1].nodes)):
+                    best = (tag, found)
+            elif miss is None or found.depth > miss.depth:
+                miss = found
+    if best is None:
+        return None, None, miss
+    return best[0], best[1], None
+
+
+def named_like(scope_name: str, words: Sequence[str]) -> bool:
+    last = scope_name.rstrip("/").rsplit("/", 1)[-1].lower()
+    return any(w in last for w in words)
