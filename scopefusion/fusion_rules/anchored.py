@@ -23,10 +23,11 @@ from scopefusion.scope import (
     ScopeBasePass,
     ScopeGraph,
     ScopesResult,
+    claimed_nodes,
     map_ports,
 )
 
-__all__ = ["AnchoredDataflowPass", "best_match", "claimed_nodes", "downstream", "fusion_name", "named_like"]
+__all__ = ["AnchoredDataflowPass", "best_match", "downstream", "fusion_name", "named_like"]
 
 
 class AnchoredDataflowPass(ScopeBasePass):
@@ -114,20 +115,6 @@ def downstream(graph: ScopeGraph, name: str, hops: int, op_types: Sequence[str])
         frontier = following
     hits = [n for n in seen if graph.node(n).op_type in op_types]
     return sorted(hits, key=lambda n: (-seen[n], graph.position(n)))
-
-
-def claimed_nodes(graph: ScopeGraph, match: Match) -> list[str]:
-    """The matched op nodes plus the constants (and their Identity reads) that only they consume."""
-    claimed = dict.fromkeys(match.node_names)
-    for chain in match.constants:
-        for node in chain:
-            if node.name in claimed:
-                continue
-            if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
-                claimed[node.name] = None
-            else:
-                break
-    return list(claimed)
 
 
 def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:

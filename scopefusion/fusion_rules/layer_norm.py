@@ -63,6 +63,7 @@ from scopefusion.scope import (
     ScopeGraph,
     ScopePattern,
     ScopesResult,
+    claimed_nodes,
     map_ports,
 )
 
@@ -75,7 +76,6 @@ __all__ = [
     "PASS",
     "ScopedDataflowPass",
     "Verdict",
-    "claimed_nodes",
     "const_value",
     "eps_check",
     "int_check",
@@ -386,20 +386,6 @@ class Verdict:
 
 
 SKIP = Verdict()
-
-
-def claimed_nodes(graph: ScopeGraph, match: Match) -> list[str]:
-    """The match's op nodes, plus each constant chain whose every consumer is claimed."""
-    claimed = dict.fromkeys(match.node_names)
-    for chain in match.constants:
-        for node in chain:
-            if node.name in claimed:
-                continue
-            if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
-                claimed[node.name] = None
-            else:
-                break
-    return list(claimed)
 
 
 class ScopedDataflowPass(ScopeBasePass, abc.ABC):

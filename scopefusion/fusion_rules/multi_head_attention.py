@@ -64,6 +64,7 @@ from scopefusion.scope import (
     ScopeBasePass,
     ScopeGraph,
     ScopesResult,
+    claimed_nodes,
 )
 from scopefusion.fusion_rules.anchored import best_match, downstream
 
@@ -459,19 +460,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     # ------------------------------------------------------------------ claims and refusals
     @staticmethod
     def _claimed(graph: ScopeGraph, c: Candidate) -> list[str]:
-        claimed: dict[str, None] = {}
-        for m in c.matches:
-            claimed.update(dict.fromkeys(m.node_names))
-        for m in c.matches:
-            for chain in m.constants:
-                for node in chain:
-                    if node.name in claimed:
-                        continue
-                    if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
-                        claimed[node.name] = None
-                    else:
-                        break
-        return sorted(claimed, key=graph.position)
+        return sorted(claimed_nodes(graph, *c.matches), key=graph.position)
 
     @staticmethod
     def _attention_named(scope_name: str) -> bool:

@@ -36,12 +36,13 @@ from .result import FUSION_DISABLE_INDEX, FusionScopesResult, ScopesResult
 from .tree import Scope
 
 __all__ = [
+    "claimed_nodes",
+    "dataflow_rule",
     "DataflowRulePass",
     "FunctionScopePass",
     "PassOutcome",
-    "ScopeBasePass",
-    "dataflow_rule",
     "scope_rule",
+    "ScopeBasePass",
 ]
 
 
@@ -245,7 +246,7 @@ class DataflowRulePass(ScopeBasePass):
             if misses:
                 best = max(misses, key=lambda m: m.depth)
                 self.note(f"dataflow pattern {self.pattern.name!r} did not match; nearest miss {best}")
-        return [ScopesResult(nodes=_claim(graph, m), captures={"match": m}) for m in found]
+        return [ScopesResult(nodes=claimed_nodes(graph, m), captures={"match": m}) for m in found]
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
         match: Match = result.captures.pop("match")  # handed to the rule, not kept with the fusion
@@ -274,17 +275,21 @@ class DataflowRulePass(ScopeBasePass):
         return checks
 
 
-def _claim(graph: ScopeGraph, match: Match) -> list[str]:
-    """Matched op nodes, plus constant chains whose every consumer is claimed."""
-    claimed = dict.fromkeys(match.node_names)
-    for chain in match.constants:
-        for node in chain:
-            if node.name in claimed:
-                continue
-            if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
-                claimed[node.name] = None
-            else:
-                break
+def claimed_nodes(graph: ScopeGraph, *matches: Match) -> list[str]:
+    """What a fusion of ``matches`` claims: their op nodes, plus each constant chain (a constant and its
+    Identity reads) whose every consumer is claimed, so no constant is left feeding nothing."""
+    claimed: dict[str, None] = {}
+    for match in matches:
+        claimed.update(dict.fromkeys(match.node_names))
+    for match in matches:
+        for chain in match.constants:
+            for node in chain:
+                if node.name in claimed:
+                    continue
+                if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
+                    claimed[node.name] = None
+                else:
+                    break
     return list(claimed)
 
 

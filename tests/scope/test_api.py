@@ -14,7 +14,7 @@ PUBLIC = [
     "NodeAttrFeature", "NodeOpTypeFeature", "OUTPUT_TO_FUSION_SCOPE", "OpBuilder", "PassManager", "PassOutcome",
     "PassRegistry", "PassReport", "PatternCheck", "ROOT_NAME", "Refusal", "RegisteredPass", "Replacement",
     "ResolvedInnerNode", "RunReport", "SCOPE_INVALID_TYPE", "SCOPE_TO_MULTI_NODES", "Scope", "ScopeBasePass",
-    "ScopeFeature", "ScopeGraph", "ScopePattern", "ScopeTree", "ScopesResult", "Var", "dataflow_rule", "map_ports",
+    "ScopeFeature", "ScopeGraph", "ScopePattern", "ScopeTree", "ScopesResult", "Var", "claimed_nodes", "dataflow_rule", "map_ports",
     "match_all_batches", "match_one_batch", "scope_rule", "trim_scope_index",
 ]
 
