@@ -88,8 +88,8 @@ def convert(
         manager = PassManager(registry, strict=strict)
         fusion_run = manager.run(scope_graph)
     context = IRContext()
-    ops = default_registry(source)
     with stage("build"):
+        ops = default_registry(source)
         built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
     graph = built.graph
     with stage("infer"):
