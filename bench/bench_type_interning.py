@@ -11,7 +11,7 @@ import json
 import time
 
 from scopefusion import dtypes
-from scopefusion.ir_builder.types import IRContext, TensorType
+from scopefusion.ir.types import IRContext, TensorType
 
 N = 1_000_000
 

@@ -56,10 +56,10 @@ def warm_up() -> None:
     time is not the package's import time."""
     from scopefusion import convert as _convert  # noqa: F401
     from scopefusion.ir_builder import build, memory_plan, profiles, shape_inference  # noqa: F401
-    from scopefusion.ir_builder.ops import default_registry
+    from scopefusion.dialects import default_op_registry
     from scopefusion.parser import load  # noqa: F401
 
-    default_registry()
+    default_op_registry()
 
 
 def measure(model: ZooModel, path: Path) -> dict:

@@ -49,10 +49,10 @@ def convert(
     """
     from .ir_builder.build import build_graph
     from .ir_builder.memory_plan import plan_memory
-    from .ir_builder.ops import default_registry
+    from .dialects import default_op_registry
     from .ir_builder.profiles import build_profile, normalize_input_shapes
     from .ir_builder.shape_inference import infer_graph
-    from .ir_builder.types import IRContext
+    from .ir.types import IRContext
     from .parser import load
     from .scope import PassManager, ScopeGraph
 
@@ -89,7 +89,7 @@ def convert(
         fusion_run = manager.run(scope_graph)
     context = IRContext()
     with stage("build"):
-        ops = default_registry(source)
+        ops = default_op_registry(source)
         built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
     graph = built.graph
     with stage("infer"):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import SerdeError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .ir_builder.graph import Graph
+    from .ir.graph import Graph
     from .ir_builder.profiles import Profile
     from .ir_builder.shape_inference import InferenceResult
     from .parser.source_graph import SourceGraph

@@ -17,9 +17,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import VerifyError
-from .ir_builder.graph import CONST_OP, Graph, Value
+from .ir.graph import CONST_OP, Graph, Value
 from .ir_builder.profiles import input_name
-from .ir_builder.types import TensorType
+from .ir.types import TensorType
 
 __all__ = ["OutputComparison", "VerifyReport", "make_inputs", "verify"]
 

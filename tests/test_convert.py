@@ -10,8 +10,8 @@ import pytest
 
 from scopefusion import InferenceError, ModelLoadError
 from scopefusion.convert import convert
-from scopefusion.ir_builder.compare import first_difference
-from scopefusion.ir_builder.types import TensorType
+from scopefusion.ir.compare import first_difference
+from scopefusion.ir.types import TensorType
 from scopefusion.serde import ge
 
 BERT_INPUTS = ("input_ids", "input_mask", "token_type_ids")

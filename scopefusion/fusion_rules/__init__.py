@@ -2,7 +2,7 @@
 
 A rule narrows candidates by scope features, confirms the dataflow with a pattern, reads its
 parameters from the constants into the fusion result's attributes, and names a fused op type of the
-``fused`` dialect (defined in :mod:`scopefusion.ir_builder.ops.fused`). This package depends on
+``fused`` dialect (defined in :mod:`scopefusion.dialects.fused`). This package depends on
 :mod:`scopefusion.scope` only.
 """
 

@@ -1,14 +1,43 @@
-"""The typed IR: types, attributes, op definitions, graphs; and (later) building it from a ScopeGraph."""
+"""Building the typed IR from a fusion plan, and the analyses the build runs (inference over graphs,
+shape profiles, the memory plan).
+
+The IR core itself is :mod:`scopefusion.ir` and the op definitions are :mod:`scopefusion.dialects`; the
+names below are re-exported from there so code written against ``scopefusion.ir_builder`` keeps working.
+"""
 
 from __future__ import annotations
 
-from .attrs import AttrType, AttrValue, Attributes, NamedAttrs
-from .compare import first_difference, graphs_equal
-from .inference import infer_node
-from .graph import CONST_OP, DATA_OP, Graph, GraphError, Node, Value, builtin_ops
-from .opdef import FollowType, InferContext, InputInfo, OpDef, OpRegistry, ParamType
-from .printer import format_graph
-from .types import UNKNOWN_DIM, UNKNOWN_RANK, ElementType, IRContext, ListType, TensorType, TupleType, Type
+from ..ir import (
+    CONST_OP,
+    DATA_OP,
+    AttrType,
+    AttrValue,
+    Attributes,
+    ElementType,
+    FollowType,
+    Graph,
+    GraphError,
+    InferContext,
+    InputInfo,
+    IRContext,
+    ListType,
+    NamedAttrs,
+    Node,
+    OpDef,
+    OpRegistry,
+    ParamType,
+    TensorType,
+    TupleType,
+    Type,
+    UNKNOWN_DIM,
+    UNKNOWN_RANK,
+    Value,
+    first_difference,
+    format_graph,
+    graphs_equal,
+    infer_node,
+)
+from ..ir import core_ops as builtin_ops
 
 __all__ = [
     "CONST_OP",

@@ -22,11 +22,11 @@ import networkx as nx
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
-from .attrs import LIST_STR, STR
-from .graph import Graph, Node, Value
+from ..ir.attrs import LIST_STR, STR
+from ..ir.graph import Graph, Node, Value
 from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
-from .opdef import OpRegistry
-from .types import IRContext
+from ..ir.opdef import OpRegistry
+from ..ir.types import IRContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scope.accepted import AcceptedFusion

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 from ..errors import ScopeFusionError
-from .graph import CONST_OP, DATA_OP, Graph, Value
-from .types import TensorType
+from ..ir.graph import CONST_OP, DATA_OP, Graph, Value
+from ..ir.types import TensorType
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "plan_memory"]
 

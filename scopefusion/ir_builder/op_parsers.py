@@ -18,8 +18,8 @@ import numpy as np
 
 from ..errors import FusionError, ParseError
 from ..parser.source_graph import ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, SourceGraph, SourceNode
-from .attrs import LIST_STR, STR, AttrValue
-from .graph import Graph, Node, Value
+from ..ir.attrs import LIST_STR, STR, AttrValue
+from ..ir.graph import Graph, Node, Value
 from .source_attrs import convert_attrs
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InferenceError
-from .graph import Graph, Value
+from ..ir.graph import Graph, Value
 from .shape_inference import InferenceResult, infer_graph
-from .types import TensorType
+from ..ir.types import TensorType
 
 __all__ = ["Profile", "build_profile", "input_names", "normalize_input_shapes"]
 

@@ -22,10 +22,10 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InferenceError
-from .graph import CONST_OP, DATA_OP, Graph, Node, Value
-from .inference import input_info
-from .opdef import InferContext, InputInfo
-from .types import TensorType
+from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
+from ..ir.inference import input_info
+from ..ir.opdef import InferContext, InputInfo
+from ..ir.types import TensorType
 
 __all__ = ["InferenceResult", "infer_graph"]
 

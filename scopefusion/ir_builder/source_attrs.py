@@ -15,9 +15,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .. import dtypes as _dt
-from . import attrs as A
-from .attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
-from .opdef import OpDef
+from ..ir import attrs as A
+from ..ir.attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
+from ..ir.opdef import OpDef
 
 __all__ = ["convert_attrs", "convert_value"]
 

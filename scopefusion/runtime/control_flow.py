@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import VerifyError
-from ..ir_builder.graph import Graph, Node
+from ..ir.graph import Graph, Node
 
 __all__ = ["run"]
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferenceError, VerifyError
-from ..ir_builder.graph import CONST_OP, DATA_OP, Graph, Node, Value
-from ..ir_builder.opdef import InferContext, InputInfo
+from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
+from ..ir.opdef import InferContext, InputInfo
 from ..ir_builder.profiles import Profile, input_name
-from ..ir_builder.types import TensorType
+from ..ir.types import TensorType
 from . import control_flow
 from .kernels import is_opaque, run_kernel
 

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import VerifyError
-from ..ir_builder.attrs import DTYPE, LIST_DTYPE, NAMED_ATTRS, TENSOR
-from ..ir_builder.graph import Node
+from ..ir.attrs import DTYPE, LIST_DTYPE, NAMED_ATTRS, TENSOR
+from ..ir.graph import Node
 
 __all__ = ["is_opaque", "run_kernel"]
 

@@ -14,6 +14,7 @@ from .attr_serializers import (
     SerdeContext,
     ValueSerializer,
     default_registry,
+    default_serializer_registry,
 )
 from .ge import (
     ModelContents,
@@ -37,6 +38,7 @@ __all__ = [
     "SerdeContext",
     "ValueSerializer",
     "default_registry",
+    "default_serializer_registry",
     "from_bytes",
     "from_text",
     "graph_from_proto",

@@ -16,7 +16,7 @@ then falls back to the key's one plain (non-claiming) serializer.
 
 Registering a new attribute type is one call::
 
-    registry = default_registry()
+    registry = default_serializer_registry()
     registry.register(JSON, JsonSerializer())
 
 NOTE: GE stores floats as 32-bit ``float``; FLOAT, LIST_FLOAT and LIST_LIST_FLOAT values round to
@@ -30,15 +30,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
 
 from ..errors import SerdeError
-from ..ir_builder import attrs as A
-from ..ir_builder.attrs import AttrType, AttrValue, NamedAttrs
-from ..ir_builder.types import IRContext
+from ..ir import attrs as A
+from ..ir.attrs import AttrType, AttrValue, NamedAttrs
+from ..ir.types import IRContext
 from . import ge_ir_pb2 as pb
 from .tensors import array_from_tensor_def, array_to_tensor_def, dtype_from_ge, tensor_type_from_desc, tensor_type_to_desc
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ir_builder.graph import Graph
-    from ..ir_builder.opdef import OpRegistry
+    from ..ir.graph import Graph
+    from ..ir.opdef import OpRegistry
 
 __all__ = [
     "AttrSerializer",
@@ -47,6 +47,7 @@ __all__ = [
     "SerdeContext",
     "ValueSerializer",
     "default_registry",
+    "default_serializer_registry",
 ]
 
 VT = pb.AttrDef.ListValue
@@ -89,7 +90,7 @@ class SerdeContext:
         where: str = "attribute",
     ) -> None:
         self.ir = ir if ir is not None else IRContext()
-        self.registry = registry if registry is not None else default_registry()
+        self.registry = registry if registry is not None else default_serializer_registry()
         self.ops = ops
         self.where = where
 
@@ -450,9 +451,13 @@ BUILTIN_SERIALIZERS: tuple[tuple[AttrType, Any], ...] = (
 )
 
 
-def default_registry() -> AttrSerializerRegistry:
+def default_serializer_registry() -> AttrSerializerRegistry:
     """A fresh registry holding a serializer for every builtin attribute type."""
     registry = AttrSerializerRegistry()
     for type_id, serializer in BUILTIN_SERIALIZERS:
         registry.register(type_id, serializer)
     return registry
+
+
+#: The name this function had first; kept for code written against it.
+default_registry = default_serializer_registry

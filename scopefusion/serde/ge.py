@@ -39,12 +39,13 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
 from ..errors import ScopeFusionError, SerdeError
-from ..ir_builder.attrs import AttrValue
-from ..ir_builder.graph import Graph, Node, Value, builtin_ops
-from ..ir_builder.opdef import OpRegistry
-from ..ir_builder.types import IRContext
+from ..ir.attrs import AttrValue
+from ..ir.core_ops import core_ops
+from ..ir.graph import Graph, Node, Value
+from ..ir.opdef import OpRegistry
+from ..ir.types import IRContext
 from . import ge_ir_pb2 as pb
-from .attr_serializers import AttrSerializerRegistry, SerdeContext, default_registry
+from .attr_serializers import AttrSerializerRegistry, SerdeContext, default_serializer_registry
 from .tensors import value_type_from_desc, value_type_to_desc
 
 __all__ = [
@@ -110,7 +111,7 @@ def model_to_proto(
     graphs = [graphs] if isinstance(graphs, Graph) else list(graphs)
     if not graphs:
         raise SerdeError("a model needs at least one graph (the main graph); pass the graph to write")
-    ctx = SerdeContext(registry=registry if registry is not None else default_registry(), where="model")
+    ctx = SerdeContext(registry=registry if registry is not None else default_serializer_registry(), where="model")
     names = [g.name for g in graphs]
     for i, n in enumerate(names):
         if n in names[:i]:
@@ -286,8 +287,8 @@ def _reading_context(
 ) -> SerdeContext:
     return SerdeContext(
         context if context is not None else IRContext(),
-        registry if registry is not None else default_registry(),
-        ops if ops is not None else OpRegistry(builtin_ops()),
+        registry if registry is not None else default_serializer_registry(),
+        ops if ops is not None else OpRegistry(core_ops()),
         where="model",
     )
 

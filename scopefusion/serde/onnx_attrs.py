@@ -29,9 +29,9 @@ from onnx import AttributeProto, numpy_helper
 
 from ..dtypes import DType
 from ..errors import SerdeError
-from ..ir_builder import attrs as A
-from ..ir_builder.attrs import AttrType, AttrValue, values_equal
-from ..ir_builder.types import TensorType
+from ..ir import attrs as A
+from ..ir.attrs import AttrType, AttrValue, values_equal
+from ..ir.types import TensorType
 
 __all__ = ["KIND_OF_TYPE", "attribute_proto", "is_schema_default", "onnx_elem_type", "tensor_proto", "type_proto"]
 
@@ -251,7 +251,7 @@ def is_schema_default(value: AttrValue, schema_attr: Any) -> bool:
     default = getattr(schema_attr, "default_value", None)
     if default is None or default.type == _K.UNDEFINED:
         return False
-    from ..ir_builder.ops.onnx.protos import attr_payload
+    from ..dialects.onnx.protos import attr_payload
 
     try:
         expected = attr_payload(default)

@@ -32,8 +32,8 @@ import onnx
 from onnx import helper
 
 from ..errors import ScopeFusionError, SerdeError
-from ..ir_builder.graph import DATA_OP, Graph
-from ..ir_builder.types import TensorType
+from ..ir.graph import DATA_OP, Graph
+from ..ir.types import TensorType
 from .onnx_attrs import type_proto
 from .onnx_fused import FusedExporterRegistry, default_fused_exporters
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter

@@ -144,7 +144,7 @@ def _kind_of(value: Any) -> int | None:
 
 def _type(value: Any) -> onnx.TypeProto:
     """A frontend's decoded type proto, ``(dtype, shape)``, back to a ``TypeProto``."""
-    from ..ir_builder.types import IRContext
+    from ..ir.types import IRContext
 
     dtype, shape = value
     if dtype is None:

@@ -25,8 +25,8 @@ from onnx import helper
 
 from ..dtypes import DType
 from ..errors import SerdeError
-from ..ir_builder.graph import Node
-from ..ir_builder.types import TensorType
+from ..ir.graph import Node
+from ..ir.types import TensorType
 from .onnx_attrs import tensor_proto
 
 __all__ = [

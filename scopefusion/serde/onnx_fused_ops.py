@@ -2,7 +2,7 @@
 
 Each exporter writes the standard ONNX op where the export opset has it, else an exact decomposition
 into older standard ops, and declines (→ domain ``scopefusion``) when neither fits. Each reads the fused
-op's contract as its definition in :mod:`scopefusion.ir_builder.ops.fused` states it (input order,
+op's contract as its definition in :mod:`scopefusion.dialects.fused` states it (input order,
 attribute names) and declines on anything it cannot prove equivalent rather than guess.
 
 ==================  =======================================  ===================================  ======================

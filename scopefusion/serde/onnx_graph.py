@@ -33,9 +33,9 @@ import onnx
 from onnx import AttributeProto, defs, helper
 
 from ..errors import SerdeError
-from ..ir_builder.attrs import LIST_STR, AttrValue
-from ..ir_builder.graph import CONST_OP, DATA_OP, Graph, Node, Value
-from ..ir_builder.types import TensorType
+from ..ir.attrs import LIST_STR, AttrValue
+from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
+from ..ir.types import TensorType
 from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_proto, type_proto
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 

@@ -25,7 +25,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..dtypes import DType
 from ..errors import SerdeError
-from ..ir_builder.types import ElementType, IRContext, ListType, TensorType, TupleType, Type
+from ..ir.types import ElementType, IRContext, ListType, TensorType, TupleType, Type
 from . import ge_ir_pb2 as pb
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
-from ..ir_builder.graph import Graph
+from ..ir.graph import Graph
 from .diff import GraphDiff
 from .matching import graph_diff as _graph_diff
 

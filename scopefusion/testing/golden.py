@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import SerdeError
-from ..ir_builder.graph import Graph
+from ..ir.graph import Graph
 from .assertions import as_graph, graph_diff
 
 __all__ = ["UPDATE_OPTION", "assert_matches_golden", "golden_text", "read_golden", "write_golden"]
@@ -33,7 +33,7 @@ _HEADER = (
 
 def golden_text(graph: Any) -> str:
     """The content of a golden file for ``graph`` (an IR graph or a converted model's main graph)."""
-    from ..ir_builder.printer import format_graph
+    from ..ir.printer import format_graph
     from ..serde.ge import to_text
 
     g = as_graph(graph)

@@ -41,9 +41,9 @@ from typing import Iterable
 import networkx as nx
 from networkx.algorithms.isomorphism import MultiDiGraphMatcher
 
-from ..ir_builder.compare import types_equal
-from ..ir_builder.graph import Graph, Node
-from ..ir_builder.printer import format_value
+from ..ir.compare import types_equal
+from ..ir.graph import Graph, Node
+from ..ir.printer import format_value
 from .diff import AttrDifference, GraphDiff, NodeRef, TypeDifference, UnmatchedNode
 from .values import NAME_ATTRS, Tolerance, attr_difference, node_signature
 

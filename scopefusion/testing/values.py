@@ -2,9 +2,9 @@
 
 Floating-point payloads (float scalars, float lists, float and complex tensors, bfloat16 and the other
 ``ml_dtypes`` floats) are close when ``|a - b| <= atol + rtol * |b|`` element-wise, NaN equal to NaN;
-with ``rtol == atol == 0`` they must be equal bit for bit (as :func:`~scopefusion.ir_builder.attrs.values_equal`
+with ``rtol == atol == 0`` they must be equal bit for bit (as :func:`~scopefusion.ir.attrs.values_equal`
 has it). Everything else compares exactly: integers, strings, dtypes, tensor shapes and dtypes. Types
-compare by parameters (:func:`~scopefusion.ir_builder.compare.types_equal`), so graphs built in different
+compare by parameters (:func:`~scopefusion.ir.compare.types_equal`), so graphs built in different
 contexts can be equal. Graph-valued attributes are compared structurally by the caller's ``graphs``
 callback (names ignored unless asked), not by the schedule-order comparison.
 """
@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir_builder.attrs import AttrValue, NamedAttrs, values_equal
-from ..ir_builder.compare import types_equal
-from ..ir_builder.graph import Graph, Node
-from ..ir_builder.types import Type
+from ..ir.attrs import AttrValue, NamedAttrs, values_equal
+from ..ir.compare import types_equal
+from ..ir.graph import Graph, Node
+from ..ir.types import Type
 
 __all__ = ["NAME_ATTRS", "Tolerance", "attr_difference", "node_signature", "payload_difference", "type_key"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from scopefusion.convert import convert
-from scopefusion.ir_builder.types import TensorType
+from scopefusion.ir.types import TensorType
 from tests.e2e.zoo import BY_NAME, ZOO, ZooModel
 
 ARENA_GOAL = 1.05

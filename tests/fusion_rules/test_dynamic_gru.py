@@ -117,7 +117,7 @@ def test_tf1_lstm_is_left_to_the_lstm_rule(tf_rnn_pb):
 def test_fused_op_is_onnx_gru_with_the_documented_gate_order(reset_after):
     from onnx import helper
 
-    from scopefusion.ir_builder.ops.fused.dynamic_gru import definition
+    from scopefusion.dialects.fused.dynamic_gru import definition
     from tests.fusion_rules.test_dynamic_rnn import run_onnx_node
 
     rng = np.random.default_rng(1)
@@ -141,9 +141,9 @@ def test_fused_op_is_onnx_gru_with_the_documented_gate_order(reset_after):
 
 def test_fused_op_inference_checks_the_weights():
     from scopefusion import dtypes as D
-    from scopefusion.ir_builder.attrs import BOOL, INT, TENSOR, AttrValue
-    from scopefusion.ir_builder.opdef import InferContext, InputInfo
-    from scopefusion.ir_builder.ops.fused.dynamic_gru import definition
+    from scopefusion.ir.attrs import BOOL, INT, TENSOR, AttrValue
+    from scopefusion.ir.opdef import InferContext, InputInfo
+    from scopefusion.dialects.fused.dynamic_gru import definition
 
     op = definition()
 

@@ -225,7 +225,7 @@ def keras_lstm_states_pb(model_store) -> Path:
 # ------------------------------------------------------------------------------------------ positives
 def test_both_rules_are_general_builtins_with_their_fused_ops():
     from scopefusion.fusion_rules import BUILTIN_RULES, dynamic_gru, dynamic_rnn
-    from scopefusion.ir_builder.ops.fused import definitions
+    from scopefusion.dialects.fused import definitions
 
     passes = (dynamic_rnn.PASS, dynamic_gru.PASS)
     assert [p.name for p in passes] == ["DynamicRNNFusion", "DynamicGRUFusion"]
@@ -421,7 +421,7 @@ def run_onnx_node(node: Any, inputs: dict[str, np.ndarray], outputs: list[str]) 
 def test_fused_op_is_onnx_lstm_with_the_documented_gate_order():
     from onnx import helper
 
-    from scopefusion.ir_builder.ops.fused.dynamic_rnn import definition
+    from scopefusion.dialects.fused.dynamic_rnn import definition
 
     rng = np.random.default_rng(0)
     batch, steps, size, hidden = 2, 5, 3, 4
@@ -455,9 +455,9 @@ def test_fused_op_is_onnx_lstm_with_the_documented_gate_order():
 
 def test_fused_op_inference():
     from scopefusion import dtypes as D
-    from scopefusion.ir_builder.attrs import BOOL, INT, TENSOR, AttrValue
-    from scopefusion.ir_builder.opdef import InferContext, InputInfo
-    from scopefusion.ir_builder.ops.fused.dynamic_rnn import definition
+    from scopefusion.ir.attrs import BOOL, INT, TENSOR, AttrValue
+    from scopefusion.ir.opdef import InferContext, InputInfo
+    from scopefusion.dialects.fused.dynamic_rnn import definition
 
     op = definition()
 

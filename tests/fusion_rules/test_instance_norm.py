@@ -8,7 +8,7 @@ import pytest
 
 from scopefusion.fusion_rules import BUILTIN_RULES
 from scopefusion.fusion_rules.instance_norm import PASS
-from scopefusion.ir_builder.ops.fused.instance_norm import definition, spatial_axes
+from scopefusion.dialects.fused.instance_norm import definition, spatial_axes
 from tests.fusion_rules.harness import check_fusions
 
 TOL = 1e-5

@@ -9,7 +9,7 @@ import pytest
 
 from scopefusion.fusion_rules import BUILTIN_RULES
 from scopefusion.fusion_rules.l2_normalize import PASS
-from scopefusion.ir_builder.ops.fused.l2_normalize import definition
+from scopefusion.dialects.fused.l2_normalize import definition
 from tests.fusion_rules.harness import check_fusions, fusion_errors
 
 TOL = 1e-5

@@ -10,7 +10,7 @@ import pytest
 
 from scopefusion.fusion_rules import BUILTIN_RULES
 from scopefusion.fusion_rules.layer_norm import PASS
-from scopefusion.ir_builder.ops.fused.layer_norm import definition
+from scopefusion.dialects.fused.layer_norm import definition
 from scopefusion.parser import SourceGraph, SourceNode
 from scopefusion.scope import PassManager, PassRegistry, ScopeGraph
 from tests.fusion_rules.harness import check_fusions, fusion_errors
@@ -218,8 +218,8 @@ def test_nhwc_spatial_moments_left_to_instance_norm():
 
 # ------------------------------------------------------------------------------------------ the fused op
 def test_fused_op_reference_and_inference_errors():
-    from scopefusion.ir_builder.attrs import FLOAT, INT, AttrValue
-    from scopefusion.ir_builder.opdef import InferContext, InputInfo
+    from scopefusion.ir.attrs import FLOAT, INT, AttrValue
+    from scopefusion.ir.opdef import InferContext, InputInfo
     from scopefusion import dtypes as D
 
     op = definition()

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes
-from scopefusion.ir_builder import attrs as A
-from scopefusion.ir_builder.attrs import AttrType, AttrValue, Attributes, NamedAttrs
-from scopefusion.ir_builder.graph import Graph
-from scopefusion.ir_builder.types import IRContext
+from scopefusion.ir import attrs as A
+from scopefusion.ir.attrs import AttrType, AttrValue, Attributes, NamedAttrs
+from scopefusion.ir.graph import Graph
+from scopefusion.ir.types import IRContext
 
 
 def test_seed_example_copy_semantics_setting_after_the_copy():

@@ -5,11 +5,11 @@ import pytest
 
 from scopefusion import dtypes
 from scopefusion.ir_builder import format_graph, graphs_equal
-from scopefusion.ir_builder.compare import first_difference
-from scopefusion.ir_builder.graph import Graph, GraphError
-from scopefusion.ir_builder.opdef import OpRegistry
-from scopefusion.ir_builder.graph import builtin_ops
-from scopefusion.ir_builder.types import IRContext
+from scopefusion.ir.compare import first_difference
+from scopefusion.ir.graph import Graph, GraphError
+from scopefusion.ir.opdef import OpRegistry
+from scopefusion.ir.core_ops import core_ops as builtin_ops
+from scopefusion.ir.types import IRContext
 
 F32 = dtypes.FLOAT32
 

@@ -5,11 +5,12 @@ import pytest
 
 from scopefusion import dtypes
 from scopefusion.errors import InferenceError
-from scopefusion.ir_builder import attrs as A
-from scopefusion.ir_builder.graph import Graph, GraphError, builtin_ops
-from scopefusion.ir_builder.inference import infer_node
-from scopefusion.ir_builder.opdef import FollowType, InferContext, InputInfo, OpDef, OpRegistry, ParamType
-from scopefusion.ir_builder.types import IRContext
+from scopefusion.ir import attrs as A
+from scopefusion.ir.core_ops import core_ops as builtin_ops
+from scopefusion.ir.graph import Graph, GraphError
+from scopefusion.ir.inference import infer_node
+from scopefusion.ir.opdef import FollowType, InferContext, InputInfo, OpDef, OpRegistry, ParamType
+from scopefusion.ir.types import IRContext
 
 F32, I32, I64 = dtypes.FLOAT32, dtypes.INT32, dtypes.INT64
 

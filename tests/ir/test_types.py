@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes
-from scopefusion.ir_builder.types import ElementType, IRContext, ListType, TensorType, TupleType, Type
+from scopefusion.ir.types import ElementType, IRContext, ListType, TensorType, TupleType, Type
 
 
 @pytest.fixture

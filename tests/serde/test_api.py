@@ -9,7 +9,7 @@ import sys
 PUBLIC = {
     "scopefusion.serde": {
         "AttrSerializer", "AttrSerializerRegistry", "ListSerializer", "ModelContents", "SerdeContext",
-        "ValueSerializer", "default_registry", "from_bytes", "from_text", "graph_from_proto", "graph_to_proto",
+        "ValueSerializer", "default_registry", "default_serializer_registry", "from_bytes", "from_text", "graph_from_proto", "graph_to_proto",
         "model_from_bytes", "model_from_proto", "model_from_text", "model_to_proto", "to_bytes", "to_text",
     },
     "scopefusion.serde.ge": {
@@ -19,7 +19,7 @@ PUBLIC = {
     },
     "scopefusion.serde.attr_serializers": {
         "AttrSerializer", "AttrSerializerRegistry", "ListSerializer", "SerdeContext", "ValueSerializer",
-        "default_registry",
+        "default_registry", "default_serializer_registry",
     },
     "scopefusion.serde.tensors": {
         "IR_TYPE_ATTR", "array_from_tensor_def", "array_to_tensor_def", "dtype_from_ge", "tensor_type_from_desc",

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from scopefusion import dtypes as D
 from scopefusion.errors import SerdeError
 from scopefusion.ir_builder import IRContext
-from scopefusion.ir_builder.attrs import values_equal
+from scopefusion.ir.attrs import values_equal
 from scopefusion.serde import ge_ir_pb2 as pb
 from scopefusion.serde.tensors import (
     IR_TYPE_ATTR,
@@ -189,7 +189,7 @@ def test_malformed_structured_type_is_a_serde_error():
 @settings(max_examples=200, deadline=None)
 @given(value_types())
 def test_value_types_round_trip_into_another_context(t):
-    from scopefusion.ir_builder.compare import types_equal
+    from scopefusion.ir.compare import types_equal
 
     d = pb.TensorDescriptor()
     value_type_to_desc(t, d, "test")

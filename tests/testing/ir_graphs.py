@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from scopefusion import dtypes
-from scopefusion.ir_builder.graph import Graph
-from scopefusion.ir_builder.types import IRContext
+from scopefusion.ir.graph import Graph
+from scopefusion.ir.types import IRContext
 
 F32 = dtypes.FLOAT32
 WIDTH = 8

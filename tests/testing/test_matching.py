@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from scopefusion.ir_builder.graph import Graph
-from scopefusion.ir_builder.types import IRContext
+from scopefusion.ir.graph import Graph
+from scopefusion.ir.types import IRContext
 from scopefusion.testing import assert_graphs_equal, graph_diff, matching
 from tests.testing.ir_graphs import F32, Op, Spec, build, index_of, renamed, replace, transformer
 

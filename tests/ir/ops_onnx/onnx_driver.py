@@ -18,11 +18,11 @@ import onnx
 
 from scopefusion import dtypes
 from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
-from scopefusion.ir_builder.graph import Value
-from scopefusion.ir_builder.opdef import InferContext, InputInfo
-from scopefusion.ir_builder.ops.onnx import definitions
-from scopefusion.ir_builder.ops.onnx.protos import attr_payload
-from scopefusion.ir_builder.types import TensorType
+from scopefusion.ir.graph import Value
+from scopefusion.ir.opdef import InferContext, InputInfo
+from scopefusion.dialects.onnx import definitions
+from scopefusion.dialects.onnx.protos import attr_payload
+from scopefusion.ir.types import TensorType
 
 __all__ = ["Built", "build", "onnx_types", "opset_of"]
 

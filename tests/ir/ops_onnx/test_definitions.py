@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from onnx import defs
 
-from scopefusion.ir_builder import attrs as A
+from scopefusion.ir import attrs as A
 from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
-from scopefusion.ir_builder.graph import GraphError
-from scopefusion.ir_builder.opdef import ParamType
-from scopefusion.ir_builder.ops.onnx import DIALECT, definitions
-from scopefusion.ir_builder.ops.onnx.schemas import MEMORY_FORWARD, VALUE_DEPEND
+from scopefusion.ir.graph import GraphError
+from scopefusion.ir.opdef import ParamType
+from scopefusion.dialects.onnx import DIALECT, definitions
+from scopefusion.dialects.onnx.schemas import MEMORY_FORWARD, VALUE_DEPEND
 
 
 def _by_name(opset: int) -> dict:
@@ -56,7 +56,7 @@ def test_unknown_opset_is_refused():
 def test_the_dialect_imports_onnx_only_when_definitions_are_built():
     code = (
         "import sys\n"
-        "import scopefusion.ir_builder, scopefusion.ir_builder.ops.onnx as d\n"
+        "import scopefusion.ir_builder, scopefusion.dialects.onnx as d\n"
         "assert 'onnx' not in sys.modules, 'imported at import time'\n"
         "d.definitions(17)\n"
         "assert 'onnx' in sys.modules\n"

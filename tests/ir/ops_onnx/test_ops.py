@@ -8,10 +8,10 @@ import pytest
 from scopefusion import dtypes
 from scopefusion.errors import InferenceError
 from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops, infer_node
-from scopefusion.ir_builder.inference import input_info
-from scopefusion.ir_builder.opdef import InputInfo, OpDef
-from scopefusion.ir_builder import attrs as A
-from scopefusion.ir_builder.ops.onnx import definitions
+from scopefusion.ir.inference import input_info
+from scopefusion.ir.opdef import InputInfo, OpDef
+from scopefusion.ir import attrs as A
+from scopefusion.dialects.onnx import definitions
 
 F32, I64, BOOL = dtypes.FLOAT32, dtypes.INT64, dtypes.BOOL
 _REGISTRIES: dict[int, OpRegistry] = {}
@@ -240,7 +240,7 @@ def test_optional_attribute_without_default_is_left_unset():
     opdef = OpDef("Op", "t").input("x").output("y").attr("strides", A.LIST_INT, optional=True).attr("k", A.INT, default=1)
     assert opdef.check_attrs({}, "n") == {"k": A.AttrValue(A.INT, 1)}
     assert not opdef.attrs["strides"].required
-    from scopefusion.ir_builder.opdef import InferContext
+    from scopefusion.ir.opdef import InferContext
 
     ctx = InferContext(opdef, "n", [InputInfo((1,), F32)], {}, 1, {"body": "a graph"})
     assert ctx.attr("strides") is None and ctx.subgraphs == {"body": "a graph"}

@@ -10,8 +10,8 @@ import tf_driver
 from test_kernels import GRAPH_ONLY
 from tf_op_models import FrozenModel
 
-from scopefusion.ir_builder.opdef import OpRegistry
-from scopefusion.ir_builder.ops.tf import definitions
+from scopefusion.ir.opdef import OpRegistry
+from scopefusion.dialects.tf import definitions
 
 REGISTRY = OpRegistry(definitions())
 

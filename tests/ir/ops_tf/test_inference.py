@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from scopefusion import dtypes as D
 from scopefusion.errors import InferenceError
-from scopefusion.ir_builder.attrs import AttrValue
-from scopefusion.ir_builder.opdef import InferContext, InputInfo, OpRegistry
-from scopefusion.ir_builder.ops.tf import definitions
-from scopefusion.ir_builder.ops.tf.slicing import plan_strided_slice
+from scopefusion.ir.attrs import AttrValue
+from scopefusion.ir.opdef import InferContext, InputInfo, OpRegistry
+from scopefusion.dialects.tf import definitions
+from scopefusion.dialects.tf.slicing import plan_strided_slice
 
 REG = OpRegistry(definitions())
 F32, I32, I64 = D.FLOAT32, D.INT32, D.INT64
@@ -106,8 +106,9 @@ def test_functional_loops_take_declared_invariants_else_their_inputs():
 
 def _body(*shapes):
     """An inferred body graph whose outputs have ``shapes`` (float32)."""
-    from scopefusion.ir_builder.graph import Graph, builtin_ops
-    from scopefusion.ir_builder.types import IRContext
+    from scopefusion.ir.core_ops import core_ops as builtin_ops
+    from scopefusion.ir.graph import Graph
+    from scopefusion.ir.types import IRContext
 
     graph = Graph("body", IRContext(), OpRegistry(builtin_ops()))
     graph.set_outputs([graph.add_input(f"out{i}", graph.context.tensor(F32, s)) for i, s in enumerate(shapes)])

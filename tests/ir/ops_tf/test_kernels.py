@@ -14,8 +14,8 @@ import tf_driver
 from tf_cases import CASES, Case
 
 from scopefusion import dtypes as D
-from scopefusion.ir_builder.opdef import OpRegistry
-from scopefusion.ir_builder.ops.tf import definitions
+from scopefusion.ir.opdef import OpRegistry
+from scopefusion.dialects.tf import definitions
 
 REGISTRY = OpRegistry(definitions())
 MODES = ("known", "unknown_dims", "unknown_rank", "unknown_values")
@@ -159,7 +159,7 @@ def test_shapes_and_kernels_match_tensorflow(case: Case):
 
 
 def _attr(opdef, name: str, value: Any):
-    from scopefusion.ir_builder.attrs import AttrValue
+    from scopefusion.ir.attrs import AttrValue
 
     return AttrValue(opdef.attrs[name].type_id, value)
 

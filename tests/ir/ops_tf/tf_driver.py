@@ -21,9 +21,9 @@ import numpy as np
 
 from scopefusion import dtypes as D
 from scopefusion.errors import InferenceError
-from scopefusion.ir_builder import attrs as A
-from scopefusion.ir_builder.attrs import AttrValue, NamedAttrs
-from scopefusion.ir_builder.opdef import InferContext, InputInfo, OpRegistry
+from scopefusion.ir import attrs as A
+from scopefusion.ir.attrs import AttrValue, NamedAttrs
+from scopefusion.ir.opdef import InferContext, InputInfo, OpRegistry
 from scopefusion.ir_builder.shape_inference import MAX_FOLD_ELEMENTS
 
 __all__ = ["Fact", "GraphRun", "OpRecord", "compare_shape", "dtype_of", "run_graph", "run_model"]

@@ -1,0 +1,376 @@
+"""The IR graph: :class:`Graph` of :class:`Node` producing :class:`Value`.
+
+* Every value has exactly one producer node and an output index. Graph inputs are the outputs of
+  ``ge.Data`` nodes (attribute ``index``); constants are ``ge.Const`` nodes (attribute ``value``).
+* A node registers itself as a use of each of its inputs when it is built; ``value.uses`` lists
+  ``(node, slot)`` in insertion order, so visiting is deterministic. Rewire only through
+  :meth:`Graph.replace_all_uses_with` and :meth:`Node.replace_input_with`.
+* Node names are unique in a graph; :meth:`Graph.unique_name` makes deterministic fresh ones.
+* Control-flow bodies are graphs held in ``node.subgraphs`` by name. The one allowed read of a later
+  value is a TF1 loop back edge (``NextIteration`` → ``Merge``), whose value has ``meta["back_edge"]``.
+* :meth:`Graph.verify` checks order, dangling values, names, uses and each op against its definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import ScopeFusionError
+from .attrs import Attributes, AttrValue
+from .core_ops import CONST_OP, DATA_OP, core_ops
+from .opdef import OpDef, OpRegistry
+from .types import IRContext, Type
+
+__all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value"]
+
+
+
+class GraphError(ScopeFusionError):
+    """An IR graph is malformed (found by building or by :meth:`Graph.verify`)."""
+
+
+class Value:
+    """One output of a node: its type and its uses."""
+
+    __slots__ = ("producer", "index", "type", "_uses", "meta")
+
+    def __init__(self, producer: "Node", index: int, type: Type | None) -> None:
+        self.producer = producer
+        self.index = index
+        self.type = type
+        self._uses: dict[tuple[Node, int], None] = {}
+        self.meta: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """``node`` for a single-output node's value, else ``node:index``."""
+        p = self.producer
+        return p.name if len(p.outputs) == 1 else f"{p.name}:{self.index}"
+
+    @property
+    def ref(self) -> str:
+        """GE's ``op:index`` reference."""
+        return f"{self.producer.name}:{self.index}"
+
+    @property
+    def uses(self) -> list[tuple["Node", int]]:
+        """``(consumer, input slot)`` pairs in the order they were made."""
+        return list(self._uses)
+
+    @property
+    def consumers(self) -> list["Node"]:
+        return list(dict.fromkeys(n for n, _ in self._uses))
+
+    @property
+    def const_value(self) -> np.ndarray | None:
+        """The value when the producer is a ``ge.Const``, else None."""
+        p = self.producer
+        return p.attrs.get("value") if p.op == CONST_OP else None
+
+    def __repr__(self) -> str:
+        return f"Value(%{self.name}: {self.type})"
+
+
+class Node:
+    """One op instance. Build through :meth:`Graph.add_node`."""
+
+    __slots__ = ("graph", "name", "dialect", "op_type", "inputs", "outputs", "attrs", "control_inputs", "subgraphs", "opdef", "meta")
+
+    def __init__(self, graph: "Graph", name: str, dialect: str, op_type: str) -> None:
+        self.graph = graph
+        self.name = name
+        self.dialect = dialect
+        self.op_type = op_type
+        self.inputs: list[Value | None] = []
+        self.outputs: list[Value] = []
+        self.attrs = Attributes(f"node {name!r} ({dialect}.{op_type})")
+        self.control_inputs: list[Node] = []
+        self.subgraphs: dict[str, Graph] = {}
+        self.opdef: OpDef | None = None
+        self.meta: dict[str, Any] = {}
+
+    @property
+    def op(self) -> str:
+        """The qualified op name, ``dialect.OpType``."""
+        return f"{self.dialect}.{self.op_type}" if self.dialect else self.op_type
+
+    # Attribute access, GE style.
+    def set_attr(self, name: str, value: Any, type_id=None) -> None:
+        """Sets an attribute; a node with a definition accepts only declared names of the declared kind."""
+        spec = self.opdef.attrs.get(name) if self.opdef is not None and not name.startswith("_") else None
+        if self.opdef is not None and not name.startswith("_") and spec is None and not self.opdef.open_attrs:
+            known = ", ".join(self.opdef.attrs) or "none"
+            raise GraphError(f"node {self.name!r}: op {self.op} has no attribute {name!r} (declared: {known})")
+        try:
+            self.attrs.set_attr(name, value, type_id or (spec.type_id if spec is not None else None))
+        except (TypeError, ValueError) as e:
+            raise GraphError(str(e)) from None
+
+    def get_all_attrs(self) -> dict[str, AttrValue]:
+        return self.attrs.get_all_attrs()
+
+    def replace_input_with(self, slot: int, new: Value | None) -> None:
+        """Points input ``slot`` at ``new``, keeping every use list in step."""
+        old = self.inputs[slot]
+        if old is new:
+            return
+        if old is not None:
+            old._uses.pop((self, slot), None)
+        self.inputs[slot] = new
+        if new is not None:
+            new._uses[(self, slot)] = None
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {self.op})"
+
+
+class Graph:
+    """An ordered graph of nodes; node order is a topological schedule (checked by :meth:`verify`)."""
+
+    def __init__(self, name: str, context: IRContext, registry: OpRegistry | None = None) -> None:
+        self.name = name
+        self.context = context
+        self.registry = registry if registry is not None else OpRegistry(core_ops())
+        self.nodes: list[Node] = []
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.attrs = Attributes(f"graph {name!r}")
+        self._names: dict[str, Node] = {}
+        self._next_suffix: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ names
+    def unique_name(self, base: str) -> str:
+        """``base`` when free, else ``base_1``, ``base_2``... (deterministic)."""
+        if base not in self._names:
+            return base
+        n = self._next_suffix.get(base, 1)
+        while f"{base}_{n}" in self._names:
+            n += 1
+        self._next_suffix[base] = n + 1
+        return f"{base}_{n}"
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._names[name]
+        except KeyError:
+            raise KeyError(f"graph {self.name!r} has no node {name!r}") from None
+
+    def get_node(self, name: str) -> Node | None:
+        return self._names.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    # ------------------------------------------------------------------ building
+    def add_node(
+        self,
+        op: str,
+        inputs: Sequence[Value | None] = (),
+        *,
+        name: str | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        num_outputs: int | None = None,
+        output_types: Sequence[Type | None] | None = None,
+        control_inputs: Iterable[Node] = (),
+        subgraphs: Mapping[str, "Graph"] | None = None,
+        allow_unknown: bool = False,
+        unique: bool = False,
+    ) -> Node:
+        """Adds a node ``op`` (``"dialect.OpType"``) at the end of the schedule.
+
+        The op must be registered unless ``allow_unknown`` (a framework op without a definition yet).
+        A registered op's inputs, outputs and attributes are checked against its definition, and its
+        optional attributes get their defaults. ``name`` defaults to the op type; with ``unique`` a
+        taken name is made unique, otherwise a taken name is an error.
+        """
+        dialect, _, op_type = op.rpartition(".")
+        opdef = self.registry.lookup(op)
+        if opdef is None and not allow_unknown:
+            raise GraphError(f"graph {self.name!r}: op {op!r} is not registered (dialects: {sorted(self.registry.dialects())})")
+        base = name or op_type
+        if base in self._names:
+            if not unique:
+                raise GraphError(f"graph {self.name!r}: a node named {base!r} already exists ({self._names[base].op})")
+            base = self.unique_name(base)
+        node = Node(self, base, dialect, op_type)
+        node.opdef = opdef
+        for key, value in (attrs or {}).items():
+            node.set_attr(key, value)
+        n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
+        if opdef is not None:
+            try:
+                opdef.bind_inputs(len(inputs))
+                if n_out is None:
+                    n_out = len(opdef.outputs)
+                opdef.bind_outputs(n_out)
+                checked = opdef.check_attrs(dict(node.attrs.items()), f"node {base!r}")
+            except ValueError as e:
+                raise GraphError(f"graph {self.name!r}: {e}") from None
+            for key, value in checked.items():
+                if key not in node.attrs:
+                    node.attrs.set_attr(key, value)
+        if n_out is None:
+            n_out = 1
+        types = list(output_types) if output_types is not None else [None] * n_out
+        if len(types) != n_out:
+            raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
+        for value in inputs:
+            if value is not None and value.producer.graph is not self:
+                raise GraphError(
+                    f"graph {self.name!r}: node {base!r} reads {value.ref} from graph {value.producer.graph.name!r}; "
+                    "pass outer values into a body through its Data inputs"
+                )
+        node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
+        for slot, value in enumerate(inputs):
+            node.inputs.append(value)
+            if value is not None:
+                value._uses[(node, slot)] = None
+        node.control_inputs = list(control_inputs)
+        node.subgraphs = dict(subgraphs or {})
+        self._names[base] = node
+        self.nodes.append(node)
+        return node
+
+    def add_input(self, name: str, type: Type | None) -> Value:
+        """Adds a graph input (a ``ge.Data`` node named ``name``) and returns its value."""
+        node = self.add_node(DATA_OP, name=name, attrs={"index": len(self.inputs)}, output_types=[type])
+        self.inputs.append(node.outputs[0])
+        return node.outputs[0]
+
+    def add_const(self, value: np.ndarray, name: str = "Const", *, unique: bool = True) -> Value:
+        """Adds a ``ge.Const`` node holding ``value`` (kept read-only; a read-only array is not copied)."""
+        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value)}, unique=unique)
+        array = node.attrs.as_tensor("value")
+        dtype = _dt.from_numpy(array.dtype)
+        node.outputs[0].type = self.context.tensor(dtype, array.shape) if dtype is not None else None
+        return node.outputs[0]
+
+    def set_outputs(self, values: Iterable[Value]) -> None:
+        self.outputs = list(values)
+
+    # ------------------------------------------------------------------ rewiring
+    def replace_all_uses_with(self, old: Value, new: Value) -> None:
+        """Makes every consumer of ``old`` (and the graph outputs) read ``new`` instead."""
+        for node, slot in list(old._uses):
+            node.replace_input_with(slot, new)
+        self.outputs = [new if v is old else v for v in self.outputs]
+
+    def remove_node(self, node: Node) -> None:
+        """Removes a node whose outputs have no uses and are not graph outputs."""
+        for value in node.outputs:
+            if value._uses or any(v is value for v in self.outputs):
+                users = ", ".join(n.name for n in value.consumers) or "the graph outputs"
+                raise GraphError(f"cannot remove {node.name!r}: its value {value.name} is still used by {users}")
+        for other in self.nodes:
+            if node in other.control_inputs:
+                other.control_inputs = [c for c in other.control_inputs if c is not node]
+        for slot in range(len(node.inputs)):
+            node.replace_input_with(slot, None)
+        self.nodes.remove(node)
+        del self._names[node.name]
+        if node.op == DATA_OP:
+            self.inputs = [v for v in self.inputs if v.producer is not node]
+
+    def values(self) -> Iterator[Value]:
+        for node in self.nodes:
+            yield from node.outputs
+
+    def clone(self) -> "Graph":
+        """A structural copy (same names, attributes shared where immutable, bodies cloned)."""
+        other = Graph(self.name, self.context, self.registry)
+        mapping: dict[int, Value] = {}
+        later: list[tuple[Node, int, Value]] = []  # back edges: inputs produced later in the schedule
+        for node in self.nodes:
+            inputs = []
+            for slot, v in enumerate(node.inputs):
+                if v is not None and id(v) not in mapping:
+                    later.append((node, slot, v))
+                    v = None
+                inputs.append(None if v is None else mapping[id(v)])
+            new = other.add_node(
+                node.op,
+                inputs,
+                name=node.name,
+                attrs={k: v.copy() for k, v in node.attrs.items()},
+                output_types=[v.type for v in node.outputs],
+                control_inputs=[other.node(c.name) for c in node.control_inputs],
+                subgraphs={k: g.clone() for k, g in node.subgraphs.items()},
+                allow_unknown=True,
+            )
+            new.meta = dict(node.meta)
+            for old_v, new_v in zip(node.outputs, new.outputs):
+                mapping[id(old_v)] = new_v
+                new_v.meta = dict(old_v.meta)
+        for node, slot, v in later:
+            other.node(node.name).replace_input_with(slot, mapping[id(v)])
+        other.inputs = [mapping[id(v)] for v in self.inputs]
+        other.outputs = [mapping[id(v)] for v in self.outputs]
+        for key, value in self.attrs.items():
+            other.attrs.set_attr(key, value.copy())
+        return other
+
+    # ------------------------------------------------------------------ checking
+    def verify(self) -> None:
+        """Raises :class:`GraphError` listing every problem found (order, dangling values, names, uses, op defs)."""
+        problems = list(self._problems())
+        if problems:
+            shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+            raise GraphError(f"graph {self.name!r} is malformed: {shown}")
+
+    def _problems(self) -> Iterator[str]:
+        seen: set[int] = set()
+        names: set[str] = set()
+        for node in self.nodes:
+            if node.name in names:
+                yield f"two nodes are named {node.name!r}"
+            names.add(node.name)
+            if self._names.get(node.name) is not node:
+                yield f"node {node.name!r} is not registered under its name (rename through the graph)"
+            if node.graph is not self:
+                yield f"node {node.name!r} belongs to graph {node.graph.name!r}"
+            for slot, value in enumerate(node.inputs):
+                if value is None:
+                    continue
+                if value.producer.graph is not self or value.producer.name not in self._names:
+                    yield f"node {node.name!r} input {slot} reads {value.ref}, whose producer is not in this graph"
+                elif id(value.producer) not in seen and not value.meta.get("back_edge"):
+                    yield f"node {node.name!r} input {slot} reads {value.ref}, which is scheduled later (not topological)"
+                if (node, slot) not in value._uses:
+                    yield f"node {node.name!r} input {slot} is missing from the uses of {value.ref}"
+            for ctrl in node.control_inputs:
+                if id(ctrl) not in seen:
+                    yield f"node {node.name!r} has control input {ctrl.name!r} that is not scheduled before it"
+            for value in node.outputs:
+                for user, slot in value._uses:
+                    if slot >= len(user.inputs) or user.inputs[slot] is not value:
+                        yield f"value {value.ref} lists a stale use by {user.name!r} slot {slot}"
+            if node.opdef is not None:
+                try:
+                    node.opdef.bind_inputs(len(node.inputs))
+                    node.opdef.bind_outputs(len(node.outputs))
+                    node.opdef.check_attrs(dict(node.attrs.items()), f"node {node.name!r}")
+                except ValueError as e:
+                    yield str(e)
+            for key, body in node.subgraphs.items():
+                for problem in body._problems():
+                    yield f"in body {key!r} of {node.name!r}: {problem}"
+            seen.add(id(node))
+        for value in self.outputs:
+            if id(value.producer) not in seen:
+                yield f"graph output {value.ref} is produced by a node not in this graph"
+        for i, value in enumerate(self.inputs):
+            if value.producer.op != DATA_OP:
+                yield f"graph input {i} ({value.ref}) is not produced by a {DATA_OP} node"
+
+    def __repr__(self) -> str:
+        return f"Graph({self.name!r}, {len(self.nodes)} nodes)"
+
