@@ -55,8 +55,8 @@ def warm_up() -> None:
     """Imports what ``convert`` imports lazily and loads every op definition, so that the first row's
     time is not the package's import time."""
     from scopefusion import convert as _convert  # noqa: F401
-    from scopefusion.ir_builder import build, memory_plan, profiles, shape_inference  # noqa: F401
     from scopefusion.dialects import default_op_registry
+    from scopefusion.ir_builder import build, memory_plan, profiles, shape_inference  # noqa: F401
     from scopefusion.parser import load  # noqa: F401
 
     default_op_registry()

@@ -93,13 +93,13 @@ def _scope_label(scope: Any, note: Any) -> str:
     name = "root" if scope.is_root else scope.name
     text = f"[bold]{escape(name)}[/]  {total} ops [dim]({escape(top + more)})[/]"
     if note is not None:
-        for fusion, type_, rule in note.fused:
+        for _fusion, type_, rule in note.fused:
             text += f"  [bold green]fused → {escape(type_)} by {escape(rule)}[/]"
         fused_rules = {rule for _, _, rule in note.fused}
         matched = [p for p in note.matched_by if p not in fused_rules]
         if matched:
             text += f"  [cyan]matched by {escape(', '.join(matched))}[/]"
-        for result, rule, reason in note.refused:
+        for _result, rule, reason in note.refused:
             text += f"  [yellow]refused ({escape(rule)}): {escape(reason)}[/]"
     return text
 

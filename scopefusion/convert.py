@@ -47,12 +47,12 @@ def convert(
     Raises:
         ScopeFusionError: any stage's error (ModelLoadError, ParseError, FusionError, InferenceError).
     """
+    from .dialects import default_op_registry
+    from .ir.types import IRContext
     from .ir_builder.build import build_graph
     from .ir_builder.memory_plan import plan_memory
-    from .dialects import default_op_registry
     from .ir_builder.profiles import build_profile, normalize_input_shapes
     from .ir_builder.shape_inference import infer_graph
-    from .ir.types import IRContext
     from .parser import load
     from .scope import PassManager, ScopeGraph
 

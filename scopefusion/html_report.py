@@ -223,7 +223,7 @@ def _scope_item(scope: Any, notes: dict[str, ScopeNotes], depth: int) -> str:
         matched = [p for p in note.matched_by if p not in {r for _, _, r in note.fused}]
         for rule in matched:
             badges += f" <span class=\"badge matchb\">matched · {_e(rule)}</span>"
-        for name, rule, reason in note.refused:
+        for _name, rule, reason in note.refused:
             badges += f" <span class=\"badge refb\" title=\"{_e(reason)}\">refused · {_e(rule)}</span>"
     head = (
         f"<span class=\"{' '.join(classes)}\" data-scope=\"{_e(scope.name)}\" title=\"{_e(scope.name)}\">{_e(label)}</span> "

@@ -18,8 +18,8 @@ import numpy as np
 
 from .errors import VerifyError
 from .ir.graph import CONST_OP, Graph, Value
-from .ir_builder.profiles import input_name
 from .ir.types import TensorType
+from .ir_builder.profiles import input_name
 
 __all__ = ["OutputComparison", "VerifyReport", "make_inputs", "verify"]
 

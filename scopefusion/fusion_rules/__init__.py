@@ -12,9 +12,19 @@ from typing import Any
 
 __all__ = ["BUILTIN_RULES"]
 
-from . import batch_norm, instance_norm, l2_normalize, layer_norm
-from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
-from . import dynamic_gru, dynamic_rnn  # issue 6: recurrent loops, run first (they claim whole loops)
+from . import (  # issue 6  # issue 6: recurrent loops, run first (they claim whole loops)
+    batch_norm,
+    clip,
+    dynamic_gru,
+    dynamic_rnn,
+    gelu,
+    hard_swish,
+    instance_norm,
+    l2_normalize,
+    layer_norm,
+    multi_head_attention,
+    swish,
+)
 
 # Pass instances in run order (after the user's passes).
 BUILTIN_RULES: tuple[Any, ...] = (

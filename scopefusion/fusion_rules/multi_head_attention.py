@@ -46,17 +46,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .attention_patterns import (
-    CORE_PATTERNS,
-    OUTPUTS,
-    PROJECTIONS,
-    ATTENTION_NAMES,
-    ATTENTION_WORDS,
-    BMM,
-    COMPATIBLE,
-    CoreKind,
-    PRODUCTS,
-)
+from scopefusion.fusion_rules.anchored import best_match, downstream
 from scopefusion.scope import (
     FUSION_DISABLE_INDEX,
     FusionScopesResult,
@@ -66,7 +56,18 @@ from scopefusion.scope import (
     ScopesResult,
     claimed_nodes,
 )
-from scopefusion.fusion_rules.anchored import best_match, downstream
+
+from .attention_patterns import (
+    ATTENTION_NAMES,
+    ATTENTION_WORDS,
+    BMM,
+    COMPATIBLE,
+    CORE_PATTERNS,
+    OUTPUTS,
+    PRODUCTS,
+    PROJECTIONS,
+    CoreKind,
+)
 
 __all__ = ["PASS", "MultiHeadAttentionFusion"]
 

@@ -7,7 +7,7 @@ op definitions per dialect live in :mod:`scopefusion.dialects`.
 
 from __future__ import annotations
 
-from .attrs import AttrType, AttrValue, Attributes, NamedAttrs
+from .attrs import Attributes, AttrType, AttrValue, NamedAttrs
 from .compare import first_difference, graphs_equal
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .graph import Graph, GraphError, Node, Value

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 import networkx as nx
 
 from ..errors import FusionError
-from ..parser.source_graph import SourceGraph, SourceNode
 from ..ir.attrs import LIST_STR, STR
 from ..ir.graph import Graph, Node, Value
-from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 from ..ir.opdef import OpRegistry
 from ..ir.types import IRContext
+from ..parser.source_graph import SourceGraph, SourceNode
+from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scope.accepted import AcceptedFusion

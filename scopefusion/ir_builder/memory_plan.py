@@ -317,7 +317,7 @@ def _place(
         buffers=buffers,
         offsets=value_offsets,
         sizes=dict(zip(refs, nbytes)),
-        lifetimes={r: (f, l) for r, f, l in zip(refs, firsts, lasts)},
+        lifetimes={r: (first, last) for r, first, last in zip(refs, firsts, lasts)},
         forwards=forwards,
         arena_bytes=_arena(offsets, bsize),
         naive_bytes=sum(-(-n // alignment) * alignment for n in nbytes),
@@ -335,9 +335,9 @@ def _arena(offsets: Sequence[int], sizes: Sequence[int]) -> int:
 
 def _peak(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[int], end: int) -> int:
     delta = [0] * (end + 2)
-    for f, l, s in zip(firsts, lasts, sizes):
-        delta[f] += s
-        delta[l + 1] -= s
+    for first, last, s in zip(firsts, lasts, sizes):
+        delta[first] += s
+        delta[last + 1] -= s
     peak = live = 0
     for d in delta:
         live += d
@@ -358,9 +358,9 @@ def _breadth_order(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[
     broadest position of its lifetime (a range-maximum over the live-bytes profile, by sparse table)."""
     n = len(sizes)
     delta = [0] * (end + 2)
-    for f, l, s in zip(firsts, lasts, sizes):
-        delta[f] += s
-        delta[l + 1] -= s
+    for first, last, s in zip(firsts, lasts, sizes):
+        delta[first] += s
+        delta[last + 1] -= s
     live, profile = 0, []
     for d in delta[: end + 1]:
         live += d

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..errors import FusionError, ParseError
-from ..parser.source_graph import ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, SourceGraph, SourceNode
 from ..ir.attrs import LIST_STR, STR, AttrValue
 from ..ir.graph import Graph, Node, Value
+from ..parser.source_graph import ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, SourceGraph, SourceNode
 from .source_attrs import convert_attrs
 
 if TYPE_CHECKING:  # pragma: no cover

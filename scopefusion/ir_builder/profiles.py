@@ -12,8 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InferenceError
 from ..ir.graph import Graph, Value
-from .shape_inference import InferenceResult, infer_graph
 from ..ir.types import TensorType
+from .shape_inference import InferenceResult, infer_graph
 
 __all__ = ["Profile", "build_profile", "input_names", "normalize_input_shapes"]
 

@@ -129,7 +129,7 @@ def tensor_to_numpy(
         if packed:
             raise ParseError(f"{where}: tensor {name!r} keeps packed sub-byte data externally, which is not supported")
         return external.view(tensor, dtype, count, shape)
-    if (raw_view is not None or tensor.raw_data) and not packed and dtype != object:
+    if (raw_view is not None or tensor.raw_data) and not packed and dtype != np.dtype(object):
         if raw_view is not None:
             buffer, offset, length = raw_view
         else:

@@ -153,7 +153,7 @@ def tensor_to_numpy(tensor, content_view: tuple[object, int, int] | None = None)
         else:
             buffer = tensor.tensor_content
             offset, length = 0, len(buffer)
-        if np_dtype == object:
+        if np_dtype == np.dtype(object):
             if field != "string_val":
                 raise TensorDecodeError(f"a {name} constant cannot be read from tensor_content")
             return _read_only(_decode_string_content(memoryview(buffer)[offset:offset + length], count).reshape(shape))
@@ -195,7 +195,7 @@ def tensor_to_numpy(tensor, content_view: tuple[object, int, int] | None = None)
         # A single value (or none: zero) fills the whole shape; a broadcast view costs no memory.
         if n == 1:
             scalar = flat[:1].reshape(())
-        elif np_dtype == object:
+        elif np_dtype == np.dtype(object):
             scalar = np.array(b"", dtype=object)
         else:
             scalar = np.zeros((), dtype=np_dtype)

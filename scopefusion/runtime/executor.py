@@ -23,8 +23,8 @@ import numpy as np
 from ..errors import InferenceError, VerifyError
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.opdef import InferContext, InputInfo
-from ..ir_builder.profiles import Profile, input_name
 from ..ir.types import TensorType
+from ..ir_builder.profiles import Profile, input_name
 from . import control_flow
 from .kernels import is_opaque, run_kernel
 

@@ -24,7 +24,6 @@ and ``count % step == num``), so a rule that passes it gets what it asked for.
 from __future__ import annotations
 
 import abc
-
 import numbers
 from typing import Any
 

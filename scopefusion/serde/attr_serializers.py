@@ -34,7 +34,13 @@ from ..ir import attrs as A
 from ..ir.attrs import AttrType, AttrValue, NamedAttrs
 from ..ir.types import IRContext
 from . import ge_ir_pb2 as pb
-from .tensors import array_from_tensor_def, array_to_tensor_def, dtype_from_ge, tensor_type_from_desc, tensor_type_to_desc
+from .tensors import (
+    array_from_tensor_def,
+    array_to_tensor_def,
+    dtype_from_ge,
+    tensor_type_from_desc,
+    tensor_type_to_desc,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ir.graph import Graph

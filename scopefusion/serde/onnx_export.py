@@ -203,7 +203,7 @@ def _complete_io_types(proto: onnx.ModelProto, graph: Graph, profiles: list[Grap
     pending = []
     for kind, infos, values in (("input", proto.graph.input, graph.inputs), ("output", proto.graph.output, graph.outputs)):
         values = [v for v in values if v.producer.attrs.get("_outer_name") is None] if kind == "input" else values
-        for index, (info, value) in enumerate(zip(infos, values)):
+        for index, (info, _value) in enumerate(zip(infos, values)):
             if _complete(info.type):
                 continue
             guess = _from_profiles(kind, index, profiles)

@@ -141,9 +141,9 @@ def test_fused_op_is_onnx_gru_with_the_documented_gate_order(reset_after):
 
 def test_fused_op_inference_checks_the_weights():
     from scopefusion import dtypes as D
+    from scopefusion.dialects.fused.dynamic_gru import definition
     from scopefusion.ir.attrs import BOOL, INT, TENSOR, AttrValue
     from scopefusion.ir.opdef import InferContext, InputInfo
-    from scopefusion.dialects.fused.dynamic_gru import definition
 
     op = definition()
 

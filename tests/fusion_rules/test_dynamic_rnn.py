@@ -224,8 +224,8 @@ def keras_lstm_states_pb(model_store) -> Path:
 
 # ------------------------------------------------------------------------------------------ positives
 def test_both_rules_are_general_builtins_with_their_fused_ops():
-    from scopefusion.fusion_rules import BUILTIN_RULES, dynamic_gru, dynamic_rnn
     from scopefusion.dialects.fused import definitions
+    from scopefusion.fusion_rules import BUILTIN_RULES, dynamic_gru, dynamic_rnn
 
     passes = (dynamic_rnn.PASS, dynamic_gru.PASS)
     assert [p.name for p in passes] == ["DynamicRNNFusion", "DynamicGRUFusion"]
@@ -372,9 +372,9 @@ def test_tf1_peephole_lstm_is_refused(model_store):
 
 
 def test_tf1_lstm_whose_gate_is_a_graph_output_is_refused(tf_rnn_pb):
+    from scopefusion.fusion_rules.dynamic_rnn import PASS
     from scopefusion.parser import load
     from scopefusion.scope import PassManager, PassRegistry, ScopeGraph
-    from scopefusion.fusion_rules.dynamic_rnn import PASS
 
     gate = "rnn_model/rnn/while/lstm_cell/Sigmoid_2"  # the output gate, inside the loop
     registry = PassRegistry()
@@ -455,9 +455,9 @@ def test_fused_op_is_onnx_lstm_with_the_documented_gate_order():
 
 def test_fused_op_inference():
     from scopefusion import dtypes as D
+    from scopefusion.dialects.fused.dynamic_rnn import definition
     from scopefusion.ir.attrs import BOOL, INT, TENSOR, AttrValue
     from scopefusion.ir.opdef import InferContext, InputInfo
-    from scopefusion.dialects.fused.dynamic_rnn import definition
 
     op = definition()
 

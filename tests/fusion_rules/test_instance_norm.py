@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scopefusion.dialects.fused.instance_norm import definition, spatial_axes
 from scopefusion.fusion_rules import BUILTIN_RULES
 from scopefusion.fusion_rules.instance_norm import PASS
-from scopefusion.dialects.fused.instance_norm import definition, spatial_axes
 from tests.fusion_rules.harness import check_fusions
 
 TOL = 1e-5

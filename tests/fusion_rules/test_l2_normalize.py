@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scopefusion.dialects.fused.l2_normalize import definition
 from scopefusion.fusion_rules import BUILTIN_RULES
 from scopefusion.fusion_rules.l2_normalize import PASS
-from scopefusion.dialects.fused.l2_normalize import definition
 from tests.fusion_rules.harness import check_fusions, fusion_errors
 
 TOL = 1e-5

@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
+from scopefusion.dialects.fused.layer_norm import definition
 from scopefusion.fusion_rules import BUILTIN_RULES
 from scopefusion.fusion_rules.layer_norm import PASS
-from scopefusion.dialects.fused.layer_norm import definition
 from scopefusion.parser import SourceGraph, SourceNode
 from scopefusion.scope import PassManager, PassRegistry, ScopeGraph
 from tests.fusion_rules.harness import check_fusions, fusion_errors
@@ -218,9 +218,9 @@ def test_nhwc_spatial_moments_left_to_instance_norm():
 
 # ------------------------------------------------------------------------------------------ the fused op
 def test_fused_op_reference_and_inference_errors():
+    from scopefusion import dtypes as D
     from scopefusion.ir.attrs import FLOAT, INT, AttrValue
     from scopefusion.ir.opdef import InferContext, InputInfo
-    from scopefusion import dtypes as D
 
     op = definition()
     rng = np.random.default_rng(0)

@@ -5,7 +5,7 @@ import pytest
 
 from scopefusion import dtypes
 from scopefusion.ir import attrs as A
-from scopefusion.ir.attrs import AttrType, AttrValue, Attributes, NamedAttrs
+from scopefusion.ir.attrs import Attributes, AttrType, AttrValue, NamedAttrs
 from scopefusion.ir.graph import Graph
 from scopefusion.ir.types import IRContext
 

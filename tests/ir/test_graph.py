@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes
-from scopefusion.ir_builder import format_graph, graphs_equal
 from scopefusion.ir.compare import first_difference
+from scopefusion.ir.core_ops import core_ops as builtin_ops
 from scopefusion.ir.graph import Graph, GraphError
 from scopefusion.ir.opdef import OpRegistry
-from scopefusion.ir.core_ops import core_ops as builtin_ops
 from scopefusion.ir.types import IRContext
+from scopefusion.ir_builder import format_graph, graphs_equal
 
 F32 = dtypes.FLOAT32
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scopefusion import dtypes
+from scopefusion.ir.opdef import OpDef, ParamType
 from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
 from scopefusion.ir_builder.memory_plan import Buffer, MemoryPlan, MemoryPlanError, plan_memory
-from scopefusion.ir.opdef import OpDef, ParamType
 
 F32, F16, I64 = dtypes.FLOAT32, dtypes.FLOAT16, dtypes.INT64
 

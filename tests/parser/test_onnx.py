@@ -13,7 +13,15 @@ from onnx import TensorProto, helper, numpy_helper
 from scopefusion import dtypes
 from scopefusion.errors import ModelLoadError, ParseError
 from scopefusion.parser import (
-    ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, AttrPlaceholder, GraphInput, GraphOutput, SourceGraph, load,
+    ABSENT_INPUT,
+    INITIALIZER_OP,
+    INPUT_OP,
+    OUTER_SCOPE_OP,
+    AttrPlaceholder,
+    GraphInput,
+    GraphOutput,
+    SourceGraph,
+    load,
 )
 from tests.models import onnx_models
 

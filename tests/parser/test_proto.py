@@ -62,8 +62,16 @@ def test_generator_picks_up_a_new_schema_anywhere_under_the_package(tmp_path):
 # ------------------------------------------------------------------------------------------- wire compatibility
 def _tf_messages():
     from tensorflow.core.framework import (
-        attr_value_pb2, function_pb2, graph_pb2, node_def_pb2, op_def_pb2, resource_handle_pb2, tensor_pb2,
-        tensor_shape_pb2, types_pb2, versions_pb2,
+        attr_value_pb2,
+        function_pb2,
+        graph_pb2,
+        node_def_pb2,
+        op_def_pb2,
+        resource_handle_pb2,
+        tensor_pb2,
+        tensor_shape_pb2,
+        types_pb2,
+        versions_pb2,
     )
     from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2, saved_object_graph_pb2
 

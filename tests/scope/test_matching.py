@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 
 from scopefusion.errors import FusionError
 from scopefusion.parser.source_graph import SourceGraph, SourceNode
-from scopefusion.scope import NodeOpTypeFeature, ScopeFeature, ScopeGraph, ScopePattern, match_all_batches, match_one_batch
+from scopefusion.scope import (
+    NodeOpTypeFeature,
+    ScopeFeature,
+    ScopeGraph,
+    ScopePattern,
+    match_all_batches,
+    match_one_batch,
+)
 from scopefusion.scope.matching import normalize_patterns
 
 

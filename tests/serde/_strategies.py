@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from scopefusion import dtypes as D
-from scopefusion.ir_builder import Graph, IRContext, NamedAttrs
 from scopefusion.ir import attrs as A
 from scopefusion.ir.attrs import AttrValue
 from scopefusion.ir.types import FORMATS
+from scopefusion.ir_builder import Graph, IRContext, NamedAttrs
 
 ALL_DTYPES = list(D.all_dtypes())
 PACKED_BITS = {"int4": 4, "float4_e2m1": 4, "int2": 2, "uint2": 2, "uint1": 1}

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 
 from scopefusion import dtypes as D
 from scopefusion.errors import SerdeError
-from scopefusion.ir_builder import Graph, IRContext, NamedAttrs, graphs_equal
 from scopefusion.ir import attrs as A
 from scopefusion.ir.attrs import AttrType, AttrValue
-from scopefusion.serde import AttrSerializerRegistry, SerdeContext, default_registry
+from scopefusion.ir_builder import Graph, IRContext, NamedAttrs, graphs_equal
+from scopefusion.serde import SerdeContext, default_registry
 from scopefusion.serde import ge_ir_pb2 as pb
 
 from ._strategies import attr_values

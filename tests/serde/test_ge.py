@@ -7,9 +7,18 @@ import pytest
 
 from scopefusion import dtypes as D
 from scopefusion.errors import SerdeError
-from scopefusion.ir_builder import CONST_OP, DATA_OP, Graph, IRContext, OpRegistry, builtin_ops, first_difference, format_graph
 from scopefusion.ir import attrs as A
 from scopefusion.ir.attrs import AttrValue
+from scopefusion.ir_builder import (
+    CONST_OP,
+    DATA_OP,
+    Graph,
+    IRContext,
+    OpRegistry,
+    builtin_ops,
+    first_difference,
+    format_graph,
+)
 from scopefusion.serde import (
     from_bytes,
     from_text,

@@ -18,11 +18,11 @@ from onnx import helper
 from scopefusion import SerdeError
 from scopefusion import dtypes as D
 from scopefusion.convert import convert
+from scopefusion.dialects.fused import definitions as fused_definitions
 from scopefusion.ir.attrs import FLOAT, LIST_INT, AttrValue, NamedAttrs
 from scopefusion.ir.core_ops import core_ops as builtin_ops
 from scopefusion.ir.graph import Graph
 from scopefusion.ir.opdef import FollowType, OpDef, OpRegistry
-from scopefusion.dialects.fused import definitions as fused_definitions
 from scopefusion.ir.types import IRContext
 from scopefusion.serde.onnx_export import graph_to_onnx, model_to_onnx
 from scopefusion.serde.onnx_fused import FusedExporterRegistry, default_fused_exporters

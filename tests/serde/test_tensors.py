@@ -11,8 +11,8 @@ from hypothesis import given, settings
 
 from scopefusion import dtypes as D
 from scopefusion.errors import SerdeError
-from scopefusion.ir_builder import IRContext
 from scopefusion.ir.attrs import values_equal
+from scopefusion.ir_builder import IRContext
 from scopefusion.serde import ge_ir_pb2 as pb
 from scopefusion.serde.tensors import (
     IR_TYPE_ATTR,

@@ -51,7 +51,7 @@ def transformer(blocks: int, seed: int = 0, dead: bool = True) -> Spec:
     rng = np.random.default_rng(seed)
     spec = Spec([], [])
     h = spec.add("ge.Data", attrs={"index": 0}, name="x")
-    for b in range(blocks):
+    for _b in range(blocks):
         w = lambda: spec.const(rng.standard_normal((WIDTH, WIDTH)).astype(np.float32))  # noqa: E731
         mean = spec.add("t.ReduceMean", h, attrs={"axes": (-1,), "keepdims": True})
         sub = spec.add("t.Sub", h, mean)

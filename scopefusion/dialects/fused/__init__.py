@@ -14,9 +14,19 @@ __all__ = ["definitions"]
 
 def definitions() -> list[OpDef]:
     """Every fused op definition (fresh objects)."""
-    from . import batch_norm, instance_norm, l2_normalize, layer_norm
-    from . import clip, gelu, hard_swish, multi_head_attention, swish  # issue 6
-    from . import dynamic_gru, dynamic_rnn  # issue 6: recurrent loops
+    from . import (  # issue 6  # issue 6: recurrent loops
+        batch_norm,
+        clip,
+        dynamic_gru,
+        dynamic_rnn,
+        gelu,
+        hard_swish,
+        instance_norm,
+        l2_normalize,
+        layer_norm,
+        multi_head_attention,
+        swish,
+    )
 
     return [
         layer_norm.definition(),

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import InferenceError
 from ...ir.opdef import InferContext, OpDef
-from .protos import input_type_proto, node_proto, tensor_proto, type_proto_result, dtype_of_type_str
+from .protos import dtype_of_type_str, input_type_proto, node_proto, tensor_proto, type_proto_result
 
 if TYPE_CHECKING:  # pragma: no cover
     from .schemas import OnnxOp

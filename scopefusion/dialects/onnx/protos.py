@@ -18,8 +18,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ...ir import attrs as A
 from ...dtypes import DType, from_onnx
+from ...ir import attrs as A
 from ...ir.attrs import AttrType
 from ...ir.opdef import InputInfo
 

@@ -125,7 +125,9 @@ def plan_strided_slice(
             continue
         lo, hi = (0, dim) if s > 0 else (-1, dim - 1)
 
-        def canonical(x: int | None, masked: bool, is_end: bool) -> int | None:
+        def canonical(  # called in this iteration only: binds the loop's current values
+            x: int | None, masked: bool, is_end: bool, lo: int = lo, hi: int = hi, s: int = s, dim: int = dim
+        ) -> int | None:
             if masked:
                 return (hi if is_end else lo) if s > 0 else (lo if is_end else hi)
             if x is None:

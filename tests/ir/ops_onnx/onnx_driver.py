@@ -17,12 +17,12 @@ import numpy as np
 import onnx
 
 from scopefusion import dtypes
-from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
-from scopefusion.ir.graph import Value
-from scopefusion.ir.opdef import InferContext, InputInfo
 from scopefusion.dialects.onnx import definitions
 from scopefusion.dialects.onnx.protos import attr_payload
+from scopefusion.ir.graph import Value
+from scopefusion.ir.opdef import InferContext, InputInfo
 from scopefusion.ir.types import TensorType
+from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
 
 __all__ = ["Built", "build", "onnx_types", "opset_of"]
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from onnx import defs
 
-from scopefusion.ir import attrs as A
-from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
-from scopefusion.ir.graph import GraphError
-from scopefusion.ir.opdef import ParamType
 from scopefusion.dialects.onnx import DIALECT, definitions
 from scopefusion.dialects.onnx.schemas import MEMORY_FORWARD, VALUE_DEPEND
+from scopefusion.ir import attrs as A
+from scopefusion.ir.graph import GraphError
+from scopefusion.ir.opdef import ParamType
+from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
 
 
 def _by_name(opset: int) -> dict:

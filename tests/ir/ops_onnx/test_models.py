@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-import pytest
-
 import onnx_driver
 import onnx_models
+import onnxruntime as ort
+import pytest
 
 TESTDATA = Path(__file__).resolve().parents[3] / "testdata"
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes
+from scopefusion.dialects.onnx import definitions
 from scopefusion.errors import InferenceError
-from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops, infer_node
+from scopefusion.ir import attrs as A
 from scopefusion.ir.inference import input_info
 from scopefusion.ir.opdef import InputInfo, OpDef
-from scopefusion.ir import attrs as A
-from scopefusion.dialects.onnx import definitions
+from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops, infer_node
 
 F32, I64, BOOL = dtypes.FLOAT32, dtypes.INT64, dtypes.BOOL
 _REGISTRIES: dict[int, OpRegistry] = {}

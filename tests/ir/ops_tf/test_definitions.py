@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes as D
+from scopefusion.dialects.tf import definitions
 from scopefusion.ir import attrs as A
 from scopefusion.ir.opdef import OpRegistry, ParamType
-from scopefusion.dialects.tf import definitions
 
 # The builder's conversion of TF attribute kinds.
 KIND = {

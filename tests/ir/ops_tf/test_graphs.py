@@ -10,8 +10,8 @@ import tf_driver
 from test_kernels import GRAPH_ONLY
 from tf_op_models import FrozenModel
 
-from scopefusion.ir.opdef import OpRegistry
 from scopefusion.dialects.tf import definitions
+from scopefusion.ir.opdef import OpRegistry
 
 REGISTRY = OpRegistry(definitions())
 

@@ -12,11 +12,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scopefusion import dtypes as D
+from scopefusion.dialects.tf import definitions
+from scopefusion.dialects.tf.slicing import plan_strided_slice
 from scopefusion.errors import InferenceError
 from scopefusion.ir.attrs import AttrValue
 from scopefusion.ir.opdef import InferContext, InputInfo, OpRegistry
-from scopefusion.dialects.tf import definitions
-from scopefusion.dialects.tf.slicing import plan_strided_slice
 
 REG = OpRegistry(definitions())
 F32, I32, I64 = D.FLOAT32, D.INT32, D.INT64

@@ -14,8 +14,8 @@ import tf_driver
 from tf_cases import CASES, Case
 
 from scopefusion import dtypes as D
-from scopefusion.ir.opdef import OpRegistry
 from scopefusion.dialects.tf import definitions
+from scopefusion.ir.opdef import OpRegistry
 
 REGISTRY = OpRegistry(definitions())
 MODES = ("known", "unknown_dims", "unknown_rank", "unknown_values")

@@ -15,8 +15,8 @@ import pytest
 import tf_driver
 import tf_op_models
 
-from scopefusion.ir.opdef import OpRegistry
 from scopefusion.dialects.tf import definitions
+from scopefusion.ir.opdef import OpRegistry
 
 MODELS = list(tf_op_models.BUILDERS)
 
