@@ -58,6 +58,7 @@ def inspect(
     from rich.console import Console
 
     from .convert import fusion_setup
+    from .dialects import default_op_registry
     from .errors import ScopeFusionError
     from .html_report import scope_notes
     from .parser import load
@@ -70,7 +71,7 @@ def inspect(
         graph = ScopeGraph.build(source)
         scope = graph.tree[explain] if explain is not None else None
         registry, _ = fusion_setup(rules=options["rules"], enable=options["enable"], disable=options["disable"])
-        manager = PassManager(registry)
+        manager = PassManager(registry, ops=default_op_registry(source))
         run = manager.run(graph)
         explanations = manager.explain(scope, graph) if scope is not None else []
     except ScopeFusionError as e:

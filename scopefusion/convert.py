@@ -85,11 +85,11 @@ def convert(
         scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
-        manager = PassManager(registry, strict=strict)
+        ops = default_op_registry(source)
+        manager = PassManager(registry, strict=strict, ops=ops)
         fusion_run = manager.run(scope_graph)
     context = IRContext()
     with stage("build"):
-        ops = default_op_registry(source)
         built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
     graph = built.graph
     with stage("infer"):

@@ -84,3 +84,21 @@ def test_help_is_quick_and_does_not_import_tensorflow():
     elapsed = time.perf_counter() - start
     assert proc.stdout.strip().endswith("False") and "convert" in proc.stdout
     assert elapsed < 5  # generous: the 0.5 s goal is measured by bench/bench_cli_startup.py, not here
+
+
+def test_a_rule_with_an_unknown_fused_type_is_refused_with_a_reason(tmp_path):
+    rules = tmp_path / "typo_rules.py"
+    rules.write_text(
+        "from scopefusion.scope import NodeOpTypeFeature, ScopePattern, scope_rule\n"
+        "@scope_rule(ScopePattern('norm', NodeOpTypeFeature('Rsqrt', 1)), name='TypoNorm', type='Reluu', general=True)\n"
+        "def typo(scope, result, graph):\n"
+        "    return None\n"
+        "FUSION_RULES = [typo]\n"
+    )
+    out, report = tmp_path / "m.ge", tmp_path / "r.json"
+    model = REPO / "testdata" / "bert_tiny.pb"
+    proc = run("convert", str(model), "-o", str(out), "--rules", str(rules), "--report", str(report))
+    assert proc.returncode == 0, proc.stderr
+    refused = json.loads(report.read_text())["refused"]["TypoNorm"]
+    assert refused and all(": unknown fused op type 'Reluu'; did you mean" in r for r in refused)
+    assert "TypoNorm" not in json.loads(report.read_text())["fusions"]

@@ -27,10 +27,10 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
     from . import tf as tf_ops
 
     registry = OpRegistry(ge_ops.definitions())
-    if source is None or source.framework != "onnx":
+    if source is None or not source.is_onnx:
         for d in tf_ops.definitions():
             registry.register(d)
-    if source is None or source.framework == "onnx":
+    if source is None or source.is_onnx:
         opset = DEFAULT_ONNX_OPSET
         if source is not None:
             opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))

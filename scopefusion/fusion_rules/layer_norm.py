@@ -209,7 +209,7 @@ def _static_rank(graph: ScopeGraph, tensor: tuple[str, int], depth: int, memo: d
                     shape = graph_input.shape
         return None if shape is None or not isinstance(shape, (list, tuple)) else len(shape)
     op = node.op_type
-    if op == "MatMul" and graph.source.framework == "onnx":
+    if op == "MatMul" and graph.source.is_onnx:
         ranks = [static_rank(graph, t, depth - 1, memo) for t in node.inputs]
         return None if None in ranks or 1 in ranks else max(ranks)  # type: ignore[type-var]
     if op in _FIXED_RANK:

@@ -146,7 +146,7 @@ def _check_dense_einsum(node: Any, spec_in: str, spec_w: str, spec_out: str) -> 
 
 def _softmax_axis_reason(graph: ScopeGraph, node: Any, rank: int) -> str | None:
     if "axis" not in node.attrs:
-        if node.domain == "" and graph.source.framework == "onnx":
+        if node.domain == "" and graph.source.is_onnx:
             opset = graph.source.opset_imports.get("", graph.source.opset_imports.get("ai.onnx", 13))
             if opset < 13:
                 return f"{node.name} is an opset-{opset} Softmax, which normalizes over the flattened trailing axes"

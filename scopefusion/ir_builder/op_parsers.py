@@ -19,7 +19,17 @@ import numpy as np
 from ..errors import FusionError, ParseError
 from ..ir.attrs import LIST_STR, STR, AttrValue
 from ..ir.graph import Graph, Node, Value
-from ..parser.source_graph import ABSENT_INPUT, INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP, SourceGraph, SourceNode
+from ..parser.source_graph import (
+    ABSENT_INPUT,
+    FRAMEWORK_ONNX,
+    FRAMEWORK_TENSORFLOW,
+    INITIALIZER_OP,
+    INPUT_OP,
+    OUTER_SCOPE_OP,
+    SourceGraph,
+    SourceNode,
+    is_back_edge_op_pair,
+)
 from .source_attrs import convert_attrs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,15 +40,14 @@ __all__ = ["BuildContext", "OpParserRegistry", "default_op_parsers", "dialect_of
 NodeParser = Callable[["BuildContext", SourceNode], Node]
 FusedParser = Callable[["AcceptedFusion", SourceGraph], dict[str, Any]]
 
-BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 INPUT_OPS = frozenset({"Placeholder", "_Arg", INPUT_OP})
 
 
 def dialect_of(framework: str, domain: str = "") -> str:
     """``tf`` for TensorFlow; ``onnx`` for ONNX's default domain, ``onnx:<domain>`` for others."""
-    if framework == "onnx":
+    if framework == FRAMEWORK_ONNX:
         return "onnx" if domain in ("", "ai.onnx") else f"onnx:{domain}"
-    return "tf" if framework in ("tensorflow", "tf", "") else framework
+    return "tf" if framework in (FRAMEWORK_TENSORFLOW, "tf", "") else framework
 
 
 @dataclass
@@ -188,9 +197,9 @@ class OpParserRegistry:
         )
 
     def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:
-        if node.output_names and framework == "onnx":
+        if node.output_names and framework == FRAMEWORK_ONNX:
             return len(node.output_names)
-        if framework in ("tensorflow", "tf"):
+        if framework in (FRAMEWORK_TENSORFLOW, "tf"):
             if self._signatures is None:
                 from ..parser.op_signatures import builtin_signatures
 
@@ -264,7 +273,7 @@ class OpParserRegistry:
 def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:
     """True for a TF1 loop back edge: a ``NextIteration`` feeding a ``Merge``."""
     p = source.get(producer)
-    return p is not None and p.op_type in BACK_EDGE_OPS and consumer.op_type in ("Merge", "RefMerge")
+    return p is not None and is_back_edge_op_pair(p.op_type, consumer.op_type)
 
 
 def _keep_declared(attrs: dict[str, AttrValue], opdef) -> dict[str, AttrValue]:

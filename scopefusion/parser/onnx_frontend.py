@@ -29,6 +29,7 @@ from ..errors import ModelLoadError, ParseError
 from .onnx_tensors import ExternalData, sparse_to_numpy, tensor_to_numpy
 from .source_graph import (
     ABSENT_INPUT,
+    FRAMEWORK_ONNX,
     INITIALIZER_OP,
     INPUT_OP,
     OUTER_SCOPE_OP,
@@ -273,7 +274,7 @@ class _Builder:
             metadata["value_info"] = value_info
             opsets = self.opset_imports
         graph = SourceGraph(
-            nodes, inputs=graph_inputs, outputs=graph_outputs, framework="onnx", path=self.where,
+            nodes, inputs=graph_inputs, outputs=graph_outputs, framework=FRAMEWORK_ONNX, path=self.where,
             name=proto.name, opset_imports=opsets, metadata=metadata,
         )
         return graph, captures

@@ -44,7 +44,11 @@ from ..errors import ParseError
 
 __all__ = [
     "ABSENT_INPUT",
+    "BACK_EDGE_OPS",
     "CONTROL_SLOT",
+    "FRAMEWORK_ONNX",
+    "FRAMEWORK_TENSORFLOW",
+    "MERGE_OPS",
     "FunctionRef",
     "OUTER_SCOPE_OP",
     "INITIALIZER_OP",
@@ -53,6 +57,7 @@ __all__ = [
     "GraphOutput",
     "SourceGraph",
     "SourceNode",
+    "is_back_edge_op_pair",
 ]
 
 CONTROL_SLOT = -1
@@ -60,6 +65,20 @@ INPUT_OP = "Input"
 INITIALIZER_OP = "Initializer"
 OUTER_SCOPE_OP = "OuterScope"
 ABSENT_INPUT = ("", -1)
+
+#: ``SourceGraph.framework`` of a TensorFlow model and of an ONNX model.
+FRAMEWORK_TENSORFLOW = "tensorflow"
+FRAMEWORK_ONNX = "onnx"
+
+#: A TF1 loop's back edge runs from one of these producers into a Merge: it is no data dependency for
+#: ordering, cycle checks or building.
+BACK_EDGE_OPS = frozenset({"NextIteration", "NextIterationV2", "RefNextIteration"})
+MERGE_OPS = frozenset({"Merge", "RefMerge"})
+
+
+def is_back_edge_op_pair(producer_op: str, consumer_op: str) -> bool:
+    """True when an edge from a ``producer_op`` node into a ``consumer_op`` node is a TF1 loop back edge."""
+    return producer_op in BACK_EDGE_OPS and consumer_op in MERGE_OPS
 
 
 @dataclass(eq=False)
@@ -152,7 +171,7 @@ class SourceGraph:
         name: str = "",
         opset_imports: dict[str, int] | None = None,
         metadata: dict[str, Any] | None = None,
-        back_edge_ops: frozenset[str] = frozenset({"NextIteration", "NextIterationV2"}),
+        back_edge_ops: frozenset[str] = BACK_EDGE_OPS,
         sort: bool = True,
     ) -> None:
         """Builds the graph and puts ``nodes`` in topological order.
@@ -208,6 +227,11 @@ class SourceGraph:
         self.nodes: list[SourceNode] = self._toposort(node_list, back_edge_ops) if sort else node_list
 
     # ------------------------------------------------------------------ queries
+    @property
+    def is_onnx(self) -> bool:
+        """Whether the graph was read from an ONNX model (else TensorFlow, or written by hand)."""
+        return self.framework == FRAMEWORK_ONNX
+
     def node(self, name: str) -> SourceNode:
         try:
             return self._by_name[name]

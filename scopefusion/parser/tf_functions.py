@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ParseError
 from .op_signatures import OpSignatures, OutputArg
-from .source_graph import INPUT_OP, GraphInput, GraphOutput, SourceGraph, SourceNode
+from .source_graph import FRAMEWORK_TENSORFLOW, INPUT_OP, GraphInput, GraphOutput, SourceGraph, SourceNode
 from .tf_attrs import ContentViews, decode_attrs
 from .tf_nodes import assign_output_names, decode_node_def
 from .tf_tensors import TensorDecodeError, shape_of, tf_dtype
@@ -169,7 +169,7 @@ class FunctionLibrary:
             nodes,
             inputs=inputs,
             outputs=outputs,
-            framework="tensorflow",
+            framework=FRAMEWORK_TENSORFLOW,
             path=self.where,
             name=fname,
             metadata={"attrs": fattrs, "control_outputs": control_outputs},

@@ -19,7 +19,7 @@ from google.protobuf import text_format
 from ..dtypes import DType
 from ..errors import ModelLoadError, ParseError
 from .proto import tf_framework_pb2 as tfpb
-from .source_graph import GraphInput, GraphOutput, SourceGraph, SourceNode
+from .source_graph import FRAMEWORK_TENSORFLOW, GraphInput, GraphOutput, SourceGraph, SourceNode
 from .tf_attrs import ContentViews
 from .tf_functions import FunctionLibrary
 from .tf_nodes import assign_output_names, decode_node_def, parse_tensor_name
@@ -168,7 +168,7 @@ def graph_from_graph_def(
         inputs=graph_inputs,
         outputs=graph_outputs,
         functions=library.graphs(),
-        framework="tensorflow",
+        framework=FRAMEWORK_TENSORFLOW,
         path=where,
         name=name or os.path.basename(where),
         metadata=metadata,

@@ -34,7 +34,7 @@ class SourceRunner(abc.ABC):
 
 def source_runner(source: "SourceGraph") -> SourceRunner:
     path = source.path
-    if source.framework == "onnx":
+    if source.is_onnx:
         return _OnnxRunner(source)
     if os.path.isdir(path):
         return _SavedModelRunner(source)

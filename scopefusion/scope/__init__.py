@@ -10,12 +10,14 @@ knows the IR.
 
 from __future__ import annotations
 
+from ._validate import Refused
 from .accepted import AcceptedFusion, FusedInput, FusedOutput, PatternCheck, Refusal, ResolvedInnerNode
 from .dataflow import COMMUTATIVE_OPS, ConstPattern, DataflowPattern, Match, Matches, NearMiss, OpBuilder, Var
 from .features import NodeAttrFeature, NodeOpTypeFeature, ScopeFeature, ScopePattern
 from .graph import ScopeGraph
 from .manager import Explanation, PassManager, PassReport, RunReport
 from .matching import match_all_batches, match_one_batch
+from .op_types import FUSED_DIALECT, KnownOpTypes
 from .passes import (
     DataflowRulePass,
     FunctionScopePass,
@@ -49,6 +51,7 @@ __all__ = [
     "DataflowRulePass",
     "ENTRY_POINT_GROUP",
     "Explanation",
+    "FUSED_DIALECT",
     "FUSION_DISABLE_INDEX",
     "FunctionScopePass",
     "FusedInput",
@@ -57,6 +60,7 @@ __all__ = [
     "FusionScopesResult",
     "INPUT_FROM_FUSION_SCOPE",
     "InnerNodeInfo",
+    "KnownOpTypes",
     "Match",
     "Matches",
     "NearMiss",
@@ -71,6 +75,7 @@ __all__ = [
     "PatternCheck",
     "ROOT_NAME",
     "Refusal",
+    "Refused",
     "RegisteredPass",
     "Replacement",
     "ResolvedInnerNode",

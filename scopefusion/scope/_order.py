@@ -16,15 +16,14 @@ TF1 loop back edges (``NextIteration`` -> ``Merge``) are not edges here, as in S
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Iterator
 
 import networkx as nx
 
-from ..parser.source_graph import SourceGraph
+from ..parser.source_graph import SourceGraph, is_back_edge_op_pair
 
-__all__ = ["ContractedOrder"]
-
-BACK_EDGE_OPS = frozenset({"NextIteration", "NextIterationV2"})
+__all__ = ["Contraction", "ContractedOrder"]
 
 
 class _Group(tuple):
@@ -34,6 +33,20 @@ class _Group(tuple):
 
     def __repr__(self) -> str:
         return f"<fusion {self[0]}>"
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """What :meth:`ContractedOrder.find_cycle` learned about one fusion, handed back to
+    :meth:`ContractedOrder.contract`: the vertices it merges, their outside neighbours, the highest
+    predecessor number ``top``, the lowest successor number ``low``, and the region to renumber."""
+
+    vertices: set[Hashable]
+    predecessors: set[Hashable]
+    successors: set[Hashable]
+    top: float
+    low: float
+    region: list[Hashable] = field(default_factory=list)
 
 
 class ContractedOrder:
@@ -53,7 +66,7 @@ class ContractedOrder:
     # ------------------------------------------------------------------ adjacency
     def _is_back_edge(self, producer: str, consumer: str) -> bool:
         source = self._source
-        return source.node(consumer).op_type == "Merge" and source.node(producer).op_type in BACK_EDGE_OPS
+        return is_back_edge_op_pair(source.node(producer).op_type, source.node(consumer).op_type)
 
     def group_of(self, node: str) -> tuple[str] | None:
         """The contracted vertex (``(fusion name,)``) holding ``node``, else None."""
@@ -123,11 +136,12 @@ class ContractedOrder:
         self._override = {v: float(i) for i, v in enumerate(nx.topological_sort(dag))}
 
     # ------------------------------------------------------------------ the check
-    def find_cycle(self, name: str, members: Iterable[str]) -> tuple[list[str] | None, object]:
+    def find_cycle(self, name: str, members: Iterable[str]) -> tuple[list[str] | None, Contraction | None]:
         """Whether contracting ``members`` (as fusion ``name``) closes a cycle.
 
-        Returns ``(cycle, token)``: ``cycle`` is None when there is none, else the cycle as vertex
-        names starting and ending at the fusion; ``token`` is handed back to :meth:`contract`.
+        Returns ``(cycle, contraction)``: ``cycle`` is None when there is none (and ``contraction`` is
+        handed back to :meth:`contract`), else the cycle as vertex names starting and ending at the
+        fusion (and ``contraction`` is None).
         """
         self._ensure_valid()
         group_of = self._group_of
@@ -149,7 +163,7 @@ class ContractedOrder:
         top = max((pos(p) for p in preds), default=-math.inf)
         low = min((pos(s) for s in succs), default=math.inf)
         if top < low:
-            return None, (group_vertices, preds, succs, top, low, [])
+            return None, Contraction(group_vertices, preds, succs, top, low)
         # Search the successors' descendants numbered <= top, the only ones that can reach a predecessor.
         region: list[Hashable] = []
         seen: set[Hashable] = set()
@@ -178,11 +192,11 @@ class ContractedOrder:
             if edges:
                 path = [_label(u) for u, _ in edges] + [_label(edges[0][0])]
                 return path, None
-        return None, (group_vertices, preds, succs, top, low, region)
+        return None, Contraction(group_vertices, preds, succs, top, low, region)
 
-    def contract(self, name: str, members: Iterable[str], token: object) -> None:
-        """Contracts ``members`` into the fusion's vertex; ``token`` comes from :meth:`find_cycle`."""
-        group_vertices, preds, succs, top, low, region = token  # type: ignore[misc]
+    def contract(self, name: str, contraction: Contraction) -> None:
+        """Contracts the fusion's members into its vertex; ``contraction`` comes from :meth:`find_cycle`."""
+        group_vertices, top, low, region = contraction.vertices, contraction.top, contraction.low, contraction.region
         group = _Group((name,))
         nodes: list[str] = []
         for vertex in group_vertices:

@@ -6,7 +6,8 @@ against the source graph, so applying it needs no further lookups:
 * ``claimed``: the source nodes it replaces, in graph order;
 * ``kept``: nodes inside its scopes that it does *not* replace because they only produce a fused input
   (a weight and its ``Identity`` read, for instance); they stay in the graph and feed the fused op;
-* ``inputs``: per fused input port, the producer ``(node, output index)`` outside the claimed set;
+* ``inputs``: per fused input port, the producer ``(node, output index)`` outside the claimed set, and
+  the claimed node input it was mapped from;
 * ``outputs``: per fused output port, the claimed node output that it stands for and its consumers
   ``(node, input slot)`` outside the claimed set, plus the graph outputs that name it;
 * ``absorbed``: constant producers whose edges into claimed nodes disappear because the fused op
@@ -28,39 +29,54 @@ __all__ = ["AcceptedFusion", "FusedInput", "FusedOutput", "PatternCheck", "Refus
 
 @dataclass(frozen=True)
 class FusedInput:
-    """Fused input ``port`` reads ``producer``'s output ``index``; it was mapped from ``inner_node``'s
-    input ``inner_slot``."""
+    """Fused input ``port`` reads ``producer``'s output ``index``; it was mapped from claimed node
+    ``claimed_node``'s input ``claimed_slot``."""
 
     port: int
     producer: str
     index: int
-    inner_node: str
-    inner_slot: int
+    claimed_node: str
+    claimed_slot: int
+
+    @property
+    def inner_node(self) -> str:
+        """Former name of :attr:`claimed_node`."""
+        return self.claimed_node
+
+    @property
+    def inner_slot(self) -> int:
+        """Former name of :attr:`claimed_slot`."""
+        return self.claimed_slot
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "port": self.port,
             "producer": self.producer,
             "index": self.index,
-            "inner_node": self.inner_node,
-            "inner_slot": self.inner_slot,
+            "inner_node": self.claimed_node,
+            "inner_slot": self.claimed_slot,
         }
 
 
 @dataclass(frozen=True)
 class FusedOutput:
-    """Fused output ``port`` stands for claimed node ``inner_node``'s output ``index``."""
+    """Fused output ``port`` stands for claimed node ``claimed_node``'s output ``index``."""
 
     port: int
-    inner_node: str
+    claimed_node: str
     index: int
     consumers: tuple[tuple[str, int], ...] = ()
     graph_outputs: tuple[str, ...] = ()
 
+    @property
+    def inner_node(self) -> str:
+        """Former name of :attr:`claimed_node`."""
+        return self.claimed_node
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "port": self.port,
-            "inner_node": self.inner_node,
+            "inner_node": self.claimed_node,
             "index": self.index,
             "consumers": [list(c) for c in self.consumers],
             "graph_outputs": list(self.graph_outputs),
@@ -74,15 +90,20 @@ class ResolvedInnerNode:
     control edge. ``outputs`` are ``(inner node full name or OutputToFusionScope, slot or port)``."""
 
     name: str
-    type: str
+    op_type: str
     inputs: tuple[tuple[str, int], ...]
     outputs: tuple[tuple[str, int], ...]
     attrs: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def type(self) -> str:
+        """Former name of :attr:`op_type`."""
+        return self.op_type
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "type": self.type,
+            "type": self.op_type,
             "inputs": [list(i) for i in self.inputs],
             "outputs": [list(o) for o in self.outputs],
             "attrs": sorted(self.attrs),
@@ -94,7 +115,7 @@ class AcceptedFusion:
     """One validated fusion; see the module docstring."""
 
     name: str
-    type: str
+    op_type: str
     pass_name: str
     description: str
     scopes: tuple[str, ...]
@@ -110,6 +131,11 @@ class AcceptedFusion:
     captures: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
+    def type(self) -> str:
+        """Former name of :attr:`op_type`."""
+        return self.op_type
+
+    @property
     def is_many_to_many(self) -> bool:
         return bool(self.inner_nodes)
 
@@ -117,7 +143,7 @@ class AcceptedFusion:
         """A JSON-serializable summary (attribute values are listed by name only)."""
         return {
             "name": self.name,
-            "type": self.type,
+            "type": self.op_type,
             "pass": self.pass_name,
             "description": self.description,
             "scopes": list(self.scopes),

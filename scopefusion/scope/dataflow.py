@@ -56,7 +56,6 @@ COMMUTATIVE_OPS = frozenset(
     {"Add", "AddV2", "Mul", "Maximum", "Minimum", "Max", "Min", "Sum", "AddN", "Equal", "NotEqual",
      "LogicalAnd", "LogicalOr", "And", "Or", "Xor", "SquaredDifference"}
 )
-_THROUGH_OPS = frozenset({"Identity"})
 
 Tensor = tuple[str, int]
 
@@ -355,7 +354,7 @@ class DataflowPattern:
             if len(types) == 1:
                 anchors: Iterable[SourceNode] = graph.nodes_by_type(types[0])
             else:
-                position = graph.tree._position
+                position = graph.tree.positions
                 anchors = sorted((n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
         else:
             anchors = [n for n in within.all_nodes if n.op_type in types]
@@ -403,7 +402,7 @@ class DataflowPattern:
         return state
 
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
-        position = graph.tree._position
+        position = graph.tree.positions
         nodes = sorted((graph.node(n) for n in set(state.ops.values())), key=lambda n: position[n.name])
         captures: dict[str, Any] = {}
         for op in self._ops:
@@ -414,7 +413,7 @@ class DataflowPattern:
             tensor = state.values.get(id(const))
             if tensor is None:
                 continue
-            chain = _const_chain(graph, tensor[0])
+            chain = graph.constant_chain(tensor[0])
             if chain:
                 chains.append(chain)
                 if const.name:
@@ -428,21 +427,6 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
-
-
-def _const_chain(graph: ScopeGraph, name: str) -> list[SourceNode]:
-    """``[first, ..., constant]``: the Identity reads from ``name`` down to a constant, or [] if none."""
-    chain = []
-    for _ in range(16):
-        node = graph.node(name)
-        chain.append(node)
-        if node.value is not None:
-            return chain
-        if node.op_type in _THROUGH_OPS and len(node.inputs) == 1:
-            name = node.inputs[0][0]
-            continue
-        return []
-    return []
 
 
 class _Run:
@@ -475,7 +459,7 @@ class _Run:
         if isinstance(value, Var):
             yield state.bind_value(value, tensor)
         elif isinstance(value, ConstPattern):
-            chain = _const_chain(self.graph, tensor[0])
+            chain = self.graph.constant_chain(tensor[0])
             if not chain:
                 self.fail(state, f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}")
                 return
@@ -557,7 +541,7 @@ class _Run:
             if tensor[1] != value.index:
                 return f"{tensor[0]}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {value.op!r}"
             return None
-        if isinstance(value, ConstPattern) and not _const_chain(self.graph, tensor[0]):
+        if isinstance(value, ConstPattern) and not self.graph.constant_chain(tensor[0]):
             return f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
         return None
 

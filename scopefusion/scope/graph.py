@@ -8,7 +8,11 @@ from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
 from .tree import Scope, ScopeTree
 
-__all__ = ["ScopeGraph"]
+__all__ = ["PASS_THROUGH_OPS", "ScopeGraph"]
+
+#: Ops that read a constant without changing it (frozen TF graphs read every weight through one).
+PASS_THROUGH_OPS = frozenset({"Identity"})
+_MAX_READS = 16
 
 
 class ScopeGraph:
@@ -55,6 +59,26 @@ class ScopeGraph:
     def op_types(self) -> list[str]:
         """Op types present in the graph, in order of first appearance."""
         return list(self._by_type)
+
+    def constant_chain(self, name: str) -> list[SourceNode]:
+        """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and
+        no control input) from node ``name`` down to a constant, or ``[]`` when it reads no constant."""
+        chain: list[SourceNode] = []
+        for _ in range(_MAX_READS):
+            node = self.source.node(name)
+            chain.append(node)
+            if node.value is not None:
+                return chain
+            if node.op_type in PASS_THROUGH_OPS and len(node.inputs) == 1 and not node.control_inputs:
+                name = node.inputs[0][0]
+                continue
+            return []
+        return []
+
+    def constant_source(self, name: str) -> SourceNode | None:
+        """The constant that node ``name`` is or reads through pass-through ops, else None."""
+        chain = self.constant_chain(name)
+        return chain[-1] if chain else None
 
     def position(self, name: str) -> int:
         """The node's index in graph order."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container, Sequence
+from typing import Any, Callable, Container, Iterable, Sequence
 
 from ..errors import FusionError
 from .accepted import AcceptedFusion, PatternCheck, Refusal
 from .graph import ScopeGraph
+from .op_types import KnownOpTypes, OpDefinitionLike, framework_dialect
 from .plan import FusionPlan
 from .registry import PassRegistry
 from .tree import Scope, ScopeTree
@@ -119,8 +120,11 @@ class PassManager:
     Args:
         registry: the passes.
         strict: a pass that raises fails the run instead of being skipped.
-        known_types: op types a fused op (or inner node) may have: a predicate or a container; None
-            accepts any non-empty type.
+        ops: the conversion's op registry (any iterable of definitions with ``name`` and ``dialect``):
+            a result whose type its ``fused`` dialect does not define is refused, naming the nearest
+            known types; an inner node may also have an op type of the model's framework dialect.
+        known_types: instead of ``ops``, the op types a fused op (or inner node) may have: a predicate
+            or a container. With neither, any non-empty type is accepted.
     """
 
     def __init__(
@@ -129,9 +133,12 @@ class PassManager:
         *,
         strict: bool = False,
         known_types: Callable[[str], bool] | Container[str] | None = None,
+        ops: Iterable[OpDefinitionLike] | None = None,
     ) -> None:
         self.registry = registry
         self.strict = strict
+        self._ops = list(ops) if ops is not None else None
+        self._known: Callable[[str], bool] | None
         if known_types is None or callable(known_types):
             self._known = known_types
         else:
@@ -143,7 +150,10 @@ class PassManager:
         per-pass reports with the fusion plan."""
         start = time.perf_counter()
         graph.tree.reset_sub_types()
-        plan = FusionPlan(graph, self._known)
+        known: KnownOpTypes | Callable[[str], bool] | None = self._known
+        if self._ops is not None:
+            known = KnownOpTypes.from_op_registry(self._ops, framework_dialect(graph.source))
+        plan = FusionPlan(graph, known)
         reports: list[PassReport] = []
         matched_by_pass: dict[str, set[str]] = {}
         for entry in self.registry.enabled_passes():

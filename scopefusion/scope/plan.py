@@ -8,13 +8,14 @@ one-sentence reason. Nothing is applied to the graph here: the IR builder reads 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from ..parser.source_graph import GraphOutput
-from ._order import ContractedOrder
+from ._order import ContractedOrder, Contraction
 from ._validate import Refused, validate_result
 from .accepted import AcceptedFusion, Refusal
 from .graph import ScopeGraph
+from .op_types import KnownOpTypes
 from .result import OUTPUT_TO_FUSION_SCOPE, FusionScopesResult
 
 __all__ = ["FusionPlan"]
@@ -25,12 +26,17 @@ class FusionPlan:
 
     Args:
         graph: the scope graph the results refer to.
-        known_types: optional predicate for fused (and inner) op types; an unknown type is refused.
+        known_types: the op types a result may name (:class:`KnownOpTypes`, or a predicate); an unknown
+            type is refused. None accepts any non-empty type.
     """
 
-    def __init__(self, graph: ScopeGraph, known_types: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self, graph: ScopeGraph, known_types: KnownOpTypes | Callable[[str], bool] | None = None
+    ) -> None:
         self.graph = graph
-        self.known_types = known_types
+        if known_types is not None and not isinstance(known_types, KnownOpTypes):
+            known_types = KnownOpTypes.from_predicate(known_types)
+        self.known_types: KnownOpTypes | None = known_types
         self.accepted: list[AcceptedFusion] = []
         self.refused: list[Refusal] = []
         self._names: dict[str, str] = {}
@@ -40,12 +46,12 @@ class FusionPlan:
         for out in graph.source.outputs:
             self._graph_outputs.setdefault(out.node, []).append(out)
         has_back_edges = bool(graph.nodes_by_type("NextIteration") or graph.nodes_by_type("NextIterationV2"))
-        self._order = ContractedOrder(graph.source, graph.tree._position, has_back_edges)
+        self._order = ContractedOrder(graph.source, graph.tree.positions, has_back_edges)
 
     def submit(self, result: FusionScopesResult) -> AcceptedFusion | Refusal:
         """Validates ``result`` and accepts or refuses it; returns what was recorded."""
         try:
-            accepted, claimed, token = validate_result(result, self.graph, self, self.known_types)
+            accepted, claimed, contraction = validate_result(result, self.graph, self, self.known_types)
         except Refused as refused:
             label = result.name if isinstance(result.name, str) else repr(result.name)
             refusal = Refusal(
@@ -57,14 +63,14 @@ class FusionPlan:
             )
             self.refused.append(refusal)
             return refusal
-        self._order.contract(accepted.name, claimed, token)
+        self._order.contract(accepted.name, contraction)
         self.accepted.append(accepted)
         self._by_name[accepted.name] = accepted
         self._names[accepted.name] = accepted.name
         for inner in accepted.inner_nodes:
             self._names[inner.name] = accepted.name
         for out in accepted.outputs:
-            self._tensors[(out.inner_node, out.index)] = self._port_target(accepted, out.port)
+            self._tensors[(out.claimed_node, out.index)] = self._port_target(accepted, out.port)
         return accepted
 
     @staticmethod
@@ -82,6 +88,19 @@ class FusionPlan:
         """The name of the accepted fusion that claims ``node``, else None."""
         group = self._order.group_of(node)
         return None if group is None else group[0]
+
+    def name_user(self, name: str) -> str | None:
+        """The accepted fusion whose name (or one of whose inner nodes' names) is ``name``, else None."""
+        return self._names.get(name)
+
+    def graph_outputs_at(self, node: str) -> Sequence[GraphOutput]:
+        """The graph outputs that name an output of ``node``."""
+        return self._graph_outputs.get(node, ())
+
+    def find_cycle(self, name: str, claimed: Sequence[str]) -> tuple[list[str] | None, Contraction | None]:
+        """Whether fusing ``claimed`` as ``name`` would close a cycle with the fusions accepted so far:
+        ``(cycle, None)`` naming the cycle, or ``(None, contraction)`` to accept it with."""
+        return self._order.find_cycle(name, claimed)
 
     def get(self, name: str) -> AcceptedFusion | None:
         return self._by_name.get(name)

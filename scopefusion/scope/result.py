@@ -72,11 +72,11 @@ class ScopesResult:
 class InnerNodeInfo:
     """One inner node of a many-to-many fusion (CANN's InnerNodeInfo)."""
 
-    __slots__ = ("name", "type", "inputs", "outputs", "attrs", "_owner")
+    __slots__ = ("name", "op_type", "inputs", "outputs", "attrs", "_owner")
 
     def __init__(self, name: str, type: str, owner: FusionScopesResult) -> None:
         self.name = name
-        self.type = type
+        self.op_type = type
         self.inputs: list[tuple[str, int]] = []
         self.outputs: list[tuple[str, int]] = []
         self.attrs: dict[str, Any] = {}
@@ -98,6 +98,15 @@ class InnerNodeInfo:
         self.outputs.append((dst, peer_in_index))
         return self
 
+    @property
+    def type(self) -> str:
+        """The inner node's op type (CANN's name for :attr:`op_type`)."""
+        return self.op_type
+
+    @type.setter
+    def type(self, value: str) -> None:
+        self.op_type = value
+
     def set_attr(self, name: str, value: Any) -> InnerNodeInfo:
         self.attrs[name] = value
         return self
@@ -106,7 +115,7 @@ class InnerNodeInfo:
         return f"{fusion_name.rstrip('/')}/{self.name}"
 
     def __repr__(self) -> str:
-        return f"InnerNodeInfo({self.name!r}, {self.type!r})"
+        return f"InnerNodeInfo({self.name!r}, {self.op_type!r})"
 
 
 def _is_index(value: Any, *, allow_control: bool = False) -> bool:
@@ -133,7 +142,7 @@ class FusionScopesResult:
         captures: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
-        self.type = type
+        self.op_type = type
         self.description = description
         self.attrs: dict[str, Any] = {}
         self.scopes: tuple[Scope, ...] = tuple(scopes)
@@ -168,6 +177,15 @@ class FusionScopesResult:
             self._problem(f"{what}({name!r}) was called twice; map each inner node once")
             return
         into[name] = values
+
+    @property
+    def type(self) -> str:
+        """The fused op type (CANN's name for :attr:`op_type`)."""
+        return self.op_type
+
+    @type.setter
+    def type(self, value: str) -> None:
+        self.op_type = value
 
     @property
     def inputs(self) -> dict[str, list[int]]:
@@ -231,11 +249,11 @@ class FusionScopesResult:
     # ------------------------------------------------------------------ refusal
     def invalidate(self, reason: str) -> None:
         """Marks the result invalid (CANN's ``SetType(kScopeInvalidType)``) with the reason to report."""
-        self.type = SCOPE_INVALID_TYPE
+        self.op_type = SCOPE_INVALID_TYPE
         self._problem(reason)
 
     def _problem(self, text: str) -> None:
         self.problems.append(text)
 
     def __repr__(self) -> str:
-        return f"FusionScopesResult({self.name!r}, {self.type!r})"
+        return f"FusionScopesResult({self.name!r}, {self.op_type!r})"

@@ -276,6 +276,11 @@ class ScopeTree:
         """The node's index in graph order."""
         return self._position[node_name]
 
+    @property
+    def positions(self) -> Mapping[str, int]:
+        """Every node's index in graph order (read-only; do not modify)."""
+        return self._position
+
     def reset_sub_types(self) -> None:
         """Clears every scope's ``sub_type``."""
         for scope in self._order:

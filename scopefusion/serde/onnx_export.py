@@ -80,7 +80,7 @@ def model_to_onnx(
         SerdeError: something in the IR has no ONNX form; the message names it.
     """
     source = model.source
-    own = _own_opset(source.opset_imports) if source.framework == "onnx" else None
+    own = _own_opset(source.opset_imports) if source.is_onnx else None
     if own is not None and opset is not None and opset != own:
         raise SerdeError(
             f"{source.path or 'the model'} is an ONNX model at opset {own} and is exported at that opset; "
@@ -88,7 +88,7 @@ def model_to_onnx(
         )
     versions = {d: v for d, v in source.opset_imports.items() if d not in ("", "ai.onnx")}
     functions = []
-    if source.framework == "onnx" and source.functions:
+    if source.is_onnx and source.functions:
         from .onnx_functions import function_protos
 
         functions = _guard(lambda: function_protos(source.functions), "the model's local functions")
@@ -101,10 +101,10 @@ def model_to_onnx(
         domain_versions=versions,
         dim_params=_dim_params(model),
         functions=functions,
-        graph_name=(source.name if source.framework == "onnx" and source.name else None),
+        graph_name=(source.name if source.is_onnx and source.name else None),
         profiles=[p.graph for p in model.profiles],
     )
-    if source.framework == "onnx":
+    if source.is_onnx:
         meta = source.metadata
         proto.ir_version = max(proto.ir_version, int(meta.get("ir_version", 0)))
         proto.model_version = int(meta.get("model_version", 0))

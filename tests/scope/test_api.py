@@ -12,7 +12,7 @@ PUBLIC = [
     "ENTRY_POINT_GROUP", "Explanation", "FUSION_DISABLE_INDEX", "FunctionScopePass", "FusedInput", "FusedOutput",
     "FusionPlan", "FusionScopesResult", "INPUT_FROM_FUSION_SCOPE", "InnerNodeInfo", "Match", "Matches", "NearMiss",
     "NodeAttrFeature", "NodeOpTypeFeature", "OUTPUT_TO_FUSION_SCOPE", "OpBuilder", "PassManager", "PassOutcome",
-    "PassRegistry", "PassReport", "PatternCheck", "ROOT_NAME", "Refusal", "RegisteredPass", "Replacement",
+    "PassRegistry", "PassReport", "PatternCheck", "ROOT_NAME", "Refusal", "Refused", "KnownOpTypes", "FUSED_DIALECT", "RegisteredPass", "Replacement",
     "ResolvedInnerNode", "RunReport", "SCOPE_INVALID_TYPE", "SCOPE_TO_MULTI_NODES", "Scope", "ScopeBasePass",
     "ScopeFeature", "ScopeGraph", "ScopePattern", "ScopeTree", "ScopesResult", "Var", "claimed_nodes", "dataflow_rule", "map_ports",
     "match_all_batches", "match_one_batch", "scope_rule", "trim_scope_index",
