@@ -83,13 +83,10 @@ class AnchoredDataflowPass(ScopeBasePass):
                     selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
                 elif named_like(graph.tree.scope_of(node.name).name, self.scope_words):
                     why = self.refusal(node.name, op_type, miss)
-                    selected.append(ScopesResult(nodes=[node.name], captures={"refuse": why}))
+                    selected.append(ScopesResult(nodes=[node.name], refusal=why))
         return selected
 
     def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        if "refuse" in result.captures:
-            result.invalidate(result.captures["refuse"])
-            return
         match: Match = result.captures["match"]
         output = match["out"].name
         result.type = self.fused_type

@@ -33,9 +33,18 @@ from typing import Any
 
 import numpy as np
 
-from scopefusion.scope import DataflowPattern, Match, NodeOpTypeFeature, Scope, ScopeFeature, ScopeGraph, ScopePattern
+from scopefusion.scope import (
+    DataflowPattern,
+    Match,
+    NodeOpTypeFeature,
+    Refused,
+    Scope,
+    ScopeFeature,
+    ScopeGraph,
+    ScopePattern,
+)
 
-from .layer_norm import ADD, DIV, ScopedDataflowPass, Verdict, const_value, eps_check
+from .layer_norm import ADD, DIV, ScopedDataflowPass, const_value, eps_check
 
 __all__ = ["BatchNormFusion", "PASS"]
 
@@ -96,19 +105,19 @@ class BatchNormFusion(ScopedDataflowPass):
     def required_ops(self, pattern: DataflowPattern) -> tuple[str, ...]:
         return ("Sqrt",) if pattern.name == "batch_norm_div" else ("Rsqrt",)
 
-    def judge(self, graph: ScopeGraph, match: Match) -> Verdict:
+    def judge(self, graph: ScopeGraph, match: Match) -> dict[str, Any] | None:
         x, scale, offset, mean_tensor, variance_tensor = match.inputs
         producer = graph.node(mean_tensor[0])
         if producer.op_type in _COMPUTED_MEAN or (producer.op_type == "StopGradient" and producer.inputs
                                                   and graph.node(producer.inputs[0][0]).op_type in _COMPUTED_MEAN):
-            return Verdict()  # moments: a layer or instance norm
+            return None  # moments: a layer or instance norm
         mean = const_value(graph, mean_tensor)
         variance = const_value(graph, variance_tensor)
         if mean is None or variance is None:
             which = "mean" if mean is None else "variance"
-            return Verdict(reason=f"the {which} is computed ({graph.node((mean_tensor if mean is None else variance_tensor)[0]).op_type}), not a constant")
+            raise Refused(f"the {which} is computed ({graph.node((mean_tensor if mean is None else variance_tensor)[0]).op_type}), not a constant")
         epsilon = float(np.asarray(match.value("eps")).reshape(()))
-        return Verdict({"epsilon": epsilon, "data_format": _data_format(mean.shape), "is_training": False})
+        return {"epsilon": epsilon, "data_format": _data_format(mean.shape), "is_training": False}
 
 
 def _data_format(shape: tuple[int, ...]) -> str:

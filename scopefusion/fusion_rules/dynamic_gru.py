@@ -44,7 +44,7 @@ from scopefusion.scope import DataflowPattern
 
 from .dynamic_rnn import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine, gate_affine
 from .rnn_loops import SequenceLoop
-from .rnn_values import ADD_OPS, Refuse, Tensor
+from .rnn_values import ADD_OPS, Refused, Tensor
 
 __all__ = ["DynamicGRUFusion", "GRU_SKELETON", "GRU_UPDATE", "PASS", "gru_pattern"]
 
@@ -76,11 +76,11 @@ class DynamicGRUFusion(RecurrentLoopPass):
         found = GRU_UPDATE.match_at(body.graph, new_h)
         if not hasattr(found, "captures") or index != 0:
             other = activation_mismatch(body.graph, GRU_SKELETON, new_h, {"Tanh": 1}, "the candidate", self.what)
-            raise Refuse(other or f"the value written per step does not follow the GRU update: {found}")
+            raise Refused(other or f"the value written per step does not follow the GRU update: {found}")
         (h,) = seq.states
         h_t = body.resolve(h.body)[1]
         if not body.same(found["h_prev"], h_t) or not body.same(h.next, seq.written):
-            raise Refuse(f"{new_h.name} does not update the loop's state {h_t[0]}")
+            raise Refused(f"{new_h.name} does not update the loop's state {h_t[0]}")
         x_t = seq.x_t
         leaves: dict[Tensor, int | None] = {x_t: seq.input_size, h_t: None}
         z = gate_affine(body, found["z"], leaves)
@@ -88,10 +88,10 @@ class DynamicGRUFusion(RecurrentLoopPass):
         leaves[h_t] = hidden
         reset_after, r, n_x, n_h = self._candidate(seq, found["n"], leaves, hidden)
         if any(g.width != hidden for g in (r, n_x, n_h)):
-            raise Refuse(f"the gates have {[g.width for g in (z, r, n_x, n_h)]} units, not one size")
+            raise Refused(f"the gates have {[g.width for g in (z, r, n_x, n_h)]} units, not one size")
         for g in (z, r):
             if g.terms.get(h_t, np.zeros((hidden, hidden))).shape[0] != hidden:
-                raise Refuse(f"the recurrent weights do not map the {hidden}-unit state to {hidden} units")
+                raise Refused(f"the recurrent weights do not map the {hidden}-unit state to {hidden} units")
         dtype = self.weights_dtype(seq)
         size = seq.input_size
         w_input = np.hstack([z.matrix(x_t, size), r.matrix(x_t, size), n_x.matrix(x_t, size)])
@@ -117,12 +117,12 @@ class DynamicGRUFusion(RecurrentLoopPass):
         # The one product of the reset gate with something: the gate is the factor that is a sigmoid gate.
         products = _products(body, n)
         if len(products) != 1:
-            raise Refuse(f"the candidate pre-activation {n[0]} holds {len(products)} products, not the reset gate's one")
+            raise Refused(f"the candidate pre-activation {n[0]} holds {len(products)} products, not the reset gate's one")
         mul = products[0]
         for gate, other in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
             try:
                 r = gate_affine(body, gate, {x_t: leaves[x_t], h_t: hidden})
-            except Refuse:
+            except Refused:
                 continue
             if body.same(other, h_t):  # reset before: (r·h) @ Un
                 rh = body.resolve((mul.name, 0))[1]
@@ -132,12 +132,12 @@ class DynamicGRUFusion(RecurrentLoopPass):
                 return False, r, n_x, n_h
             _, add, _ = body.producer(n)
             if add.op_type not in ADD_OPS or not any(body.same(a, (mul.name, 0)) for a in add.inputs):
-                raise Refuse(f"{n[0]} does not add the reset product {mul.name} to the input's part")
+                raise Refused(f"{n[0]} does not add the reset product {mul.name} to the input's part")
             rest = next(a for a in add.inputs if not body.same(a, (mul.name, 0)))
             n_x = affine(body, rest, {x_t: leaves[x_t]})
             n_h = affine(body, other, {h_t: hidden})
             return True, r, n_x, n_h
-        raise Refuse(f"{mul.name} does not multiply by a sigmoid reset gate")
+        raise Refused(f"{mul.name} does not multiply by a sigmoid reset gate")
 
 
 def _products(body: Any, tensor: Tensor, depth: int = 10) -> list[Any]:

@@ -68,7 +68,7 @@ from scopefusion.scope import (
 )
 
 from .rnn_loops import WHILE_OPS, LoopVar, SequenceLoop, analyze_sequence_loop, frame_loop, while_loop
-from .rnn_values import ADD_OPS, Env, Refuse, Tensor, column_slice
+from .rnn_values import ADD_OPS, Env, Refused, Tensor, column_slice
 
 __all__ = [
     "ACTIVATIONS",
@@ -146,13 +146,15 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
     """
 
     general = True
+    # A graph whose names carry no scopes is still searched: its loops are found by op type.
+    select_without_matches = True
     fused_type = ""
     num_states = 0
     what = ""
 
     @abc.abstractmethod
     def cell(self, seq: SequenceLoop) -> Cell:
-        """The cell equations of ``seq``'s body, proven from its dataflow (raises Refuse when they differ)."""
+        """The cell equations of ``seq``'s body, proven from its dataflow (raises Refused when they differ)."""
 
     def define_patterns(self) -> Any:
         frame = ScopePattern(
@@ -189,30 +191,14 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
                     continue
                 stage = "cell"
                 found = self._claim(graph, seq, self.cell(seq), names)
-            except Refuse as refused:
+            except Refused as refused:
                 if not scoped and stage != "cell":
                     continue
                 reason = f"{name} is not {self.what} over a sequence: {refused.reason}"
-                found = ScopesResult(nodes=[name], captures={"refuse": reason, "name": _fusion_name(graph, node, names)})
-            names.add(found.captures["name"])
+                found = ScopesResult(nodes=[name], refusal=reason, name=_fusion_name(graph, node, names))
+            names.add(found.name)
             results.append(found)
         return results
-
-    def run(self, graph: ScopeGraph):  # type: ignore[override]
-        """As :meth:`ScopeBasePass.run`; when no scope matches, the graph's loops are still tried.
-
-        NOTE: ScopeBasePass stops when no scope matches (CANN's behaviour), which would leave a graph
-        without scope names unfused.
-        """
-        outcome = super().run(graph)
-        if outcome.matched:
-            return outcome
-        for candidate in self.last_match_scopes_and_ops(graph, []):
-            result = FusionScopesResult(scopes=candidate.scopes, nodes=candidate.nodes, captures=candidate.captures)
-            result.pass_name = self.pass_name
-            self.generate_fusion_result(list(candidate.scopes), result, graph)
-            outcome.results.append(result)
-        return outcome
 
     # ------------------------------------------------------------------ claim and ports
     def _claim(self, graph: ScopeGraph, seq: SequenceLoop, cell: Cell, names: set[str]) -> ScopesResult:
@@ -234,15 +220,14 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
             outputs.append(v.exit if v.exit is not None else (v.switch, 0))
         attrs = dict(cell.attrs)
         attrs.update(time_major=time_major, return_sequences=seq.return_sequences)
-        position = graph.tree._position
         captures = {
             "inputs": inputs,
             "outputs": outputs,
             "attrs": attrs,
-            "name": _fusion_name(graph, loop.node, names, claimed),
             "description": f"{self.pass_name}: {loop.form} loop {loop.node.name}",
         }
-        return ScopesResult(nodes=sorted(claimed, key=position.__getitem__), captures=captures)
+        name = _fusion_name(graph, loop.node, names, claimed)
+        return ScopesResult(nodes=sorted(claimed, key=graph.position), captures=captures, name=name)
 
     @staticmethod
     def _ports(graph: ScopeGraph, seq: SequenceLoop, cell: Cell, time_major: bool, state_inputs: bool):
@@ -271,11 +256,6 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         return inputs, claimed, y, holds
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        result.name = result.captures["name"]
-        refuse = result.captures.get("refuse")
-        if refuse is not None:
-            result.invalidate(refuse)
-            return
         result.type = self.fused_type
         result.description = result.captures["description"]
         result.attrs.update(result.captures["attrs"])
@@ -412,38 +392,38 @@ def _bias(value: np.ndarray, width: int | None, where: str) -> np.ndarray:
     if flat.ndim == 0 or flat.size == 1:
         return np.full(width, float(flat.reshape(-1)[0])) if width is not None else flat.reshape(1)
     if flat.ndim != 1 or (width is not None and flat.shape[0] != width):
-        raise Refuse(f"{where} adds a constant of shape {value.shape}, not a bias over the gate's units")
+        raise Refused(f"{where} adds a constant of shape {value.shape}, not a bias over the gate's units")
     return flat
 
 
 def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: int = 24) -> Affine:
     """``tensor`` as an affine function of the ``leaves`` (resolved body tensors → width, None when
-    unknown); Refuse names the node that is not affine."""
+    unknown); Refused names the node that is not affine."""
     env_t, t = env.resolve(tensor)
     node = env_t.node(t[0])
     if env_t is not env or depth < 0:
-        raise Refuse(f"{t[0]} is not computed in the loop body")
+        raise Refused(f"{t[0]} is not computed in the loop body")
     op = node.op_type
     if op == "MatMul":
         if node.attrs.get("transpose_a"):
-            raise Refuse(f"{node.name} transposes its first operand")
+            raise Refused(f"{node.name} transposes its first operand")
         weight = env.value(node.inputs[1])
         if weight is None or weight.ndim != 2:
-            raise Refuse(f"{node.name} multiplies by {node.inputs[1][0]}, which is not a constant matrix")
+            raise Refused(f"{node.name} multiplies by {node.inputs[1][0]}, which is not a constant matrix")
         weight = np.asarray(weight.T if node.attrs.get("transpose_b") else weight, np.float64)
         parts = [env.resolve(node.inputs[0])[1]]
         _, concat, _ = env.producer(node.inputs[0])
         if parts[0] not in leaves and concat.op_type == "ConcatV2":
             axis = env.value(concat.inputs[-1])
             if axis is None or int(axis.reshape(())) not in (1, -1):
-                raise Refuse(f"{concat.name} does not concatenate along the feature axis")
+                raise Refused(f"{concat.name} does not concatenate along the feature axis")
             parts = [env.resolve(p)[1] for p in concat.inputs[:-1]]
         if not all(p in leaves for p in parts):
             bad = next(p for p in parts if p not in leaves)
-            raise Refuse(f"{node.name} multiplies {bad[0]}, which is not the step's input or a state")
+            raise Refused(f"{node.name} multiplies {bad[0]}, which is not the step's input or a state")
         widths = [leaves[p] for p in parts]
         if widths.count(None) > 1 or (None not in widths and sum(widths) != weight.shape[0]):  # type: ignore[arg-type]
-            raise Refuse(f"{node.name}: its operands' widths do not add up to the {weight.shape[0]} rows of its weight")
+            raise Refused(f"{node.name}: its operands' widths do not add up to the {weight.shape[0]} rows of its weight")
         known = sum(w for w in widths if w is not None)
         widths = [weight.shape[0] - known if w is None else w for w in widths]
         terms: dict[Tensor, np.ndarray] = {}
@@ -456,14 +436,14 @@ def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: in
     if op in ("BiasAdd",) + ADD_OPS and len(node.inputs) == 2:
         consts = [env.value(a) for a in node.inputs]
         if consts[0] is not None and consts[1] is not None:
-            raise Refuse(f"{node.name} adds two constants")
+            raise Refused(f"{node.name} adds two constants")
         if consts[0] is not None or consts[1] is not None:
             k = 0 if consts[0] is not None else 1
             inner = affine(env, node.inputs[1 - k], leaves, depth - 1)
             return Affine(inner.terms, inner.bias + _bias(consts[k], inner.width, node.name), inner.width)
         a, b = (affine(env, x, leaves, depth - 1) for x in node.inputs)
         if a.width != b.width:
-            raise Refuse(f"{node.name} adds values of {a.width} and {b.width} units")
+            raise Refused(f"{node.name} adds values of {a.width} and {b.width} units")
         terms = dict(a.terms)
         for leaf, m in b.terms.items():
             terms[leaf] = terms[leaf] + m if leaf in terms else m
@@ -472,7 +452,7 @@ def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: in
     if cols is not None:
         inner = affine(env, node.inputs[1] if op == "Split" else node.inputs[0], leaves, depth - 1)
         return inner.columns(cols(inner.width))
-    raise Refuse(f"{node.name} ({op}) is not an affine function of the step's input and state")
+    raise Refused(f"{node.name} ({op}) is not an affine function of the step's input and state")
 
 
 def gate_affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None]) -> Affine:
@@ -485,7 +465,7 @@ def gate_affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None]) -> A
     if cols is not None:
         inner = gate_affine(env, node.inputs[1] if node.op_type == "Split" else node.inputs[0], leaves)
         return inner.columns(cols(inner.width))
-    raise Refuse(f"{node.name} ({node.op_type}) is not a sigmoid gate")
+    raise Refused(f"{node.name} ({node.op_type}) is not a sigmoid gate")
 
 
 class DynamicRNNFusion(RecurrentLoopPass):
@@ -503,21 +483,21 @@ class DynamicRNNFusion(RecurrentLoopPass):
         if not hasattr(found, "captures") or index != 0:
             expected = {"Sigmoid": 3, "Tanh": 2}
             other = activation_mismatch(body.graph, LSTM_SKELETON, new_h, expected, "the cell", self.what)
-            raise Refuse(other or f"the value written per step does not follow the LSTM equations: {found}")
+            raise Refused(other or f"the value written per step does not follow the LSTM equations: {found}")
         c = self.state_var(seq, found["c_prev"])
         if c is None or not body.same(c.next, (found["new_c"].name, 0)):
-            raise Refuse(f"the cell state {found['c_prev'][0]} is not the loop state {found['new_c'].name} updates")
+            raise Refused(f"the cell state {found['c_prev'][0]} is not the loop state {found['new_c'].name} updates")
         h = next(v for v in seq.states if v is not c)
         if not body.same(h.next, seq.written):
-            raise Refuse(f"the loop's second state is not the output {new_h.name} of the cell")
+            raise Refused(f"the loop's second state is not the output {new_h.name} of the cell")
         x_t, h_t = seq.x_t, body.resolve(h.body)[1]
         leaves: dict[Tensor, int | None] = {x_t: seq.input_size, h_t: None}
         gates: list[Affine] = [affine(body, found[g], leaves) for g in ("i", "j", "f", "o")]
         hidden = gates[0].width
         if any(g.width != hidden for g in gates):
-            raise Refuse(f"the gates have {[g.width for g in gates]} units, not one size")
+            raise Refused(f"the gates have {[g.width for g in gates]} units, not one size")
         if any(g.terms.get(h_t, np.zeros((hidden, hidden))).shape[0] != hidden for g in gates):
-            raise Refuse(f"the recurrent weights do not map the {hidden}-unit state to {hidden} units")
+            raise Refused(f"the recurrent weights do not map the {hidden}-unit state to {hidden} units")
         dtype = self.weights_dtype(seq)
         w_x = np.hstack([g.matrix(x_t, seq.input_size) for g in gates])
         w = np.vstack([w_x, np.hstack([g.matrix(h_t, hidden) for g in gates])])

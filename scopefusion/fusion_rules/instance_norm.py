@@ -32,12 +32,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from scopefusion.scope import DataflowPattern, Match, NodeOpTypeFeature, Scope, ScopeFeature, ScopeGraph, ScopePattern
+from scopefusion.scope import (
+    DataflowPattern,
+    Match,
+    NodeOpTypeFeature,
+    Refused,
+    Scope,
+    ScopeFeature,
+    ScopeGraph,
+    ScopePattern,
+)
 
 from .layer_norm import (
     MOMENTS_NORM_PATTERNS,
     ScopedDataflowPass,
-    Verdict,
     const_value,
     moments_axes,
     moments_norm_required_ops,
@@ -73,19 +81,19 @@ class InstanceNormFusion(ScopedDataflowPass):
     def required_ops(self, pattern: DataflowPattern) -> tuple[str, ...]:
         return moments_norm_required_ops(pattern)
 
-    def judge(self, graph: ScopeGraph, match: Match) -> Verdict:
+    def judge(self, graph: ScopeGraph, match: Match) -> dict[str, Any] | None:
         read = moments_axes(match, graph)
         if isinstance(read, str):
-            return Verdict()  # LayerNormFusion refuses it with this reason
+            return None  # LayerNormFusion refuses it with this reason
         axes, rank = read
         if rank != 4 or normalized_axes(axes, rank) != (1, 2):
-            return Verdict()  # not the spatial axes of a known rank-4 tensor: LayerNormFusion's to judge
+            return None  # not the spatial axes of a known rank-4 tensor: LayerNormFusion's to judge
         for port, label in ((1, "gamma"), (2, "beta")):
             value = const_value(graph, match.inputs[port])
             if value is not None and value.ndim > 1 and value.size != value.shape[-1]:
-                return Verdict(reason=f"{label} has shape {list(value.shape)}, not one value per channel")
+                raise Refused(f"{label} has shape {list(value.shape)}, not one value per channel")
         epsilon = float(match.value("eps").reshape(()))
-        return Verdict({"data_format": "NHWC", "epsilon": epsilon})
+        return {"data_format": "NHWC", "epsilon": epsilon}
 
 
 PASS = InstanceNormFusion()

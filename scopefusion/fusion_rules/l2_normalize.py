@@ -30,9 +30,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from scopefusion.scope import DataflowPattern, Match, NodeOpTypeFeature, ScopeFeature, ScopeGraph, ScopePattern
+from scopefusion.scope import DataflowPattern, Match, NodeOpTypeFeature, Refused, ScopeFeature, ScopeGraph, ScopePattern
 
-from .layer_norm import ScopedDataflowPass, Verdict, eps_check, int_check, read_axes, static_rank
+from .layer_norm import ScopedDataflowPass, eps_check, int_check, read_axes, static_rank
 
 __all__ = ["L2NormalizeFusion", "PASS"]
 
@@ -110,18 +110,18 @@ class L2NormalizeFusion(ScopedDataflowPass):
             return ("Square",)
         return ("ReduceL2",) if "ReduceL2" in pattern.name else ("ReduceSumSquare",)
 
-    def judge(self, graph: ScopeGraph, match: Match) -> Verdict:
+    def judge(self, graph: ScopeGraph, match: Match) -> dict[str, Any] | None:
         axes = read_axes(match, "sum", "axes")
         if axes is None:
             rank = static_rank(graph, match.inputs[0])
             if rank is None:
-                return Verdict(reason="it sums over every axis and the rank of its input is unknown")
+                raise Refused("it sums over every axis and the rank of its input is unknown")
             axes = tuple(range(rank))
         if not axes:
-            return Verdict(reason="it sums over no axis")
+            raise Refused("it sums over no axis")
         eps = float(np.asarray(match.value("eps")).reshape(()))
         epsilon = eps if match.pattern.name.startswith("tf_") else eps * eps
-        return Verdict({"axis": [int(a) for a in axes], "epsilon": epsilon})
+        return {"axis": [int(a) for a in axes], "epsilon": epsilon}
 
 
 PASS = L2NormalizeFusion()

@@ -57,6 +57,7 @@ from scopefusion.scope import (
     Match,
     NodeOpTypeFeature,
     PatternCheck,
+    Refused,
     Scope,
     ScopeBasePass,
     ScopeFeature,
@@ -75,7 +76,6 @@ __all__ = [
     "ONNX_LAYER_NORM",
     "PASS",
     "ScopedDataflowPass",
-    "Verdict",
     "const_value",
     "eps_check",
     "int_check",
@@ -373,9 +373,9 @@ def moments_axes(match: Match, graph: ScopeGraph) -> tuple[tuple[int, ...], int 
 
 # ------------------------------------------------------------------------------------------ the pass
 @dataclass
-class Verdict:
-    """What a rule makes of one dataflow match: ``attrs`` to fuse it, a ``reason`` to refuse it, or
-    neither (the match belongs to another rule and is left alone)."""
+class _Judged:
+    """What :meth:`ScopedDataflowPass.judge` made of one match: ``attrs`` to fuse it, the ``reason`` it
+    refused it, or neither (the match belongs to another rule and is left alone)."""
 
     attrs: dict[str, Any] | None = None
     reason: str | None = None
@@ -384,8 +384,12 @@ class Verdict:
     def skips(self) -> bool:
         return self.attrs is None and self.reason is None
 
-
-SKIP = Verdict()
+    @classmethod
+    def of(cls, rule: ScopedDataflowPass, graph: ScopeGraph, match: Match) -> _Judged:
+        try:
+            return cls(attrs=rule.judge(graph, match))
+        except Refused as refused:
+            return cls(reason=refused.reason)
 
 
 class ScopedDataflowPass(ScopeBasePass, abc.ABC):
@@ -398,8 +402,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
     for a matched scope: default itself) and :meth:`records_refusal` (whether a candidate region with no
     dataflow match is reported: default yes).
 
-    Each match becomes one result: fused (``judge`` gives attributes), refused with the reason
-    (``judge`` gives one), or left alone (``judge`` gives neither). A region where no pattern matches is
+    Each match becomes one result: fused (``judge`` returns its attributes), refused with the reason
+    (``judge`` raises :class:`~scopefusion.scope.Refused`), or left alone (``judge`` returns None). A region where no pattern matches is
     refused with the nearest miss of the pattern that came closest.
     """
 
@@ -412,8 +416,13 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
 
     # ------------------------------------------------------------------ what a rule overrides
     @abc.abstractmethod
-    def judge(self, graph: ScopeGraph, match: Match) -> Verdict:
-        """Whether ``match`` is this rule's computation, with its parameters or the reason it is not."""
+    def judge(self, graph: ScopeGraph, match: Match) -> dict[str, Any] | None:
+        """The fused op's attributes when ``match`` is this rule's computation; None when it is another
+        rule's to judge.
+
+        Raises:
+            Refused: ``match`` looks like this rule's computation but is not; the reason, one sentence.
+        """
 
     def region(self, graph: ScopeGraph, scope: Scope) -> Scope:
         return scope
@@ -458,10 +467,10 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         # nodes (tf.math.l2_normalize names its last op beside its scope, so "any node" rather than "all").
         scope_of = graph.tree.scope_of
         found, _ = self._search(graph, None)
-        judged: list[tuple[Match, Verdict, Scope | None]] = []
+        judged: list[tuple[Match, _Judged, Scope | None]] = []
         answered: dict[str, int] = {}
         for match in found:
-            verdict = self.judge(graph, match)
+            verdict = _Judged.of(self, graph, match)
             home = next((r for r in regions.values() if any(r.contains(scope_of(n)) for n in match.node_names)), None)
             if home is not None:  # a region answered only by other rules' matches is not refused either
                 answered[home.name] = answered.get(home.name, 0) + (0 if verdict.skips else 1)
@@ -477,10 +486,10 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 continue
             _, miss = self._search(graph, region)
             reason = f"{region.name} does not compute {self.what}: {miss or 'no candidate node'}"
-            results.append(ScopesResult(scopes=[region], captures={"refuse": reason}))
+            results.append(ScopesResult(scopes=[region], refusal=reason))
         return results
 
-    def _candidate(self, graph: ScopeGraph, match: Match, verdict: Verdict, name: str | None) -> ScopesResult:
+    def _candidate(self, graph: ScopeGraph, match: Match, verdict: _Judged, name: str | None) -> ScopesResult:
         nodes = claimed_nodes(graph, match)
         output = match.outputs[0][0]
         if name is None or (graph.get(name) is not None and name not in nodes):
@@ -489,12 +498,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         return ScopesResult(nodes=nodes, captures=captures)
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        refuse = result.captures.get("refuse")
-        if refuse is not None:
-            result.invalidate(refuse)
-            return
         match: Match = result.captures["match"]
-        verdict: Verdict = result.captures["verdict"]
+        verdict: _Judged = result.captures["verdict"]
         result.name = result.captures["name"]
         if verdict.reason is not None:
             result.invalidate(f"{match.outputs[0][0]} is not {self.what}: {verdict.reason}")
@@ -555,31 +560,31 @@ class LayerNormFusion(ScopedDataflowPass):
     def required_ops(self, pattern: DataflowPattern) -> tuple[str, ...]:
         return moments_norm_required_ops(pattern)
 
-    def judge(self, graph: ScopeGraph, match: Match) -> Verdict:
+    def judge(self, graph: ScopeGraph, match: Match) -> dict[str, Any] | None:
         if match.pattern is ONNX_LAYER_NORM:
             node = match["y"]
             axis = int(node.attrs.get("axis", -1))
             epsilon = float(node.attrs.get("epsilon", 1e-5))
-            return Verdict({"begin_norm_axis": axis, "epsilon": epsilon})
+            return {"begin_norm_axis": axis, "epsilon": epsilon}
         read = moments_axes(match, graph)
         if isinstance(read, str):
-            return Verdict(reason=read)
+            raise Refused(read)
         axes, rank = read
         epsilon = float(np.asarray(match.value("eps")).reshape(()))
         k = len(set(axes))
         if all(a < 0 for a in axes):
             if sorted(set(axes)) == list(range(-k, 0)):
-                return Verdict({"begin_norm_axis": -k, "epsilon": epsilon})
-            return Verdict(reason=f"it normalizes over axes {sorted(axes)}, which are not the trailing axes")
+                return {"begin_norm_axis": -k, "epsilon": epsilon}
+            raise Refused(f"it normalizes over axes {sorted(axes)}, which are not the trailing axes")
         normal = normalized_axes(axes, rank)
         if rank is None or normal is None:
-            return Verdict(reason=f"it normalizes over axes {sorted(axes)} and the rank of its input is unknown, so "
+            raise Refused(f"it normalizes over axes {sorted(axes)} and the rank of its input is unknown, so "
                            "they cannot be shown to be the trailing axes")
         if list(normal) == list(range(rank - k, rank)):
-            return Verdict({"begin_norm_axis": -k, "epsilon": epsilon})
+            return {"begin_norm_axis": -k, "epsilon": epsilon}
         if rank == 4 and normal == (1, 2):
-            return SKIP  # the spatial axes of NHWC: an instance norm (InstanceNormFusion)
-        return Verdict(reason=f"it normalizes over axes {list(normal)} of a rank-{rank} input, which are not its trailing axes")
+            return None  # the spatial axes of NHWC: an instance norm (InstanceNormFusion)
+        raise Refused(f"it normalizes over axes {list(normal)} of a rank-{rank} input, which are not its trailing axes")
 
 
 PASS = LayerNormFusion()

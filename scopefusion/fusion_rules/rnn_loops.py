@@ -37,7 +37,7 @@ from typing import Any, Iterable
 
 from scopefusion.scope import ScopeGraph
 
-from .rnn_values import ADD_OPS, Env, LazyShape, Refuse, Tensor, full_slice, int_list, shape_of, slice_index, sym
+from .rnn_values import ADD_OPS, Env, LazyShape, Refused, Tensor, full_slice, int_list, shape_of, slice_index, sym
 
 __all__ = [
     "WHILE_OPS",
@@ -84,14 +84,14 @@ class Loop:
 
 
 def while_loop(graph: ScopeGraph, node: Any) -> Loop:
-    """The TF2 ``While`` loop ``node`` as a :class:`Loop`; Refuse when its bodies are not readable."""
+    """The TF2 ``While`` loop ``node`` as a :class:`Loop`; Refused when its bodies are not readable."""
     body_src = node.subgraphs.get("body")
     cond_src = node.subgraphs.get("cond")
     if body_src is None or cond_src is None:
-        raise Refuse(f"{node.name} has no body and cond graphs")
+        raise Refused(f"{node.name} has no body and cond graphs")
     n = len(node.inputs)
     if (len(body_src.inputs), len(body_src.outputs), len(cond_src.inputs)) != (n, n, n) or not cond_src.outputs:
-        raise Refuse(f"{node.name}: the body or cond signature does not match the {n} loop inputs")
+        raise Refused(f"{node.name}: the body or cond signature does not match the {n} loop inputs")
     main = Env(graph)
     body_graph = ScopeGraph.build(body_src)
     probe = Env(body_graph)
@@ -114,7 +114,7 @@ def while_loop(graph: ScopeGraph, node: Any) -> Loop:
     result = cond_src.outputs[0]
     conds = [(by_input.get(var_t[0]), bound) for var_t, bound in _comparisons(cond, (result.node, result.index))]
     if any(v is None for v, _ in conds):
-        raise Refuse(f"{node.name}: a comparison of the loop condition does not test a loop variable")
+        raise Refused(f"{node.name}: a comparison of the loop condition does not test a loop variable")
     return Loop("while", node, main, body, variables, invariant, conds, {node.name})  # type: ignore[arg-type]
 
 
@@ -126,7 +126,7 @@ def _comparisons(env: Env, tensor: Tensor) -> list[tuple[Tensor, Any]]:
     if node.op_type == "Less":
         variable = env.resolve(node.inputs[0])[1]
         return [(variable, sym(env, node.inputs[1]))]
-    raise Refuse(
+    raise Refused(
         f"the loop condition uses {node.name} ({node.op_type}); only a LogicalAnd of Less comparisons is read"
     )
 
@@ -139,12 +139,12 @@ def frame_loop(graph: ScopeGraph, loop_cond: Any) -> Loop:
     for k, switch in enumerate(switches):
         merge = graph.node(switch.inputs[0][0])
         if switch.op_type != "Switch" or merge.op_type != "Merge" or len(merge.inputs) != 2:
-            raise Refuse(f"{switch.name} does not switch a Merge of the loop")
+            raise Refused(f"{switch.name} does not switch a Merge of the loop")
         enter, back = (graph.node(p) for p, _ in merge.inputs)
         if enter.op_type == "NextIteration":
             enter, back = back, enter
         if enter.op_type != "Enter" or back.op_type != "NextIteration":
-            raise Refuse(f"{merge.name} does not merge an Enter and a NextIteration")
+            raise Refused(f"{merge.name} does not merge an Enter and a NextIteration")
         body: Tensor = (switch.name, 1)
         readers = [c for c, slot, index in graph.consumers(switch.name) if index == 1 and slot >= 0]
         if len(readers) == 1 and graph.node(readers[0]).op_type == "Identity":
@@ -157,12 +157,12 @@ def frame_loop(graph: ScopeGraph, loop_cond: Any) -> Loop:
         enter_frame = graph.node(v.entry[0]).attrs.get("frame_name")
         frame = frame or enter_frame
         if enter_frame != frame:
-            raise Refuse(f"the loop variables of {loop_cond.name} enter different frames")
+            raise Refused(f"the loop variables of {loop_cond.name} enter different frames")
     core = _frame_nodes(graph, frame, loop_cond.name)
     by_merge = {v.merge: v for v in variables}
     conds = [(by_merge.get(var_t[0]), bound) for var_t, bound in _comparisons(main, loop_cond.inputs[0])]
     if any(v is None for v, _ in conds):
-        raise Refuse(f"{loop_cond.name}: a comparison of the loop condition does not test a loop variable")
+        raise Refused(f"{loop_cond.name}: a comparison of the loop condition does not test a loop variable")
     return Loop("frame", loop_cond, main, main, variables, {}, conds, core)  # type: ignore[arg-type]
 
 
@@ -181,9 +181,9 @@ def _frame_nodes(graph: ScopeGraph, frame: str | None, loop_cond: str) -> set[st
                 continue
             found = graph.node(consumer)
             if found.op_type == "Enter" and found.attrs.get("frame_name") != frame:
-                raise Refuse(f"the loop of {loop_cond} holds a nested loop ({consumer})")
+                raise Refused(f"the loop of {loop_cond} holds a nested loop ({consumer})")
             if found.op_type == "LoopCond" and found.name != loop_cond:
-                raise Refuse(f"the loop of {loop_cond} holds a second loop condition ({consumer})")
+                raise Refused(f"the loop of {loop_cond} holds a second loop condition ({consumer})")
             seen.add(consumer)
             stack.append(consumer)
     return seen
@@ -237,7 +237,7 @@ def _counters(loop: Loop) -> dict[int, LoopVar]:
 def _single(items: Iterable[Any], what: str) -> Any:
     items = list(items)
     if len(items) != 1:
-        raise Refuse(f"{what}: found {len(items)}, expected one")
+        raise Refused(f"{what}: found {len(items)}, expected one")
     return items[0]
 
 
@@ -260,7 +260,7 @@ def _is_range(env: Env, tensor: Tensor, steps: Any) -> bool:
 
 
 def analyze_sequence_loop(loop: Loop) -> SequenceLoop:
-    """Proves ``loop`` is an RNN over one sequence (see the module docstring); Refuse says what is not."""
+    """Proves ``loop`` is an RNN over one sequence (see the module docstring); Refused says what is not."""
     graph = loop.main.graph
     body = loop.body
     counters = _counters(loop)
@@ -273,7 +273,7 @@ def analyze_sequence_loop(loop: Loop) -> SequenceLoop:
         read = _single(reads, f"{loop.node.name}: reads of a sequence in the loop body")
         list_env, unstack, _ = body.producer(read.inputs[0])
         if list_env is not loop.main or unstack.op_type != "TensorListFromTensor":
-            raise Refuse(f"{read.name} does not read a loop-invariant TensorListFromTensor")
+            raise Refused(f"{read.name} does not read a loop-invariant TensorListFromTensor")
         time_major_t = unstack.inputs[0]
         element = int_list(loop.main.value(unstack.inputs[1]))
         x_entry = (unstack.name, 0)
@@ -285,7 +285,7 @@ def analyze_sequence_loop(loop: Loop) -> SequenceLoop:
         _, scatter, _ = loop.main.producer(read.inputs[2])
         fills = scatter.op_type == "TensorArrayScatterV3" and scatter.inputs[0] == (handle.name, 0)
         if handle.op_type != "TensorArrayV3" or not fills:
-            raise Refuse(f"{read.name} does not read a TensorArray filled by TensorArrayScatterV3")
+            raise Refused(f"{read.name} does not read a TensorArray filled by TensorArrayScatterV3")
         time_major_t = scatter.inputs[2]
         known = handle.attrs.get("element_shape")
         element = [int(d) for d in known] if isinstance(known, (list, tuple)) and None not in known else None
@@ -293,33 +293,33 @@ def analyze_sequence_loop(loop: Loop) -> SequenceLoop:
         core |= {handle.name, scatter.name}
     index_var = var_of_body.get(body.resolve(read.inputs[1]))
     if index_var is None or index_var.index not in counters:
-        raise Refuse(f"{read.name} reads the sequence at an index that is not a step counter")
+        raise Refused(f"{read.name} reads the sequence at an index that is not a step counter")
     shape = _sequence_shape(loop, time_major_t, element)
     if shape is None:
-        raise Refuse(f"the sequence {time_major_t[0]} is not shown to have rank 3 and a static feature size")
+        raise Refused(f"the sequence {time_major_t[0]} is not shown to have rank 3 and a static feature size")
     steps = shape[0]
     if loop.form == "frame" and not _is_range(loop.main, scatter.inputs[1], steps):
-        raise Refuse(f"{scatter.name} does not scatter the whole sequence over Range(0, {steps})")
+        raise Refused(f"{scatter.name} does not scatter the whole sequence over Range(0, {steps})")
 
     # --- the write: one value per step into the output list, stacked after the loop
     written, y, return_sequences, out_var = _output(loop, index_var, steps, core)
 
     # --- the condition: the loop runs exactly `steps` steps
     if not loop.conds:
-        raise Refuse(f"{loop.node.name}: the loop condition compares nothing")
+        raise Refused(f"{loop.node.name}: the loop condition compares nothing")
     exact = False
     for var, bound in loop.conds:
         if var.index not in counters:
-            raise Refuse(f"the loop condition tests loop variable {var.index}, which is not a step counter")
+            raise Refused(f"the loop condition tests loop variable {var.index}, which is not a step counter")
         if bound == steps:
             exact = True
         elif not (isinstance(bound, int) and isinstance(steps, int) and bound >= steps):
-            raise Refuse(
+            raise Refused(
                 f"the loop condition bounds a counter by {bound!r}, which is not shown to be at least the "
                 f"{steps!r} steps of the sequence"
             )
     if not exact:
-        raise Refuse(f"no comparison of the loop condition bounds it by the {steps!r} steps of the sequence")
+        raise Refused(f"no comparison of the loop condition bounds it by the {steps!r} steps of the sequence")
 
     states = [v for v in loop.vars if v.index not in counters and v is not out_var]
     # --- batch-major: a Transpose swapping the first two axes on both sides (or on the input alone when
@@ -366,7 +366,7 @@ def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple
     out_var, write = _single(found, f"{loop.node.name}: loop variables written per step")
     flow_slot, index_slot, value_slot = (0, 1, 2) if write.op_type == "TensorListSetItem" else (3, 1, 2)
     if not body.same(write.inputs[flow_slot], out_var.body):
-        raise Refuse(f"{write.name} does not write into the list it carries")
+        raise Refused(f"{write.name} does not write into the list it carries")
     at = body.resolve(write.inputs[index_slot])
     index = body.value(write.inputs[index_slot])
     if at == body.resolve(index_var.body):
@@ -374,18 +374,18 @@ def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple
     elif write.op_type == "TensorListSetItem" and index is not None and index.size == 1 and not index.reshape(()):
         return_sequences = False  # Keras return_sequences=False: the last output, always at index 0
     else:
-        raise Refuse(f"{write.name} writes at an index that is neither the step counter nor 0")
+        raise Refused(f"{write.name} writes at an index that is neither the step counter nor 0")
     written = body.resolve(write.inputs[value_slot])[1]
     if out_var.exit is None:
-        raise Refuse(f"the output sequence of {loop.node.name} is not read after the loop")
+        raise Refused(f"the output sequence of {loop.node.name} is not read after the loop")
     if write.op_type == "TensorListSetItem":
         _, reserve, _ = loop.main.producer(out_var.init)
         size = sym(loop.main, reserve.inputs[1]) if reserve.op_type == "TensorListReserve" else None
         if size != (steps if return_sequences else 1):
-            raise Refuse(f"the output list of {loop.node.name} is not reserved with one element per step")
+            raise Refused(f"the output list of {loop.node.name} is not reserved with one element per step")
         stack, _ = _single(_consumers(graph, *out_var.exit), f"readers of {out_var.exit[0]}:{out_var.exit[1]}")
         if stack.op_type != "TensorListStack":
-            raise Refuse(f"the output list of {loop.node.name} is read by {stack.name} ({stack.op_type}), not stacked")
+            raise Refused(f"the output list of {loop.node.name} is read by {stack.name} ({stack.op_type}), not stacked")
         core |= {reserve.name, stack.name}
         y: Tensor = (stack.name, 0)
         if not return_sequences:
@@ -395,19 +395,19 @@ def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple
             if last.op_type == "StridedSlice" and None not in bounds:
                 idx = slice_index(last, *bounds, rank=3)  # type: ignore[arg-type]
             if idx is None or idx[0] not in (0, -1) or not all(full_slice(s) for s in idx[1:]):
-                raise Refuse(f"the last output of {loop.node.name} is read by {last.name}, not taken as element -1")
+                raise Refused(f"the last output of {loop.node.name} is read by {last.name}, not taken as element -1")
             core.add(last.name)
             y = (last.name, 0)
         return written, y, return_sequences, out_var
     # TF1: TensorArrayWriteV3(Enter(handle), t, value, flow) ... TensorArrayGatherV3(handle, Range(0, T), Exit(flow))
     handle = loop.main.producer(write.inputs[0])[1]
     if handle.op_type != "TensorArrayV3" or not loop.main.same(out_var.init, (handle.name, 1)):
-        raise Refuse(f"{write.name} does not write the TensorArray whose flow the loop carries")
+        raise Refused(f"{write.name} does not write the TensorArray whose flow the loop carries")
     if sym(loop.main, handle.inputs[0]) != steps:
-        raise Refuse(f"the output TensorArray {handle.name} does not hold one element per step")
+        raise Refused(f"the output TensorArray {handle.name} does not hold one element per step")
     gather, _ = _single(_consumers(graph, *out_var.exit), f"readers of {out_var.exit[0]}")
     gathers = gather.op_type == "TensorArrayGatherV3" and gather.inputs[0] == (handle.name, 0)
     if not gathers or not _is_range(loop.main, gather.inputs[1], steps):
-        raise Refuse(f"the output TensorArray of {loop.node.name} is not gathered whole over Range(0, {steps!r})")
+        raise Refused(f"the output TensorArray of {loop.node.name} is not gathered whole over Range(0, {steps!r})")
     core |= {handle.name, gather.name}
     return written, (gather.name, 0), True, out_var

@@ -16,14 +16,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scopefusion.scope import ScopeGraph
+from scopefusion.scope import Refused, ScopeGraph
 
 __all__ = [
     "ADD_OPS",
     "Dim",
     "Env",
     "LazyShape",
-    "Refuse",
+    "Refused",
     "Tensor",
     "column_slice",
     "full_slice",
@@ -37,14 +37,6 @@ Tensor = tuple[str, int]
 
 ADD_OPS = ("Add", "AddV2")
 _PASS_OPS = ("Identity", "StopGradient", "Snapshot")
-
-
-class Refuse(Exception):
-    """Why a loop is not the RNN a rule fuses (one sentence)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True)

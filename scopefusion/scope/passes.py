@@ -121,7 +121,10 @@ class ScopeBasePass:
                     captures=candidate.captures,
                 )
                 result.pass_name = self.pass_name
-                self.generate_fusion_result(list(candidate.scopes), result, graph)
+                if candidate.refusal is not None:
+                    result.invalidate(candidate.refusal)
+                else:
+                    self.generate_fusion_result(list(candidate.scopes), result, graph)
                 outcome.results.append(result)
         except BaseException:
             _rollback(outcome.matched)
@@ -135,6 +138,8 @@ class ScopeBasePass:
 
     @staticmethod
     def _default_name(candidate: ScopesResult) -> str:
+        if candidate.name:
+            return candidate.name
         if candidate.scopes:
             return candidate.scopes[0].name.rstrip("/")
         return candidate.nodes[-1] if candidate.nodes else ""

@@ -52,11 +52,17 @@ class ScopesResult:
         nodes: names of further nodes outside those scopes that it claims.
         captures: anything the pass wants to hand to ``generate_fusion_result`` (a dataflow match,
             parameters read from constants...).
+        refusal: set when the pass already knows it refuses this candidate: the result is refused
+            with this reason (one sentence) and ``generate_fusion_result`` is not called.
+        name: the fusion's name when the pass chooses it (default: the first scope's name, else the
+            last node's).
     """
 
     scopes: list[Scope] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     captures: dict[str, Any] = field(default_factory=dict)
+    refusal: str | None = None
+    name: str = ""
 
     def __post_init__(self) -> None:
         self.scopes = list(self.scopes)
