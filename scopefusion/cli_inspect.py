@@ -65,7 +65,7 @@ def inspect(
     from .scope import PassManager, ScopeGraph
 
     options = _options(enable_pass, disable_pass, rules, input_format, signature, tag)
-    load_options = {k: v for k, v in (("format", input_format), ("signature", signature), ("tags", tuple(tag or ()))) if v}
+    load_options: dict[str, Any] = {k: v for k, v in (("format", input_format), ("signature", signature), ("tags", tuple(tag or ()))) if v}
     try:
         source = load(model, **load_options)
         graph = ScopeGraph.build(source)
@@ -260,8 +260,8 @@ def passes(
     table = Table(title=f"Fusion passes ({len(entries)} registered, {len(registry.enabled_passes())} enabled)", title_justify="left")
     for col in ("order", "pass", "source", "general", "enabled"):
         table.add_column(col, justify="right" if col == "order" else "left", overflow="fold")
-    for i, e in enumerate(entries):
-        table.add_row(str(i + 1), e.name, e.source, "yes" if e.general else "no", "[green]on[/]" if e.enabled else "[dim]off[/]")
+    for i, entry in enumerate(entries):
+        table.add_row(str(i + 1), entry.name, entry.source, "yes" if entry.general else "no", "[green]on[/]" if entry.enabled else "[dim]off[/]")
     console = Console(highlight=False)
     console.print(table)
     for r in registry.replacements:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from os import PathLike
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .model import Model
@@ -127,7 +128,7 @@ def fusion_setup(
 
     registry = PassRegistry()
     for path in rules:
-        registry.load_rules_file(path)
+        registry.load_rules_file(Path(path))
     if entry_points:
         registry.load_entry_points()
     registry.load_builtins(BUILTIN_RULES)

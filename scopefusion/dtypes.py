@@ -12,6 +12,7 @@ from typing import Iterator
 
 import ml_dtypes
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = [
     "DType",
@@ -28,8 +29,14 @@ class DType:
     """One scalar element type; compare with ``is`` or ``==`` (identity)."""
 
     __slots__ = ("name", "ge", "numpy", "tf", "onnx", "short")
+    name: str
+    ge: int
+    numpy: np.dtype
+    tf: int | None
+    onnx: int | None
+    short: str
 
-    def __init__(self, name: str, ge: int, numpy_dtype: np.dtype, tf: int | None, onnx: int | None, short: str):
+    def __init__(self, name: str, ge: int, numpy_dtype: DTypeLike, tf: int | None, onnx: int | None, short: str):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "ge", ge)
         object.__setattr__(self, "numpy", np.dtype(numpy_dtype))

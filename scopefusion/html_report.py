@@ -302,7 +302,7 @@ def memory_svg(plan: Any, index: int = 0) -> str:
     )
 
 
-def _bytes(n: int) -> str:
+def _bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -81,7 +81,7 @@ def _file_key(path: str | os.PathLike) -> tuple:
         st = os.stat(real)
     except OSError:
         return (real, None, None, None)
-    digest = None
+    digest: str | tuple[Any, ...] | None = None
     if os.path.isfile(real) and st.st_size <= _HASHED_BYTES:
         with open(real, "rb") as f:
             digest = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
@@ -107,7 +107,9 @@ class ModelCache:
         if model is None:
             convert = self._convert
             if convert is None:
-                from .convert import convert
+                from .convert import convert as default_convert
+
+                convert = default_convert
             model = self._models[key] = convert(path, **options)
             self.conversions += 1
         return model

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +25,7 @@ def progress_display(console: Console, *, enabled: bool = True) -> Iterator[Call
         return
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, cast
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def _int(x: Any) -> int:
     x = int(x)
     if not _INT64_MIN <= x <= _INT64_MAX:
         raise ValueError(f"int {x} does not fit in int64")
-    return x
+    return int(x)
 
 
 def _float(x: Any) -> float:
@@ -166,8 +166,8 @@ def _named(x: Any) -> "NamedAttrs":
     return x
 
 
-def _list_of(item: Callable[[Any], Any]) -> Callable[[Any], tuple]:
-    def coerce(xs: Any) -> tuple:
+def _list_of(item: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
+    def coerce(xs: Any) -> tuple[Any, ...]:
         if isinstance(xs, (str, bytes, np.ndarray)) or not hasattr(xs, "__iter__"):
             raise TypeError(f"expected a list or tuple, found {type(xs).__name__}")
         out = []
@@ -181,7 +181,7 @@ def _list_of(item: Callable[[Any], Any]) -> Callable[[Any], tuple]:
     return coerce
 
 
-def _list_copy(item_copy: Callable[[Any], Any]) -> Callable[[tuple], tuple]:
+def _list_copy(item_copy: Callable[[Any], Any]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     return lambda xs: tuple(item_copy(x) for x in xs)
 
 
@@ -219,6 +219,8 @@ class AttrValue:
     """An immutable attribute value: ``type_id`` (an :class:`AttrType`) and a canonical ``value``."""
 
     __slots__ = ("type_id", "value")
+    type_id: AttrType
+    value: Any
 
     def __init__(self, type_id: AttrType, value: Any) -> None:
         if not isinstance(type_id, AttrType):
@@ -341,6 +343,8 @@ class NamedAttrs:
     """GE's ``NamedAttrs``: a name and a frozen map of attribute values (attributes may nest)."""
 
     __slots__ = ("name", "attrs")
+    name: str
+    attrs: MappingProxyType[str, AttrValue]
 
     def __init__(self, name: str, attrs: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "name", _str(name))
@@ -427,28 +431,28 @@ class Attributes:
         return value.value
 
     def as_int(self, name: str) -> int:
-        return self._typed(name, INT)
+        return cast(int, self._typed(name, INT))
 
     def as_float(self, name: str) -> float:
-        return self._typed(name, FLOAT)
+        return cast(float, self._typed(name, FLOAT))
 
     def as_bool(self, name: str) -> bool:
-        return self._typed(name, BOOL)
+        return cast(bool, self._typed(name, BOOL))
 
     def as_str(self, name: str) -> str:
-        return self._typed(name, STR)
+        return cast(str, self._typed(name, STR))
 
     def as_ints(self, name: str) -> tuple[int, ...]:
-        return self._typed(name, LIST_INT)
+        return cast("tuple[int, ...]", self._typed(name, LIST_INT))
 
     def as_floats(self, name: str) -> tuple[float, ...]:
-        return self._typed(name, LIST_FLOAT)
+        return cast("tuple[float, ...]", self._typed(name, LIST_FLOAT))
 
     def as_tensor(self, name: str) -> np.ndarray:
-        return self._typed(name, TENSOR)
+        return cast(np.ndarray, self._typed(name, TENSOR))
 
     def as_dtype(self, name: str) -> DType:
-        return self._typed(name, DTYPE)
+        return cast(DType, self._typed(name, DTYPE))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Attributes):

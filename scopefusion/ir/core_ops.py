@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dt
 from .attrs import INT, TENSOR
-from .opdef import OpDef
+from .opdef import InferContext, OpDef
 
 __all__ = ["CONST_OP", "DATA_OP", "core_ops"]
 
@@ -23,10 +23,10 @@ def core_ops() -> list[OpDef]:
     data.set_infer_shape(lambda ctx: None).set_infer_dtype(lambda ctx: None)
     const = OpDef("Const", "ge", doc="A constant tensor.").output("y").attr("value", TENSOR)
 
-    def const_dtype(ctx):
+    def const_dtype(ctx: InferContext) -> None:
         ctx.set_output_dtype(0, _dt.from_numpy(ctx.attr("value").dtype))
 
-    def const_shape(ctx):
+    def const_shape(ctx: InferContext) -> None:
         ctx.set_output_shape(0, ctx.attr("value").shape)
 
     const.set_infer_dtype(const_dtype).set_infer_shape(const_shape)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import ScopeFusionError
-from .attrs import Attributes, AttrValue
+from .attrs import Attributes, AttrType, AttrValue
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -98,7 +98,7 @@ class Node:
         return f"{self.dialect}.{self.op_type}" if self.dialect else self.op_type
 
     # Attribute access, GE style.
-    def set_attr(self, name: str, value: Any, type_id=None) -> None:
+    def set_attr(self, name: str, value: Any, type_id: AttrType | None = None) -> None:
         """Sets an attribute; a node with a definition accepts only declared names of the declared kind."""
         spec = self.opdef.attrs.get(name) if self.opdef is not None and not name.startswith("_") else None
         if self.opdef is not None and not name.startswith("_") and spec is None and not self.opdef.open_attrs:

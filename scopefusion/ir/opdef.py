@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -227,9 +227,9 @@ class OpDef:
         """Output values at build time: the ``fold`` hook, else ``reference`` when every input is constant."""
         payloads = {k: v.value for k, v in attrs.items()}
         if self.fold is not None:
-            return self.fold(list(inputs), payloads)
+            return cast("list[np.ndarray] | None", self.fold(list(inputs), payloads))
         if self.reference is not None and inputs and all(i is not None and i.data is not None for i in inputs):
-            return self.reference([i.data for i in inputs], payloads)  # type: ignore[union-attr]
+            return cast("list[np.ndarray] | None", self.reference([i.data for i in inputs], payloads))  # type: ignore[union-attr]
         return None
 
     def set_memory_forward(self, input_index: int = 0) -> "OpDef":
@@ -252,7 +252,7 @@ class OpDef:
         return _bind(self.inputs, count, self.qualified_name, "inputs")
 
     def bind_outputs(self, count: int) -> list[tuple[OutputSpec, int, int]]:
-        return _bind(self.outputs, count, self.qualified_name, "outputs")  # type: ignore[arg-type]
+        return _bind(self.outputs, count, self.qualified_name, "outputs")
 
     def check_attrs(self, attrs: dict[str, AttrValue], where: str) -> dict[str, AttrValue]:
         """Checks attribute names and kinds against the declaration; returns them with defaults filled."""
@@ -325,7 +325,7 @@ class OpDef:
         return f"OpDef({self.qualified_name})"
 
 
-def _frozen(xs: Iterable[Any] | None) -> frozenset | None:
+def _frozen(xs: Iterable[Any] | None) -> frozenset[Any] | None:
     return None if xs is None else frozenset(xs)
 
 
@@ -511,7 +511,7 @@ class OpRegistry:
     def __contains__(self, qualified_name: object) -> bool:
         return qualified_name in self._defs
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[OpDef]:
         return iter(self._defs.values())
 
     def __len__(self) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -72,7 +73,7 @@ def format_value(value: AttrValue) -> str:
     return _payload(value.value)
 
 
-def _payload(x) -> str:
+def _payload(x: Any) -> str:
     if isinstance(x, bool):
         return "true" if x else "false"
     if isinstance(x, float):
@@ -109,5 +110,5 @@ def _tensor(a: np.ndarray) -> str:
     return f"{head}:{digest}"
 
 
-def _plain(xs):
+def _plain(xs: Iterable[Any]) -> list[Any]:
     return [x if isinstance(x, (bool, int, float, str, bytes)) else str(x) for x in xs]

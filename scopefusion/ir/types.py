@@ -11,7 +11,9 @@ type is one tuple build and one dict hit, whatever the size of the context.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar, Iterable, NoReturn
+
+import numpy as np
 
 from ..dtypes import DType
 
@@ -39,6 +41,7 @@ class Type:
     """Base of every IR type. Instances are immutable and unique per context."""
 
     __slots__ = ("_context", "__weakref__")
+    _context: IRContext
     type_name: ClassVar[str] = "type"
 
     def __init__(self, context: "IRContext") -> None:
@@ -61,14 +64,14 @@ class Type:
     def __copy__(self) -> "Type":
         return self
 
-    def __deepcopy__(self, memo: dict) -> "Type":
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Type":
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError("IR types are bound to their IRContext; serialize the graph instead of pickling a type")
 
     @classmethod
-    def _key(cls, *args: Any, **kwargs: Any) -> tuple:
+    def _key(cls, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """The canonical, hashable parameters of an instance; every concrete type class defines it."""
         raise TypeError(f"type class {cls.__qualname__} defines no _key, so its instances cannot be interned")
 
@@ -80,6 +83,7 @@ class ElementType(Type):
     """A scalar element type: one per :class:`~scopefusion.dtypes.DType` in a context."""
 
     __slots__ = ("dtype",)
+    dtype: DType
     type_name = "element"
 
     def __init__(self, context: "IRContext", dtype: DType) -> None:
@@ -87,7 +91,7 @@ class ElementType(Type):
         object.__setattr__(self, "dtype", dtype)
 
     @classmethod
-    def _key(cls, dtype: DType) -> tuple:
+    def _key(cls, dtype: DType) -> tuple[Any, ...]:
         if not isinstance(dtype, DType):
             raise TypeError(f"ElementType needs a scopefusion.dtypes.DType, found {type(dtype).__name__} {dtype!r}")
         return (dtype,)
@@ -101,7 +105,7 @@ class ElementType(Type):
         return self.dtype.ge
 
     @property
-    def numpy(self):
+    def numpy(self) -> np.dtype[Any]:
         return self.dtype.numpy
 
     def __repr__(self) -> str:
@@ -119,6 +123,9 @@ class TensorType(Type):
     """
 
     __slots__ = ("element", "shape", "format")
+    element: ElementType
+    shape: tuple[int, ...]
+    format: str
     type_name = "tensor"
 
     def __init__(self, context: "IRContext", element: ElementType, shape: tuple[int, ...], format: str) -> None:
@@ -128,7 +135,7 @@ class TensorType(Type):
         object.__setattr__(self, "format", format)
 
     @classmethod
-    def _key(cls, element: ElementType, shape: Iterable[int] | None, format: str = "ND") -> tuple:
+    def _key(cls, element: ElementType, shape: Iterable[int] | None, format: str = "ND") -> tuple[Any, ...]:
         if not isinstance(element, ElementType):
             raise TypeError(f"TensorType needs an ElementType, found {type(element).__name__} {element!r}")
         if shape is None:
@@ -188,6 +195,7 @@ class ListType(Type):
     """A homogeneous list of ``element`` (any IR type, nesting allowed)."""
 
     __slots__ = ("element",)
+    element: Type
     type_name = "list"
 
     def __init__(self, context: "IRContext", element: Type) -> None:
@@ -195,7 +203,7 @@ class ListType(Type):
         object.__setattr__(self, "element", element)
 
     @classmethod
-    def _key(cls, element: Type) -> tuple:
+    def _key(cls, element: Type) -> tuple[Any, ...]:
         if not isinstance(element, Type):
             raise TypeError(f"ListType needs an IR type, found {type(element).__name__}")
         return (element,)
@@ -211,6 +219,7 @@ class TupleType(Type):
     """A fixed-length tuple of IR types (nesting allowed)."""
 
     __slots__ = ("elements",)
+    elements: tuple[Type, ...]
     type_name = "tuple"
 
     def __init__(self, context: "IRContext", elements: tuple[Type, ...]) -> None:
@@ -218,7 +227,7 @@ class TupleType(Type):
         object.__setattr__(self, "elements", elements)
 
     @classmethod
-    def _key(cls, elements: Iterable[Type]) -> tuple:
+    def _key(cls, elements: Iterable[Type]) -> tuple[Any, ...]:
         elems = tuple(elements)
         for e in elems:
             if not isinstance(e, Type):
@@ -243,7 +252,7 @@ class IRContext:
 
     def __init__(self) -> None:
         self._classes: dict[str, type[Type]] = {}
-        self._interned: dict[tuple, Type] = {}
+        self._interned: dict[tuple[Any, ...], Type] = {}
         self._elements: dict[DType, ElementType] = {}
         for cls in (ElementType, TensorType, ListType, TupleType):
             self.register_type_class(cls)

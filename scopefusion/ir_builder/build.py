@@ -74,8 +74,8 @@ def build_graph(
             parsers.convert_node(ctx, unit)
         else:
             _apply_fusion(ctx, unit)
-            for node in ctx.emitted_for(unit.name):
-                result.fused_nodes[node.name] = unit.pass_name
+            for emitted in ctx.emitted_for(unit.name):
+                result.fused_nodes[emitted.name] = unit.pass_name
     ctx.connect_back_edges()
     _mark_tf1_frames(graph)
     _set_outputs(ctx)
@@ -141,8 +141,8 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
 
 def _apply_fusion(ctx: BuildContext, fusion: "AcceptedFusion") -> None:
     provenance = {"_fusion_rule": fusion.pass_name, "_original_nodes": list(fusion.claimed) or [fusion.name]}
-    controls = [ctx.node_for(name) for name in fusion.control_inputs]
-    controls = [c for c in controls if c is not None]
+    found = [ctx.node_for(name) for name in fusion.control_inputs]
+    controls = [c for c in found if c is not None]
     if fusion.is_many_to_many:
         _apply_many_to_many(ctx, fusion, provenance, controls)
         return

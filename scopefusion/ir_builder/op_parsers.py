@@ -33,6 +33,7 @@ from ..parser.source_graph import (
 from .source_attrs import convert_attrs
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..parser.op_signatures import OpSignatures
     from ..scope.accepted import AcceptedFusion, ResolvedInnerNode
 
 __all__ = ["BuildContext", "OpParserRegistry", "default_op_parsers", "dialect_of", "is_back_edge"]
@@ -126,7 +127,7 @@ class OpParserRegistry:
     def __init__(self) -> None:
         self._node_parsers: dict[tuple[str, str], NodeParser] = {}
         self._fused_parsers: dict[str, FusedParser] = {}
-        self._signatures = None
+        self._signatures: OpSignatures | None = None
 
     def register(self, framework: str, op_type: str, parser: NodeParser) -> None:
         key = (framework, op_type)

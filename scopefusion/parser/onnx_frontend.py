@@ -189,7 +189,7 @@ class _Builder:
         decoded = []
         for j, node in enumerate(node_protos):
             node_where = f"node {node.name or j!r} ({node.op_type})"
-            attrs: dict[str, Any] = {}
+            attrs = {}
             subgraphs: dict[str, SourceGraph] = {}
             implicit: list[str] = []
             path = prefix + ((node_field, j),)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..dtypes import DType
 from ..errors import ParseError
 from .op_signatures import OpSignatures, OutputArg
 from .source_graph import FRAMEWORK_TENSORFLOW, INPUT_OP, GraphInput, GraphOutput, SourceGraph, SourceNode
@@ -107,12 +108,12 @@ class FunctionLibrary:
         inputs: list[GraphInput] = []
         for i, arg in enumerate(sig.input_arg):
             arg_attrs = fdef.arg_attr[i].attr if i in fdef.arg_attr else {}
-            shapes = arg_attrs["_output_shapes"].list.shape if "_output_shapes" in arg_attrs else ()
+            shapes = arg_attrs["_output_shapes"].list.shape if "_output_shapes" in arg_attrs else []
             shape = shape_of(shapes[0]) if len(shapes) == 1 else None
             dtype = tf_dtype(arg.type) if arg.type else AttrPlaceholder(arg.type_attr or arg.type_list_attr)
             attrs = {"index": i, "T": dtype, "_output_shapes": (shape,)} if shapes else {"index": i, "T": dtype}
             nodes.append(SourceNode(arg.name, INPUT_OP, attrs=attrs, synthetic=True, output_names=[arg.name]))
-            inputs.append(GraphInput(arg.name, arg.name, dtype if not isinstance(dtype, AttrPlaceholder) else None, shape, i))
+            inputs.append(GraphInput(arg.name, arg.name, dtype if isinstance(dtype, DType) else None, shape, i))
 
         body: list[tuple[SourceNode, Any]] = []
         by_name: dict[str, SourceNode] = {}

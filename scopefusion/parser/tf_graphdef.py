@@ -152,9 +152,9 @@ def graph_from_graph_def(
         graph_outputs = []
         for item in outputs:
             output_name, text = (item, item) if isinstance(item, str) else item
-            node, index = parse_tensor_name(text)
-            node, index = library.follow(tensor_map, (node, index))
-            graph_outputs.append(GraphOutput(output_name, node, index))
+            out_node, index = parse_tensor_name(text)
+            out_node, index = library.follow(tensor_map, (out_node, index))
+            graph_outputs.append(GraphOutput(output_name, out_node, index))
         assign_output_names(nodes, library.signatures, ((o.node, o.index) for o in graph_outputs))
     else:
         assign_output_names(nodes, library.signatures)

@@ -8,6 +8,8 @@ repeated to fill the shape (a single value is splatted). ``tensor_content`` cut 
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -120,7 +122,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def tensor_to_numpy(tensor, content_view: tuple[object, int, int] | None = None) -> np.ndarray:
+def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) -> np.ndarray:
     """Decodes a TensorProto (ours or TensorFlow's class: only field names are used).
 
     Args:

@@ -227,12 +227,12 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
         if run_start < field_start:
             pieces.append(buf[run_start:field_start])
         run_start = nxt
-        if sub is CUT:
+        if isinstance(sub, _CutMarker):
             cuts.append(Cut(path + ((number, ordinal),), payload, nxt - payload))
             continue
         if isinstance(sub, MapField):
             key = _map_key(buf, payload, nxt)
-            step = (number, key if key is not None else "")
+            step: tuple[int, int | str] = (number, key if key is not None else "")
             inner = Spec({2: sub.value})
         else:
             step = (number, ordinal)

@@ -227,7 +227,7 @@ class _Run:
                 if inp is not None and isinstance(arg, np.ndarray) and arg.size == result.size:
                     if inp.ref == owner or plan.external_forwards.get(inp.ref) == owner:
                         return arg.reshape(result.shape)
-        if offset is None:
+        if offset is None or plan is None:
             self.dynamic_allocations += 1
             out = np.empty(result.shape, result.dtype)  # allocated now that the shape is known
             out[...] = result

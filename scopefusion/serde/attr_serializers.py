@@ -27,7 +27,7 @@ bytes GE stores in ``s`` read back and write again unchanged); BYTES go to ``bt`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, cast, runtime_checkable
 
 from ..errors import SerdeError
 from ..ir import attrs as A
@@ -385,7 +385,7 @@ class ListSerializer:
     def serialize(self, value: AttrValue, attr_def: pb.AttrDef, ctx: SerdeContext) -> None:
         lv = attr_def.list
         lv.SetInParent()
-        lv.val_type = self.list_type
+        lv.val_type = cast("pb.AttrDef.ListValue.ListValueType", self.list_type)
         items = getattr(lv, self.field)
         if self.codec.message:
             for i, x in enumerate(value.value):

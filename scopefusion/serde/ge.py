@@ -326,10 +326,10 @@ def _write_graph(graph: Graph, graph_def: pb.GraphDef, name: str, sink: _BodySin
         graph_def.input.append(_ref(value, written, f"{where} input {i}"))
     for i, value in enumerate(graph.outputs):
         graph_def.output.append(_ref(value, written, f"{where} output {i}"))
-    for key, value in graph.attrs.items():
+    for key, attr_value in graph.attrs.items():
         if key in RESERVED_GRAPH_ATTRS:
             raise SerdeError(f"{where}: attribute name {key!r} is reserved by the GE serializer; rename the attribute")
-        ctx.at(f"{where} attribute {key!r}").write_attr(value, graph_def.attr[key])
+        ctx.at(f"{where} attribute {key!r}").write_attr(attr_value, graph_def.attr[key])
 
 
 def _ref(value: Value, written: Mapping[str, Node], where: str) -> str:
@@ -384,10 +384,10 @@ def _write_op(
             op_def.subgraph_name.append(body_name)
             keys.s.append(key.encode("utf-8", "surrogateescape"))
             _write_graph(body, body_def, body_name, sink, ctx)
-    for key, value in node.attrs.items():
+    for key, attr_value in node.attrs.items():
         if key in RESERVED_OP_ATTRS:
             raise SerdeError(f"{where}: attribute name {key!r} is reserved by the GE serializer; rename the attribute")
-        ctx.at(f"{where} attribute {key!r}").write_attr(value, op_def.attr[key])
+        ctx.at(f"{where} attribute {key!r}").write_attr(attr_value, op_def.attr[key])
 
 
 # ============================================================================= reading
@@ -473,9 +473,9 @@ def _read_graph(graph_def: pb.GraphDef, bodies: _BodySource, ctx: SerdeContext) 
     for key, attr in sorted(graph_def.attr.items()):
         if key in RESERVED_GRAPH_ATTRS:
             continue
-        value = ctx.at(f"{where} attribute {key!r}").read_attr(attr)
+        attr_value = ctx.at(f"{where} attribute {key!r}").read_attr(attr)
         try:
-            graph.attrs.set_attr(key, value)
+            graph.attrs.set_attr(key, attr_value)
         except (TypeError, ValueError) as e:
             raise SerdeError(f"{where} attribute {key!r}: {e}") from None
     return graph

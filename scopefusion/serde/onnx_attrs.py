@@ -21,7 +21,7 @@ into a ``GraphProto`` (it owns naming and outer-scope references).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 import onnx
@@ -91,7 +91,7 @@ def attribute_proto(
             f"{where}: attribute {name!r} is {value.type_id.name} ({hint}), which has no ONNX attribute form; "
             "drop the attribute or give the op a body before exporting to ONNX"
         )
-    out = AttributeProto(name=name, type=kind)
+    out = AttributeProto(name=name, type=cast("AttributeProto.AttributeType", kind))
     try:
         _fill(out, kind, value.value, write_body)
     except SerdeError:
@@ -161,7 +161,7 @@ def _seq(payload: Any) -> None:
 
 
 def _int(v: Any) -> int:
-    if isinstance(v, DType):
+    if isinstance(v, DType) and v.onnx is not None:
         return v.onnx
     if isinstance(v, (bool, np.bool_)):
         return int(v)

@@ -241,4 +241,4 @@ def _from_profiles(kind: str, index: int, profiles: list[Graph]) -> TensorType |
             types.append(t)
     if not types or len({t.rank for t in types}) != 1 or len({t.dtype for t in types}) != 1:
         return None
-    return types[0].with_shape([-1] * types[0].rank)
+    return types[0].with_shape([-1] * len(types[0].shape))

@@ -9,7 +9,7 @@ for custom ops), a caller-supplied attribute (``AttrPlaceholder``) as an ``Attri
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 import onnx
@@ -73,7 +73,7 @@ def _node(node: SourceNode, graph: SourceGraph, opsets: dict[str, int], defaults
     node_where = f"{where} node {node.name!r} ({node.op_type})"
     for name, value in sorted(node.attrs.items()):
         spec = schema.attributes.get(name) if schema is not None else None
-        kind = int(spec.type.value) if spec is not None else None
+        kind = int(spec.type.value) if spec is not None else None  # type: ignore[attr-defined]  # onnx's stub omits .value
         proto.attribute.append(_attribute(name, value, kind, node_where, defaults))
     return proto
 
@@ -87,11 +87,11 @@ def _attribute(name: str, value: Any, kind: int | None, where: str, defaults: di
                 f"{where}: attribute {name!r} refers to the caller's {value.name!r}, whose kind is unknown "
                 "(no schema, no default); the function cannot be written back to ONNX"
             )
-        return AttributeProto(name=name, ref_attr_name=value.name, type=kind)
+        return AttributeProto(name=name, ref_attr_name=value.name, type=cast("AttributeProto.AttributeType", kind))
     kind = kind if kind is not None else _kind_of(value)
     if kind is None or type(value).__name__ == "SourceGraph" or (isinstance(value, tuple) and value and type(value[0]).__name__ == "SourceGraph"):
         raise SerdeError(f"{where}: attribute {name!r} ({type(value).__name__}) cannot be written back into an ONNX function")
-    out = AttributeProto(name=name, type=kind)
+    out = AttributeProto(name=name, type=cast("AttributeProto.AttributeType", kind))
     if kind == _K.INT:
         out.i = int(value)
     elif kind == _K.FLOAT:

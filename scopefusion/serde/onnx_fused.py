@@ -199,9 +199,9 @@ class FusedEmitter:
         if isinstance(outputs, int):
             outputs = [None] * outputs
         many = len(outputs) > 1
-        outputs = [self._fresh(f"{self.node.name}/{op_type}" + (f":{k}" if many else "")) if o is None else o
-                   for k, o in enumerate(outputs)]
-        written = list(outputs)
+        names: list[str] = [self._fresh(f"{self.node.name}/{op_type}" + (f":{k}" if many else "")) if o is None else o
+                            for k, o in enumerate(outputs)]
+        written = list(names)
         while written and not written[-1]:
             written.pop()
         inputs = list(inputs)
@@ -213,7 +213,7 @@ class FusedEmitter:
         self.nodes.append(node)
         if domain:
             self.domains.setdefault(domain, 1)
-        return list(outputs)
+        return list(names)
 
     def const(self, value: Any, hint: str, dtype: Any = None) -> str:
         """Writes an initializer holding ``value`` (as ``dtype`` when given); returns its name."""

@@ -19,6 +19,7 @@ descriptor carrying its structure in the reserved descriptor attribute ``_ir_typ
 from __future__ import annotations
 
 import sys
+from typing import cast
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def array_to_tensor_def(array: np.ndarray, tensor_def: pb.TensorDef, where: str)
     if dtype is None:
         raise SerdeError(f"{where}: numpy dtype {array.dtype} has no GE data type; convert the tensor first")
     desc = tensor_def.desc
-    desc.dtype = dtype.ge
+    desc.dtype = cast("pb.DataType", dtype.ge)
     desc.shape.dim.extend(array.shape)
     desc.layout = "ND"
     tensor_def.data = _encode(array, dtype, where)
@@ -188,7 +189,7 @@ def _decode_strings(data: bytes, count: int, where: str) -> np.ndarray:
 # ----------------------------------------------------------------------------- types
 def tensor_type_to_desc(t: TensorType, desc: pb.TensorDescriptor) -> None:
     """Sets ``desc``'s dtype, shape and layout from a tensor type."""
-    desc.dtype = t.dtype.ge
+    desc.dtype = cast("pb.DataType", t.dtype.ge)
     desc.shape.dim.extend(t.shape)
     desc.layout = t.format
 

@@ -115,7 +115,7 @@ class GraphDiff:
                     lines.append(f"    also unmatched in {side}: {shown}{more}")
         if self.attrs:
             lines.append(f"attribute differences ({len(self.attrs)}), a | b:")
-            rows = [("node in a | node in b", "attribute", "a", "b")]
+            rows: list[tuple[str, ...]] = [("node in a | node in b", "attribute", "a", "b")]
             rows += [(_pair(d.a, d.b), d.name, _cell(d.a_value), _cell(d.b_value)) for d in self.attrs[:limit]]
             lines.extend(_table(rows))
             for d in self.attrs[:limit]:

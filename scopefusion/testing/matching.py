@@ -165,11 +165,11 @@ class _Side:
                     queue.append(value.producer)
             while queue:
                 node = queue.popleft()
-                for slot, value in enumerate(node.inputs):
-                    if value is not None and value.producer not in parents:
-                        parents[value.producer] = (node, slot)
-                        depths[value.producer] = depths[node] + 1
-                        queue.append(value.producer)
+                for slot, source in enumerate(node.inputs):
+                    if source is not None and source.producer not in parents:
+                        parents[source.producer] = (node, slot)
+                        depths[source.producer] = depths[node] + 1
+                        queue.append(source.producer)
             self._parents, self._depths = parents, depths
         return self._parents
 
@@ -290,7 +290,7 @@ class _Matcher:
         for slot, (va, vb) in enumerate(zip(na.inputs, nb.inputs)):
             if (va is None) != (vb is None):
                 return f"input {slot} is {'absent' if va is None else 'present'} in a, {'absent' if vb is None else 'present'} in b"
-            if va is not None and va.index != vb.index:
+            if va is not None and vb is not None and va.index != vb.index:
                 return f"input {slot} reads output {va.index} of its producer in a, output {vb.index} in b"
         if len(na.control_inputs) != len(nb.control_inputs):
             return f"{len(na.control_inputs)} control inputs vs {len(nb.control_inputs)}"
@@ -489,10 +489,10 @@ class _Matcher:
         for na, nb in self.order:
             if na in self.bad:
                 continue
-            for slot, (va, vb) in enumerate(zip(na.inputs, nb.inputs)):
-                if va is None or vb is None:
+            for slot, (ia, ib) in enumerate(zip(na.inputs, nb.inputs)):
+                if ia is None or ib is None:
                     continue
-                pa, pb = va.producer, vb.producer
+                pa, pb = ia.producer, ib.producer
                 if pa in self.ab and pb in self.ba and self.ab[pa] is not pb:
                     self.bad[na] = f"input {slot} reads %{pa.name} in a and %{pb.name} in b, which do not correspond"
                     break

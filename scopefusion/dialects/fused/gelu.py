@@ -28,7 +28,7 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     x = np.asarray(x)
     t = x.astype(np.float64)
     if approximate == "none":
-        cdf = 0.5 * (1.0 + _ERF(t / math.sqrt(2.0)).astype(np.float64))
+        cdf = 0.5 * (1.0 + np.asarray(_ERF(t / math.sqrt(2.0)), dtype=np.float64))
     elif approximate == "tanh":
         cdf = 0.5 * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (t + 0.044715 * t**3)))
     else:

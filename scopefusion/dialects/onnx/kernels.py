@@ -20,7 +20,7 @@ Ops with bodies (If, Loop, Scan, SequenceMap) get no kernel here: the runtime ex
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -191,4 +191,4 @@ def _run_function(op: "OnnxOp", node: Any, arrays: Sequence[np.ndarray | None]) 
     outputs = [helper.make_tensor_value_info(o, 0, None) for o in node.output]
     graph = helper.make_graph([node], op.op_type, graph_inputs, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(op.domain, op.opset)])
-    return ReferenceEvaluator(model).run(None, feeds)
+    return cast("list[Any]", ReferenceEvaluator(model).run(None, feeds))

@@ -234,7 +234,7 @@ def _inferred(ctx: InferContext, op: "OnnxOp") -> list[tuple[tuple[int, ...] | N
         _INFERRED[model] = result
         if len(_INFERRED) > _CACHE_SIZE:
             _INFERRED.popitem(last=False)
-    ctx._ort_inferred = result
+    ctx.__dict__["_ort_inferred"] = result
     return result
 
 

@@ -318,8 +318,8 @@ def _space_batch(name: str) -> OpDef:
             ctx.set_output_shape(0, None)
             return
         if block is None or pads is None:
-            b = ctx.param("block_shape").shape
-            m = len(block) if block is not None else (b[0] if b is not None and len(b) == 1 and b[0] >= 0 else None)
+            bs = ctx.param("block_shape").shape
+            m = len(block) if block is not None else (bs[0] if bs is not None and len(bs) == 1 and bs[0] >= 0 else None)
             ctx.set_output_shape(0, unknown(len(x)) if m is None else (-1,) * (1 + m) + x[1 + m :])
             return
         if len(pads) != 2 * len(block) or len(x) < 1 + len(block):
@@ -353,7 +353,7 @@ def _space_batch(name: str) -> OpDef:
 def _where() -> OpDef:
     """``Where(condition)``: the coordinates of true (non-zero) elements, ``[count, rank]`` int64."""
     op = tf_op("Where").input("input").output("index", dtypes=(D.INT64,))
-    op.set_infer_shape(lambda ctx: ctx.set_output_shape(0, (-1, -1 if ctx.param("input").shape is None else len(ctx.param("input").shape))))
+    op.set_infer_shape(lambda ctx: ctx.set_output_shape(0, (-1, -1 if (s := ctx.param("input").shape) is None else len(s))))
     return op.set_reference(lambda i, a: [np.argwhere(np.asarray(i[0]) != 0).astype(np.int64)])
 
 

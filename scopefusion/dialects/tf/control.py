@@ -64,7 +64,7 @@ def merged_shape(shapes: list[Shape]) -> Shape:
     rank = len(shapes[0])  # type: ignore[arg-type]
     if any(len(s) != rank for s in shapes):  # type: ignore[arg-type]
         return None
-    return tuple(d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(shapes[0]))  # type: ignore[index]
+    return tuple(d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(shapes[0]))  # type: ignore[arg-type, index]
 
 
 def _merge() -> OpDef:
@@ -144,7 +144,7 @@ def _body_types(ctx: InferContext, key: str) -> list[tuple[Shape, D.DType | None
         return None
     out: list[tuple[Shape, D.DType | None]] = []
     for value in body.outputs:
-        t = getattr(value, "type", None)
+        t: Any = getattr(value, "type", None)
         dtype = getattr(t, "dtype", None)
         out.append((None if dtype is None or t.rank is None else tuple(t.shape), dtype))
     if len(out) != ctx.num_outputs:

@@ -25,11 +25,11 @@ Kernel = Callable[[list[np.ndarray], dict[str, Any]], list[np.ndarray]]
 
 # ------------------------------------------------------------------------------------------ unary
 def _erf(x: np.ndarray) -> np.ndarray:
-    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)), dtype=np.float64)
 
 
 def _erfc(x: np.ndarray) -> np.ndarray:
-    return np.frompyfunc(math.erfc, 1, 1)(x.astype(np.float64)).astype(np.float64)
+    return np.asarray(np.frompyfunc(math.erfc, 1, 1)(x.astype(np.float64)), dtype=np.float64)
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946

@@ -90,6 +90,7 @@ def _batch_matmul(name: str) -> OpDef:
             batch = merge_shapes(x[:-2], y[:-2], "BatchMatMul batch dims")
         else:
             batch = broadcast(x[:-2], y[:-2])
+        assert batch is not None  # both operands are known shapes
         ctx.set_output_shape(0, tuple(batch) + (rows, cols))
 
     def kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
@@ -145,7 +146,7 @@ def _einsum() -> OpDef:
         if dots and ellipsis is None:
             ctx.set_output_shape(0, None)
             return
-        out = [dims.get(c, -1) for c in head] + (list(ellipsis) if dots else []) + [dims.get(c, -1) for c in tail]
+        out = [dims.get(c, -1) for c in head] + (list(ellipsis) if dots and ellipsis is not None else []) + [dims.get(c, -1) for c in tail]
         ctx.set_output_shape(0, out)
 
     op.set_infer_dtype(lambda ctx: ctx.set_output_dtype(0, first_dtype(ctx.params("inputs"))))

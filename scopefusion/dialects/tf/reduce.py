@@ -57,8 +57,8 @@ _REDUCERS: dict[str, Callable[..., np.ndarray]] = {
     "Min": lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
     "Mean": _mean,
     "EuclideanNorm": _euclidean,
-    "All": lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
-    "Any": lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
+    "All": lambda x, axis, keepdims: np.asarray(np.all(x, axis=axis, keepdims=keepdims)),
+    "Any": lambda x, axis, keepdims: np.asarray(np.any(x, axis=axis, keepdims=keepdims)),
 }
 
 

@@ -29,7 +29,7 @@ def _out_type_dtype(ctx: InferContext) -> None:
 def _shape() -> OpDef:
     op = tf_op("Shape").input("input").output("output", dtypes=_INDEX_TYPES).attr("out_type", DTYPE, default=D.INT32)
     op.set_infer_dtype(_out_type_dtype)
-    op.set_infer_shape(lambda ctx: ctx.set_output_shape(0, (-1 if ctx.input_shape(0) is None else len(ctx.input_shape(0)),)))
+    op.set_infer_shape(lambda ctx: ctx.set_output_shape(0, (-1 if (s := ctx.input_shape(0)) is None else len(s),)))
 
     def fold(inputs: list[InputInfo | None], attrs: dict[str, Any]) -> list[np.ndarray] | None:
         x = inputs[0]

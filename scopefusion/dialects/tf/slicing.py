@@ -237,7 +237,7 @@ def _split_shapes(x: Shape, axis: int | None, sizes: list[int] | None, count: in
     if axis is None:
         return [unknown(len(x))] * count
     a = normalize_axis(axis, len(x), "split axis")
-    out = []
+    out: list[tuple[int, ...] | None] = []
     for size in sizes if sizes is not None else [-1] * count:
         s = list(x)
         s[a] = size

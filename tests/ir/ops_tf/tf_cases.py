@@ -73,6 +73,7 @@ def _elementwise() -> list[Case]:
     cases.append(Case("Invert", [i32([[1, -2, 3]])]))
     cases.append(Case("Neg", [i32([[1, -2], [3, 0]])], tag="int"))
     cases.append(Case("Abs", [i64([-5, 3])], tag="int64"))
+    cases += [Case(op, [np.float32(0.5)], tag="scalar") for op in ("Erf", "Erfc")]
     special = np.array([[1.0, np.nan, np.inf], [-np.inf, 0.0, 2.0]], np.float32)
     cases += [Case(op, [special]) for op in ("IsNan", "IsInf", "IsFinite")]
     cases.append(Case("LogicalNot", [boolean(2, 3)]))
