@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Iterator
+from typing import Hashable, Iterable, Iterator, Mapping, cast
 
 import networkx as nx
 
@@ -26,7 +26,7 @@ from ..parser.source_graph import SourceGraph, is_back_edge_op_pair
 __all__ = ["Contraction", "ContractedOrder"]
 
 
-class _Group(tuple):
+class _Group(tuple[str]):
     """The contracted vertex of one fusion (a tuple subclass, so it never equals a node name)."""
 
     __slots__ = ()
@@ -41,7 +41,7 @@ class Contraction:
     :meth:`ContractedOrder.contract`: the vertices it merges, their outside neighbours, the highest
     predecessor number ``top``, the lowest successor number ``low``, and the region to renumber."""
 
-    vertices: set[Hashable]
+    vertices: set[_Group | str]
     predecessors: set[Hashable]
     successors: set[Hashable]
     top: float
@@ -52,7 +52,7 @@ class Contraction:
 class ContractedOrder:
     """A topological numbering of the source graph contracted by accepted fusions."""
 
-    def __init__(self, source: SourceGraph, position: dict[str, int], has_back_edges: bool) -> None:
+    def __init__(self, source: SourceGraph, position: Mapping[str, int], has_back_edges: bool) -> None:
         self._source = source
         self._has_back_edges = has_back_edges
         self._succ = source.nx._succ
@@ -76,7 +76,7 @@ class ContractedOrder:
         return self._group_of.get(node, node)
 
     def _nodes_of(self, vertex: Hashable) -> list[str]:
-        return self._members[vertex] if isinstance(vertex, _Group) else [vertex]  # type: ignore[index]
+        return self._members[vertex] if isinstance(vertex, _Group) else [cast(str, vertex)]
 
     def successors(self, vertex: Hashable) -> Iterator[Hashable]:
         for node in self._nodes_of(vertex):
@@ -224,8 +224,8 @@ class ContractedOrder:
         # Move the region (everything reachable from the successors numbered <= top) after the group.
         region_set = set(region)
         upper = math.inf
-        for vertex in [group, *region]:
-            for nxt in self.successors(vertex):
+        for member in [group, *region]:
+            for nxt in self.successors(member):
                 if nxt not in region_set and nxt != group:
                     upper = min(upper, self.pos(nxt))
         ordered = sorted(region, key=self.pos)
@@ -236,8 +236,8 @@ class ContractedOrder:
             self._renumber()
             return
         self._override[group] = values[0]
-        for vertex, value in zip(ordered, values[1:]):
-            self._override[vertex] = value
+        for moved, value in zip(ordered, values[1:]):
+            self._override[moved] = value
 
 
 def _label(vertex: Hashable) -> str:

@@ -153,10 +153,10 @@ def collect_claims(d: _Draft) -> None:
         for node in scope.all_nodes:
             wanted[node.name] = node
     for node_name in d.result.nodes:
-        node = d.graph.get(node_name) if isinstance(node_name, str) else None
-        if node is None:
+        claimed = d.graph.get(node_name) if isinstance(node_name, str) else None
+        if claimed is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
-        wanted[node_name] = node
+        wanted[node_name] = claimed
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
     if len(d.result.scopes) + len(d.result.nodes) > 1:  # one scope's all_nodes is in graph order already

@@ -36,7 +36,7 @@ import numpy as np
 from ..dtypes import DType
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
-from .features import values_equal
+from .features import values_match
 from .graph import ScopeGraph
 from .tree import Scope
 
@@ -263,7 +263,7 @@ class Match:
         return [n.name for n in self.nodes]
 
 
-class Matches(list):
+class Matches(list["Match"]):
     """The matches of one search (a list), with the best near miss when some anchor failed."""
 
     near_miss: NearMiss | None = None
@@ -514,7 +514,7 @@ class _Run:
                 reason = want(found)
                 if reason not in (None, True):
                     return f"{node.name} attribute {attr}={found!r}: {reason if isinstance(reason, str) else 'rejected'}"
-            elif not values_equal(found, want):
+            elif not values_match(found, want):
                 return f"{node.name} has {attr}={found!r}, expected {want!r}"
         if op.check is not None:
             reason = op.check(node)

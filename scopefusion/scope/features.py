@@ -39,7 +39,7 @@ __all__ = [
     "ScopeFeature",
     "ScopePattern",
     "ScopeFeatureBase",
-    "values_equal",
+    "values_match",
 ]
 
 RETVAL_OP = "_Retval"
@@ -129,8 +129,9 @@ class NodeOpTypeFeature(ScopeFeatureBase):
 _MISSING = object()
 
 
-def values_equal(found: Any, expected: Any) -> bool:
-    """CANN's attribute comparison: floats within two float32 epsilons relative, others exact.
+def values_match(found: Any, expected: Any) -> bool:
+    """CANN's attribute comparison, tolerant where values are floats: floats within two float32
+    epsilons relative, others exact (:func:`scopefusion.ir.attrs.values_equal` is the exact one).
 
     Strings match bytes holding the same UTF-8 text; integers match any integral value; lists,
     tuples and arrays match element-wise.
@@ -158,12 +159,13 @@ def values_equal(found: Any, expected: Any) -> bool:
     if isinstance(expected, (list, tuple, np.ndarray)):
         if not isinstance(found, (list, tuple, np.ndarray)):
             return False
-        a, b = np.asarray(found), np.asarray(expected)
-        if a.shape != b.shape:
+        arr_a, arr_b = np.asarray(found), np.asarray(expected)
+        if arr_a.shape != arr_b.shape:
             return False
-        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
-            return bool(np.all(np.abs(a - b) <= 2 * _FLOAT32_EPS * np.maximum(np.abs(a), np.abs(b))))
-        return bool(np.array_equal(a, b))
+        if arr_a.dtype.kind in "fc" or arr_b.dtype.kind in "fc":
+            close = np.abs(arr_a - arr_b) <= 2 * _FLOAT32_EPS * np.maximum(np.abs(arr_a), np.abs(arr_b))
+            return bool(np.all(close))
+        return bool(np.array_equal(arr_a, arr_b))
     return bool(found == expected)
 
 
@@ -190,7 +192,7 @@ class NodeAttrFeature(ScopeFeatureBase):
             found = node.attrs.get(self.attr, _MISSING)
             if found is _MISSING:
                 return False, f"node {node.name} has no attribute {self.attr!r}"
-            if values_equal(found, self.value):
+            if values_match(found, self.value):
                 return True, ""
         if seen == 0:
             return False, f"{scope.name} has no direct {self.op_type} node"

@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import FusionError
 from .accepted import PatternCheck
 from .dataflow import DataflowPattern, Match
+from .features import ScopePattern
 from .graph import ScopeGraph
 from .matching import match_all_batches, normalize_patterns
 from .result import FUSION_DISABLE_INDEX, FusionScopesResult, ScopesResult
@@ -89,7 +90,7 @@ class ScopeBasePass:
         result.invalidate(f"pass {self.pass_name} does not implement generate_fusion_result")
 
     # ------------------------------------------------------------------ the framework
-    def pattern_sets(self) -> list:
+    def pattern_sets(self) -> list[list[list[ScopePattern]]]:
         return normalize_patterns(self.define_patterns(), self.pass_name)
 
     def run(self, graph: ScopeGraph) -> PassOutcome:

@@ -67,7 +67,7 @@ class Scope:
         self.name = name
         self.sub_type = ""
         self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self._children: dict[str, Scope] = {}
         self._nodes: list[SourceNode] = []
         self._counts: dict[str, int] = {}
