@@ -13,7 +13,10 @@ scope names fuses the same way; scope names only decide which non-matches are wo
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+import math
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from scopefusion.scope import (
     DataflowPattern,
@@ -27,7 +30,14 @@ from scopefusion.scope import (
     map_ports,
 )
 
-__all__ = ["AnchoredDataflowPass", "best_match", "downstream", "fusion_name", "named_like"]
+__all__ = [
+    "AnchoredDataflowPass",
+    "best_match",
+    "downstream",
+    "fusion_name",
+    "named_like",
+    "scalar_constants_reason",
+]
 
 
 class AnchoredDataflowPass(ScopeBasePass):
@@ -121,7 +131,7 @@ def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:
     tree = graph.tree
     scopes = {tree.scope_of(n).name: tree.scope_of(n) for n in claimed}.values()
     common = tree.scope_of(output)
-    while not common.is_root and not all(common.contains(s) for s in scopes):
+    while common.parent is not None and not all(common.contains(s) for s in scopes):
         common = common.parent
     if common.is_root or not all(node.name in claimed for node in common.all_nodes):
         return output
@@ -159,3 +169,22 @@ def best_match(
 def named_like(scope_name: str, words: Sequence[str]) -> bool:
     last = scope_name.rstrip("/").rsplit("/", 1)[-1].lower()
     return any(w in last for w in words)
+
+
+def scalar_constants_reason(
+    match: Match, expected: Mapping[str, tuple[float, str]], rtol: float, abs_tol: float = 0.0
+) -> str | None:
+    """Why a match's scalar constants are not the expected ones, or None when each has its value.
+
+    ``expected`` maps a capture name to ``(value, what it is)``; captures the match lacks are skipped.
+    """
+    for name, (want, what) in expected.items():
+        if name not in match.captures:
+            continue
+        found = np.asarray(match.value(name))
+        if found.size != 1 or found.ndim > 1:
+            return f"{what} is {match[name].name}, a constant of shape {found.shape}, not a scalar"
+        value = float(found.reshape(()))
+        if not math.isclose(value, want, rel_tol=rtol, abs_tol=abs_tol):
+            return f"{what} is {value!r} ({match[name].name}), expected {want!r}"
+    return None

@@ -34,9 +34,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-import numpy as np
-
-from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
 from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "GeluFusion"]
@@ -139,16 +137,7 @@ PATTERNS: tuple[tuple[str, DataflowPattern], ...] = tuple(
 # ---------------------------------------------------------------------------------------- helpers
 def constant_reason(match: Match) -> str | None:
     """Why the matched constants do not make a GELU, or None when each has its expected value."""
-    for name, (want, what) in EXPECTED.items():
-        if name not in match.captures:
-            continue
-        found = np.asarray(match.value(name))
-        if found.size != 1 or found.ndim > 1:
-            return f"{what} is {match[name].name}, a constant of shape {found.shape}, not a scalar"
-        value = float(found.reshape(()))
-        if not math.isclose(value, want, rel_tol=RTOL):
-            return f"{what} is {value!r} ({match[name].name}), expected {want!r}"
-    return None
+    return scalar_constants_reason(match, EXPECTED, RTOL)
 
 
 # ---------------------------------------------------------------------------------------- the pass

@@ -26,9 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-import numpy as np
-
-from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
 from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "HardSwishFusion"]
@@ -111,15 +109,9 @@ ANCHOR_TYPES = ("Mul", "RealDiv", "Div")
 
 def constant_reason(match: Match) -> str | None:
     """Why the matched constants do not make a HardSwish, or None."""
-    for name, (want, what) in EXPECTED.items():
-        if name not in match.captures:
-            continue
-        found = np.asarray(match.value(name))
-        if found.size != 1 or found.ndim > 1:
-            return f"{what} is {match[name].name}, a constant of shape {found.shape}, not a scalar"
-        value = float(found.reshape(()))
-        if not math.isclose(value, want, rel_tol=RTOL, abs_tol=1e-12):
-            return f"{what} is {value!r} ({match[name].name}), expected {want!r}"
+    reason = scalar_constants_reason(match, EXPECTED, RTOL, abs_tol=1e-12)
+    if reason is not None:
+        return reason
     if "hard_sigmoid" in match.captures:
         attrs = match["hard_sigmoid"].attrs
         alpha, beta = float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5))

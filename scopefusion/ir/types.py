@@ -11,6 +11,7 @@ type is one tuple build and one dict hit, whatever the size of the context.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, ClassVar, Iterable, NoReturn
 
 import numpy as np
@@ -115,6 +116,16 @@ class ElementType(Type):
         return self.dtype.short
 
 
+def _dim(dim: Any, shape: Iterable[Any]) -> int:
+    """One dim as an int: Python and numpy integers are dims; floats, bools and anything else are not."""
+    if isinstance(dim, (bool, np.bool_)):
+        raise TypeError(f"shape {tuple(shape)!r}: dim {dim!r} is a bool; dims are integers")
+    try:
+        return operator.index(dim)
+    except TypeError:
+        raise TypeError(f"shape {tuple(shape)!r}: dim {dim!r} is a {type(dim).__name__}; dims are integers") from None
+
+
 class TensorType(Type):
     """``TensorType(element, shape, format)``.
 
@@ -141,7 +152,7 @@ class TensorType(Type):
         if shape is None:
             dims: tuple[int, ...] = (UNKNOWN_RANK,)
         else:
-            dims = tuple(int(d) for d in shape)
+            dims = tuple(_dim(d, shape) for d in shape)
             if UNKNOWN_RANK in dims and dims != (UNKNOWN_RANK,):
                 raise ValueError(f"shape {dims}: -2 (unknown rank) must be the only dim")
             if any(d < UNKNOWN_RANK for d in dims):
@@ -306,10 +317,15 @@ class IRContext:
         if isinstance(element, DType):
             element = self.element(element)
         if type(shape) is tuple and format == "ND":
-            # Fast path: an existing static-or-unknown-dim ND tensor type is one dict hit.
+            # Fast path: an existing static-or-unknown-dim ND tensor type is one dict hit. A float dim
+            # compares equal to an int one, so the hit counts only when the dims sum to an int.
             found = self._interned.get((TensorType, (element, shape, "ND")))
             if found is not None:
-                return found  # type: ignore[return-value]
+                if type(sum(shape, 0)) is int:
+                    return found  # type: ignore[return-value]
+                TensorType._key(element, shape)  # refuses float and bool dims
+        elif type(shape) is tuple:  # the raw-argument cache in get() would accept equal float dims
+            TensorType._key(element, shape, format)
         return self.get(TensorType, element, shape, format)  # type: ignore[return-value]
 
     def list_of(self, element: Type) -> ListType:

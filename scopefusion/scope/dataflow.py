@@ -306,7 +306,7 @@ class DataflowPattern:
         name: str | None = None,
         commutative: Iterable[str] = COMMUTATIVE_OPS,
     ) -> None:
-        self.name = name or getattr(fn, "__name__", "pattern")
+        self.name: str = name or str(getattr(fn, "__name__", "pattern"))
         params = list(inspect.signature(fn).parameters)
         if not params:
             raise FusionError(f"pattern function {self.name} must take the op builder as its first parameter")

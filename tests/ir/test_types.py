@@ -163,3 +163,16 @@ def test_dtype_enums_agree_with_tensorflow():
         name = tf_name[3:].lower()
         assert expected.get(name, name) == dt.name, (tf_name, dt)
         assert dtypes.from_tf(dt.tf + 100) is dt  # *_REF types read as their value type
+
+
+def test_shapes_are_ints():
+    ctx = IRContext()
+    for bad, word in (((2.5, 3), "float"), ((2.0, 3), "float"), ((True, 3), "bool"), (("2", 3), "str")):
+        with pytest.raises(TypeError, match=rf"dim .* is a {word}; dims are integers"):
+            ctx.tensor(dtypes.FLOAT32, bad)
+    ctx.tensor(dtypes.FLOAT32, (2, 3))  # interned first, then the fast path must still refuse floats
+    with pytest.raises(TypeError, match="dim 2.5 is a float"):
+        ctx.tensor(dtypes.FLOAT32, (2.5, 3))
+    with pytest.raises(TypeError, match="dim 2.0 is a float"):
+        ctx.tensor(dtypes.FLOAT32, (2.0, 3))
+    assert ctx.tensor(dtypes.FLOAT32, (np.int64(2), np.int32(3))) is ctx.tensor(dtypes.FLOAT32, (2, 3))
