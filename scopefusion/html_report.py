@@ -60,7 +60,7 @@ def scope_notes(run: "RunReport", tree: "ScopeTree") -> dict[str, ScopeNotes]:
             at(name).matched_by.append(report.name)
     for fusion in run.accepted:
         for name in fusion.scopes or (_common_scope(tree, fusion.claimed),):
-            at(name).fused.append((fusion.name, fusion.type, fusion.pass_name))
+            at(name).fused.append((fusion.name, fusion.op_type, fusion.pass_name))
     for refusal in run.refused:
         for name in refusal.scopes or (_common_scope(tree, refusal.nodes),):
             at(name).refused.append((refusal.name, refusal.pass_name, refusal.reason))
@@ -144,10 +144,10 @@ def _fusion_section(run: "RunReport") -> str:
     rows = []
     for i, f in enumerate(run.accepted):
         inputs = "<br>".join(f"{p.port}: {_e(p.producer)}:{p.index}" for p in f.inputs)
-        outputs = "<br>".join(f"{o.port}: {_e(o.inner_node)}:{o.index}" for o in f.outputs)
+        outputs = "<br>".join(f"{o.port}: {_e(o.claimed_node)}:{o.index}" for o in f.outputs)
         scopes = _e(", ".join(f.scopes)) if f.scopes else f"<i>{_e(_common_scope(tree, f.claimed))}</i>"
         rows.append(
-            f"<tr data-rule=\"{_e(f.pass_name)}\"><td>{i}</td><td class=\"name\">{_e(f.name)}</td><td>{_e(f.type)}</td>"
+            f"<tr data-rule=\"{_e(f.pass_name)}\"><td>{i}</td><td class=\"name\">{_e(f.name)}</td><td>{_e(f.op_type)}</td>"
             f"<td>{_e(f.pass_name)}</td><td class=\"name\">{scopes}</td>"
             f"<td title=\"{_e(chr(10).join(f.claimed))}\">{len(f.claimed)}</td><td class=\"ports\">{inputs}</td>"
             f"<td class=\"ports\">{outputs}</td></tr>"

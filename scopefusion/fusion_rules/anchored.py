@@ -99,7 +99,7 @@ class AnchoredDataflowPass(ScopeBasePass):
     def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
         match: Match = result.captures["match"]
         output = match["out"].name
-        result.type = self.fused_type
+        result.op_type = self.fused_type
         result.name = fusion_name(graph, result.nodes, output)
         result.description = f"{self.what} ({match.pattern.name})"
         map_ports(result, graph, match)

@@ -256,7 +256,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         return inputs, claimed, y, holds
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        result.type = self.fused_type
+        result.op_type = self.fused_type
         result.description = result.captures["description"]
         result.attrs.update(result.captures["attrs"])
         for what, ports in (("in", result.captures["inputs"]), ("out", result.captures["outputs"])):

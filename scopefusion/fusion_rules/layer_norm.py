@@ -504,7 +504,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         if verdict.reason is not None:
             result.invalidate(f"{match.outputs[0][0]} is not {self.what}: {verdict.reason}")
             return
-        result.type = self.fused_type
+        result.op_type = self.fused_type
         result.description = f"{self.pass_name}: pattern {match.pattern.name}"
         result.attrs.update(verdict.attrs or {})
         map_ports(result, graph, match)

@@ -26,6 +26,7 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.opdef import OpRegistry
 from ..ir.types import IRContext
 from ..parser.source_graph import SourceGraph, SourceNode
+from ..scope.result import OUTPUT_TO_FUSION_SCOPE
 from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -154,7 +155,7 @@ def _apply_fusion(ctx: BuildContext, fusion: "AcceptedFusion") -> None:
     n_out = max((o.port for o in fusion.outputs), default=-1) + 1
     node = ctx.parsers.convert_fused(ctx, fusion, inputs, max(n_out, 1), provenance, controls)
     for out in fusion.outputs:
-        ctx.bind(out.inner_node, out.index, node.outputs[out.port])
+        ctx.bind(out.claimed_node, out.index, node.outputs[out.port])
     ctx.record(fusion.name, [node])
 
 
@@ -187,10 +188,10 @@ def _apply_many_to_many(ctx: BuildContext, fusion: "AcceptedFusion", provenance:
         for dst, port in inner.outputs:
             if port < 0:
                 continue
-            if dst == "OutputToFusionScope":
+            if dst == OUTPUT_TO_FUSION_SCOPE:
                 for out in fusion.outputs:
                     if out.port == port:
-                        ctx.bind(out.inner_node, out.index, node.outputs[j])
+                        ctx.bind(out.claimed_node, out.index, node.outputs[j])
             j += 1
     ctx.record(fusion.name, emitted)
 

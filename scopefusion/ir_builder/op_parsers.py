@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ..dtypes import DType
 from ..errors import FusionError, ParseError
 from ..ir.attrs import LIST_STR, STR, AttrValue
 from ..ir.graph import Graph, Node, Value
+from ..ir.opdef import ParamType
 from ..parser.source_graph import (
     ABSENT_INPUT,
     FRAMEWORK_ONNX,
@@ -167,7 +169,7 @@ class OpParserRegistry:
         declared = next((i for i in ctx.source.inputs if i.node == node.name), None)
         dtype = declared.dtype if declared is not None else node.attrs.get("dtype")
         shape = declared.shape if declared is not None else node.attrs.get("shape")
-        t = ctx.graph.context.tensor(dtype, shape) if dtype is not None and type(dtype).__name__ == "DType" else None
+        t = ctx.graph.context.tensor(dtype, shape) if dtype is not None and isinstance(dtype, DType) else None
         value = ctx.graph.add_input(node.name, t)
         value.producer.set_attr("_input_name", declared.name if declared is not None else node.name, STR)
         return value.producer
@@ -208,7 +210,7 @@ class OpParserRegistry:
             n = self._signatures.num_outputs(node.op_type, node.attrs)
             if n is not None:
                 return n
-        if opdef is not None and all(s.param.value == "required" for s in opdef.outputs):
+        if opdef is not None and all(s.param is ParamType.REQUIRED for s in opdef.outputs):
             return len(opdef.outputs)
         return max(1, len(node.output_names))
 
@@ -223,17 +225,17 @@ class OpParserRegistry:
     ) -> Node:
         """The fused op of a one-to-one fusion, its parameters read by the fused parser of its type."""
         attrs: dict[str, Any] = dict(fusion.attrs)
-        parser = self._fused_parsers.get(fusion.type)
+        parser = self._fused_parsers.get(fusion.op_type)
         if parser is not None:
             try:
                 attrs.update(parser(fusion, ctx.source))
             except (KeyError, ValueError, TypeError, IndexError) as e:
                 raise FusionError(
-                    f"fusion {fusion.name!r} ({fusion.pass_name}) to {fusion.type}: its parameters cannot be read "
+                    f"fusion {fusion.name!r} ({fusion.pass_name}) to {fusion.op_type}: its parameters cannot be read "
                     f"from the claimed nodes: {e}"
                 ) from e
         attrs.update(provenance)
-        op = f"fused.{fusion.type}"
+        op = f"fused.{fusion.op_type}"
         opdef = ctx.graph.registry.lookup(op)
         typed, dropped = convert_attrs(attrs, opdef)
         if dropped:
@@ -256,9 +258,9 @@ class OpParserRegistry:
     ) -> Node:
         """One inner node of a many-to-many fusion: a fused op when one is defined, else a framework op."""
         registry = ctx.graph.registry
-        candidates = [f"fused.{inner.type}", f"{dialect_of(ctx.source.framework)}.{inner.type}"]
+        candidates = [f"fused.{inner.op_type}", f"{dialect_of(ctx.source.framework)}.{inner.op_type}"]
         op = next((c for c in candidates if c in registry), candidates[0])
-        if inner.type in ("Const", "Constant") and "value" in inner.attrs:
+        if inner.op_type in ("Const", "Constant") and "value" in inner.attrs:
             value = ctx.graph.add_const(np.asarray(inner.attrs["value"]), inner.name, unique=False)
             value.producer.set_attr("_fusion_rule", provenance["_fusion_rule"], STR)
             return value.producer

@@ -185,7 +185,7 @@ class FunctionScopePass(ScopeBasePass):
         return self.patterns
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        result.type = self.fused_type
+        result.op_type = self.fused_type
         reason = self.fn(scopes[0], result, graph)
         if reason is not None:
             result.invalidate(str(reason))
@@ -256,7 +256,7 @@ class DataflowRulePass(ScopeBasePass):
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
         match: Match = result.captures.pop("match")  # handed to the rule, not kept with the fusion
-        result.type = self.fused_type
+        result.op_type = self.fused_type
         result.name = match.outputs[0][0]
         map_ports(result, graph, match)
         if self.fn is not None:

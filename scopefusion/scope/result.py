@@ -3,10 +3,10 @@
 A ``FusionScopesResult`` describes one fused op (one-to-one) or, with type :data:`SCOPE_TO_MULTI_NODES`,
 a small set of inner nodes (many-to-many) that replaces the claimed nodes:
 
-* ``insert_inputs(inner, index_map)``: position ``k`` of ``index_map`` is input ``k`` of the claimed node
-  ``inner``; the value is the fused op's input port, or :data:`FUSION_DISABLE_INDEX` for an edge that stays
-  inside the fusion. ``insert_outputs`` does the same for the inner node's outputs and the fused op's
-  output ports. ``inner`` is the node's full name or a ``/``-separated tail of it (``"batchnorm/mul_1"``).
+* ``insert_inputs(node, index_map)``: position ``k`` of ``index_map`` is input ``k`` of the claimed node
+  ``node``; the value is the fused op's input port, or :data:`FUSION_DISABLE_INDEX` for an edge that stays
+  inside the fusion. ``insert_outputs`` does the same for the claimed node's outputs and the fused op's
+  output ports. ``node`` is the node's full name or a ``/``-separated tail of it (``"batchnorm/mul_1"``).
 * ``add_inner_node(name, type)`` (many-to-many) returns an :class:`InnerNodeInfo`; its inputs are
   ``(inner node, output index)`` or ``(INPUT_FROM_FUSION_SCOPE, fused input port)``, its outputs
   ``(inner node, input slot)`` or ``(OUTPUT_TO_FUSION_SCOPE, fused output port)``; ``-1`` marks a control edge.
@@ -161,14 +161,14 @@ class FusionScopesResult:
         self.pass_name = ""
 
     # ------------------------------------------------------------------ index maps
-    def insert_inputs(self, inner_op_name: str, index_map: Sequence[int]) -> FusionScopesResult:
-        """Maps the inputs of claimed node ``inner_op_name`` to fused input ports; see the module docstring."""
-        self._insert(self._inputs, "insert_inputs", inner_op_name, index_map)
+    def insert_inputs(self, node_name: str, index_map: Sequence[int]) -> FusionScopesResult:
+        """Maps the inputs of claimed node ``node_name`` to fused input ports; see the module docstring."""
+        self._insert(self._inputs, "insert_inputs", node_name, index_map)
         return self
 
-    def insert_outputs(self, inner_op_name: str, index_map: Sequence[int]) -> FusionScopesResult:
-        """Maps the outputs of claimed node ``inner_op_name`` to fused output ports."""
-        self._insert(self._outputs, "insert_outputs", inner_op_name, index_map)
+    def insert_outputs(self, node_name: str, index_map: Sequence[int]) -> FusionScopesResult:
+        """Maps the outputs of claimed node ``node_name`` to fused output ports."""
+        self._insert(self._outputs, "insert_outputs", node_name, index_map)
         return self
 
     def _insert(self, into: dict[str, list[int]], what: str, name: str, index_map: Sequence[int]) -> None:
