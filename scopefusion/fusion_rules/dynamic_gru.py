@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scopefusion.scope import DataflowPattern
+from scopefusion.scope import DataflowPattern, Match
 
 from .dynamic_rnn import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine, gate_affine
 from .rnn_loops import SequenceLoop
@@ -74,7 +74,7 @@ class DynamicGRUFusion(RecurrentLoopPass):
         body = seq.loop.body
         _, new_h, index = body.producer(seq.written)
         found = GRU_UPDATE.match_at(body.graph, new_h)
-        if not hasattr(found, "captures") or index != 0:
+        if not isinstance(found, Match) or index != 0:
             other = activation_mismatch(body.graph, GRU_SKELETON, new_h, {"Tanh": 1}, "the candidate", self.what)
             raise Refused(other or f"the value written per step does not follow the GRU update: {found}")
         (h,) = seq.states

@@ -58,6 +58,7 @@ from scopefusion.scope import (
     FUSION_DISABLE_INDEX,
     DataflowPattern,
     FusionScopesResult,
+    Match,
     NodeOpTypeFeature,
     Scope,
     ScopeBasePass,
@@ -113,9 +114,9 @@ def activation_mismatch(
     """When ``skeleton`` (the cell with any activations) matches at ``node``: which activations differ
     from ``expected`` (op type → count), as a reason naming ``what`` (the part of the ``cell``); else None."""
     found = skeleton.match_at(graph, node)
-    if not hasattr(found, "nodes"):
+    if not isinstance(found, Match):
         return None
-    acts = [n for n in found.nodes if n.op_type in ACTIVATIONS]  # type: ignore[union-attr]
+    acts = [n for n in found.nodes if n.op_type in ACTIVATIONS]
     extra = [n for n in acts if n.op_type not in expected]
     if not extra:
         return None
@@ -237,7 +238,8 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         core = set(seq.core)
         x, entry, y = seq.x, seq.x_entry, seq.y
         if not time_major:
-            pre = graph.node(seq.batch_in)  # type: ignore[arg-type]
+            assert seq.batch_in is not None, "the batch-major layout is tried only when the loop has its Transposes"
+            pre = graph.node(seq.batch_in)
             x, entry = pre.inputs[0], (pre.name, 0)
             core.add(pre.name)
             if seq.batch_out is not None:
@@ -250,7 +252,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
                 inputs.append(v.entry)
                 ports |= {main.resolve(v.init)[1], v.init}
         claimed = _closure(graph, core, {p for p, _ in ports}, ports)
-        holds = time_major or all(c in claimed for c, _, _ in graph.consumers(seq.batch_in))  # type: ignore[arg-type]
+        holds = time_major or all(c in claimed for c, _, _ in graph.consumers(pre.name))
         if not state_inputs:
             holds = holds and all(_is_zero(main, v.init, claimed) for v in cell.states)
         return inputs, claimed, y, holds
@@ -422,13 +424,13 @@ def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: in
             bad = next(p for p in parts if p not in leaves)
             raise Refused(f"{node.name} multiplies {bad[0]}, which is not the step's input or a state")
         widths = [leaves[p] for p in parts]
-        if widths.count(None) > 1 or (None not in widths and sum(widths) != weight.shape[0]):  # type: ignore[arg-type]
-            raise Refused(f"{node.name}: its operands' widths do not add up to the {weight.shape[0]} rows of its weight")
         known = sum(w for w in widths if w is not None)
-        widths = [weight.shape[0] - known if w is None else w for w in widths]
+        if widths.count(None) > 1 or (None not in widths and known != weight.shape[0]):
+            raise Refused(f"{node.name}: its operands' widths do not add up to the {weight.shape[0]} rows of its weight")
+        rows = [weight.shape[0] - known if w is None else w for w in widths]
         terms: dict[Tensor, np.ndarray] = {}
         row = 0
-        for p, w in zip(parts, widths):
+        for p, w in zip(parts, rows):
             block = weight[row:row + w]
             terms[p] = terms[p] + block if p in terms else block
             row += w
@@ -438,9 +440,9 @@ def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: in
         if consts[0] is not None and consts[1] is not None:
             raise Refused(f"{node.name} adds two constants")
         if consts[0] is not None or consts[1] is not None:
-            k = 0 if consts[0] is not None else 1
+            k, const = next((i, c) for i, c in enumerate(consts) if c is not None)
             inner = affine(env, node.inputs[1 - k], leaves, depth - 1)
-            return Affine(inner.terms, inner.bias + _bias(consts[k], inner.width, node.name), inner.width)
+            return Affine(inner.terms, inner.bias + _bias(const, inner.width, node.name), inner.width)
         a, b = (affine(env, x, leaves, depth - 1) for x in node.inputs)
         if a.width != b.width:
             raise Refused(f"{node.name} adds values of {a.width} and {b.width} units")
@@ -480,7 +482,7 @@ class DynamicRNNFusion(RecurrentLoopPass):
         body = seq.loop.body
         _, new_h, index = body.producer(seq.written)
         found = LSTM_CELL.match_at(body.graph, new_h)
-        if not hasattr(found, "captures") or index != 0:
+        if not isinstance(found, Match) or index != 0:
             expected = {"Sigmoid": 3, "Tanh": 2}
             other = activation_mismatch(body.graph, LSTM_SKELETON, new_h, expected, "the cell", self.what)
             raise Refused(other or f"the value written per step does not follow the LSTM equations: {found}")

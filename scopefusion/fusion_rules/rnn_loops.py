@@ -112,10 +112,11 @@ def while_loop(graph: ScopeGraph, node: Any) -> Loop:
         variables.append(LoopVar(k, node.inputs[k], body_value, (out.node, out.index), (node.name, k), (node.name, k)))
     by_input = {cond_src.inputs[v.index].node: v for v in variables}
     result = cond_src.outputs[0]
-    conds = [(by_input.get(var_t[0]), bound) for var_t, bound in _comparisons(cond, (result.node, result.index))]
-    if any(v is None for v, _ in conds):
+    tested = [(by_input.get(var_t[0]), bound) for var_t, bound in _comparisons(cond, (result.node, result.index))]
+    conds = [(v, bound) for v, bound in tested if v is not None]
+    if len(conds) != len(tested):
         raise Refused(f"{node.name}: a comparison of the loop condition does not test a loop variable")
-    return Loop("while", node, main, body, variables, invariant, conds, {node.name})  # type: ignore[arg-type]
+    return Loop("while", node, main, body, variables, invariant, conds, {node.name})
 
 
 def _comparisons(env: Env, tensor: Tensor) -> list[tuple[Tensor, Any]]:
@@ -160,10 +161,11 @@ def frame_loop(graph: ScopeGraph, loop_cond: Any) -> Loop:
             raise Refused(f"the loop variables of {loop_cond.name} enter different frames")
     core = _frame_nodes(graph, frame, loop_cond.name)
     by_merge = {v.merge: v for v in variables}
-    conds = [(by_merge.get(var_t[0]), bound) for var_t, bound in _comparisons(main, loop_cond.inputs[0])]
-    if any(v is None for v, _ in conds):
+    tested = [(by_merge.get(var_t[0]), bound) for var_t, bound in _comparisons(main, loop_cond.inputs[0])]
+    conds = [(v, bound) for v, bound in tested if v is not None]
+    if len(conds) != len(tested):
         raise Refused(f"{loop_cond.name}: a comparison of the loop condition does not test a loop variable")
-    return Loop("frame", loop_cond, main, main, variables, {}, conds, core)  # type: ignore[arg-type]
+    return Loop("frame", loop_cond, main, main, variables, {}, conds, core)
 
 
 def _frame_nodes(graph: ScopeGraph, frame: str | None, loop_cond: str) -> set[str]:
@@ -391,9 +393,10 @@ def _output(loop: Loop, index_var: LoopVar, steps: Any, core: set[str]) -> tuple
         if not return_sequences:
             last, _ = _single(_consumers(graph, stack.name, 0), f"readers of {stack.name}")
             bounds = [int_list(loop.main.value(a)) for a in last.inputs[1:]]
+            begin, end, strides = bounds if len(bounds) == 3 else (None, None, None)
             idx = None
-            if last.op_type == "StridedSlice" and None not in bounds:
-                idx = slice_index(last, *bounds, rank=3)  # type: ignore[arg-type]
+            if last.op_type == "StridedSlice" and begin is not None and end is not None and strides is not None:
+                idx = slice_index(last, begin, end, strides, rank=3)
             if idx is None or idx[0] not in (0, -1) or not all(full_slice(s) for s in idx[1:]):
                 raise Refused(f"the last output of {loop.node.name} is read by {last.name}, not taken as element -1")
             core.add(last.name)

@@ -12,7 +12,7 @@ symbolic as :class:`Dim`; :func:`column_slice` reads the column slices (``Split`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -151,23 +151,24 @@ def _fold(env: Env, node: Any, index: int) -> np.ndarray | None:
         axis = env.value(args[0] if op == "Split" else args[2])
         if data is None or axis is None:
             return None
-        axis = int(axis.reshape(()))
+        split_axis = int(axis.reshape(()))
         if op == "Split":
-            return np.split(data, int(node.attrs["num_split"]), axis=axis)[index]
+            return np.split(data, int(node.attrs["num_split"]), axis=split_axis)[index]
         sizes = int_list(env.value(args[1]))
         if sizes is None or -1 in sizes:
             return None
-        return np.split(data, np.cumsum(sizes)[:-1], axis=axis)[index]
+        return np.split(data, np.cumsum(sizes)[:-1], axis=split_axis)[index]
     if index != 0:
         return None
-    vals = [env.value(a) for a in args]
-    if any(v is None for v in vals):
+    vals = [v for v in (env.value(a) for a in args) if v is not None]
+    if len(vals) != len(args):
         return None
     if op == "Squeeze":
         axes = tuple(int(a) for a in node.attrs.get("squeeze_dims", ()))
         return np.squeeze(vals[0], axes) if axes else np.squeeze(vals[0])
     if op == "StridedSlice":
-        idx = slice_index(node, *(int_list(v) or [] for v in vals[1:]), rank=vals[0].ndim)
+        begin, end, strides = (int_list(v) or [] for v in vals[1:])
+        idx = slice_index(node, begin, end, strides, rank=vals[0].ndim)
         return None if idx is None else np.asarray(vals[0][idx])
     if op == "Reshape":
         return vals[0].reshape([int(d) for d in vals[1].reshape(-1)])
@@ -183,11 +184,15 @@ def _fold(env: Env, node: Any, index: int) -> np.ndarray | None:
         dst = getattr(node.attrs.get("DstT"), "numpy", None)
         return None if dst is None else vals[0].astype(dst)
     if op == "Range":
-        return np.arange(*(v.reshape(()) for v in vals)).astype(vals[0].dtype)
+        bounds: list[Any] = [v.reshape(()) for v in vals]  # 0-d arrays, which numpy's stubs do not take here
+        return np.arange(*bounds).astype(vals[0].dtype)
     if op == "Fill":
         return np.full([int(d) for d in vals[0].reshape(-1)], vals[1].reshape(()))
     if op in ("Max", "Min", "Sum", "Prod", "Mean"):
-        fn = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod, "Mean": np.mean}[op]
+        reducers: dict[str, Callable[..., Any]] = {
+            "Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod, "Mean": np.mean
+        }
+        fn = reducers[op]
         axes = tuple(int(a) for a in vals[1].reshape(-1))
         out = fn(vals[0], axis=axes, keepdims=bool(node.attrs.get("keep_dims", False))) if axes else vals[0]
         return np.asarray(out).astype(vals[0].dtype)
@@ -238,21 +243,21 @@ def shape_of(env: Env, tensor: Tensor, depth: int = 32) -> tuple | LazyShape:
         element = int_list(env.value(node.inputs[1]))
         count = int(node.attrs.get("num_elements", -1))
         if element is not None and not (len(element) == 1 and element[0] == -1):  # [-1]: unknown rank
-            dims = [count, *element]
-            return tuple(d if d >= 0 else Dim(t[0], t[1], k) for k, d in enumerate(dims))
+            return tuple(d if d >= 0 else Dim(t[0], t[1], k) for k, d in enumerate([count, *element]))
     if op == "ConcatV2":
         axis = env.value(node.inputs[-1])
         parts = [shape_of(env, p, depth - 1) for p in node.inputs[:-1]]
-        if axis is not None and parts and all(isinstance(p, tuple) and len(p) == len(parts[0]) for p in parts):
-            rank = len(parts[0])
+        fixed = [p for p in parts if isinstance(p, tuple)]
+        if axis is not None and fixed and len(fixed) == len(parts) and all(len(p) == len(fixed[0]) for p in fixed):
+            rank = len(fixed[0])
             a = int(axis.reshape(())) % rank
-            dims = []
+            dims: list[int | Dim] = []
             for k in range(rank):
-                known = [p[k] for p in parts if isinstance(p[k], int)]
+                known = [d for d in (p[k] for p in fixed) if isinstance(d, int)]
                 if k == a:
                     dims.append(sum(known) if len(known) == len(parts) else Dim(t[0], t[1], k))
                 else:
-                    dims.append(known[0] if known else parts[0][k])
+                    dims.append(known[0] if known else fixed[0][k])
             return tuple(dims)
     shape = None
     for graph_input in env.graph.source.inputs:
@@ -264,6 +269,8 @@ def shape_of(env: Env, tensor: Tensor, depth: int = 32) -> tuple | LazyShape:
         shapes = node.attrs.get("_output_shapes")
         if isinstance(shapes, (list, tuple)) and t[1] < len(shapes):
             shape = shapes[t[1]]
+    if shape is None:
+        return LazyShape(t)
     try:
         return tuple(int(d) if d is not None and int(d) >= 0 else Dim(t[0], t[1], k) for k, d in enumerate(shape))
     except TypeError:
@@ -285,9 +292,10 @@ def sym(env: Env, tensor: Tensor, depth: int = 24) -> Any:
     if op == "StridedSlice":
         base = sym(env, node.inputs[0], depth - 1)
         bounds = [int_list(env.value(a)) for a in node.inputs[1:]]
-        if not isinstance(base, (tuple, LazyShape)) or any(b is None for b in bounds):
+        begin, end, strides = bounds if len(bounds) == 3 else (None, None, None)
+        if not isinstance(base, (tuple, LazyShape)) or begin is None or end is None or strides is None:
             return None
-        idx = slice_index(node, *bounds, rank=1)  # type: ignore[arg-type]
+        idx = slice_index(node, begin, end, strides, rank=1)
         if idx is None or (isinstance(base, LazyShape) and not isinstance(idx[0], int)):
             return None
         try:
@@ -337,16 +345,17 @@ def column_slice(env: Env, node: Any, index: int):
             return None
 
         def split_v(width: int) -> slice:
-            full = [width - (sum(sizes) + 1) if s == -1 else s for s in sizes]  # type: ignore[union-attr]
+            full = [width - (sum(sizes) + 1) if s == -1 else s for s in sizes]
             start = sum(full[:index])
             return slice(start, start + full[index])
 
         return split_v
     if op == "StridedSlice":
         bounds = [int_list(env.value(a)) for a in node.inputs[1:]]
-        if None in bounds:
+        begin, end, strides = bounds if len(bounds) == 3 else (None, None, None)
+        if begin is None or end is None or strides is None:
             return None
-        idx = slice_index(node, *bounds, rank=2)  # type: ignore[arg-type]
+        idx = slice_index(node, begin, end, strides, rank=2)
         if idx is None or not full_slice(idx[0]) or not isinstance(idx[1], slice) or idx[1].step != 1:
             return None
         return lambda width: slice(*idx[1].indices(width))
