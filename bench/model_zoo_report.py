@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The model zoo of issue 5, measured: each model converted with its static profile, one table row each.
+"""The model zoo, measured: each model converted with its static profile, one table row each.
 
 Models: ``tests/e2e/zoo.py`` (Keras ResNet50 / MobileNetV2 / EfficientNetB0, a Keras transformer encoder,
 a TF1 BERT, Keras LSTM and GRU, a TF1 ``dynamic_rnn``, a data-dependent ``tf.function``, and the PyTorch

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""``verify`` on every model of the issue-5 zoo, with every builtin fusion rule enabled: max abs error and time.
+"""``verify`` on every model of the model zoo, with every builtin fusion rule enabled: max abs error and time.
 
 Each model (``tests/e2e/zoo.py``; TF models built from code into the work directory, PyTorch ONNX exports
 from ``testdata/``) is verified on its static profile: converted with all builtin passes on (general and

@@ -1,4 +1,4 @@
-"""Regenerates the PyTorch-exported ONNX models in ``testdata/`` (the model zoo of issue 5).
+"""Regenerates the PyTorch-exported ONNX models in ``testdata/`` (the model zoo).
 
 Run from the repository root, in the project venv with PyTorch installed (PyTorch is needed only here,
 never by the package or its tests)::

@@ -12,7 +12,7 @@ from typing import Any
 
 __all__ = ["BUILTIN_RULES"]
 
-from . import (  # issue 6  # issue 6: recurrent loops, run first (they claim whole loops)
+from . import (
     batch_norm,
     clip,
     dynamic_gru,
@@ -28,10 +28,10 @@ from . import (  # issue 6  # issue 6: recurrent loops, run first (they claim wh
 
 # Pass instances in run order (after the user's passes).
 BUILTIN_RULES: tuple[Any, ...] = (
-    dynamic_rnn.PASS, dynamic_gru.PASS,  # issue 6: recurrent loops
+    dynamic_rnn.PASS, dynamic_gru.PASS,  # recurrent loops first: they claim whole loops
     layer_norm.PASS,
     instance_norm.PASS,
     batch_norm.PASS,
     l2_normalize.PASS,
-    multi_head_attention.PASS, gelu.PASS, hard_swish.PASS, swish.PASS, clip.PASS,  # issue 6
+    multi_head_attention.PASS, gelu.PASS, hard_swish.PASS, swish.PASS, clip.PASS,
 )

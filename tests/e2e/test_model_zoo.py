@@ -1,4 +1,4 @@
-"""The model zoo of issue 5, end to end: each model converted with one static shape profile.
+"""The model zoo, end to end: each model converted with one static shape profile.
 
 Every model: every op inferred, a valid memory plan for its profile. A fully static profile: no dynamic
 value left and an arena within 5% of the lower bound. A model with an unknown batch: dynamic values in

@@ -1,4 +1,4 @@
-"""The model zoo of issue 5: the models ``convert`` must handle, each with one static shape profile.
+"""The model zoo: the models ``convert`` must handle, each with one static shape profile.
 
 Shared by the end-to-end tests (``tests/e2e``) and ``bench/model_zoo_report.py``. A model is either built
 from code (``builder`` returns frozen GraphDef bytes; the tests get it through the session fixture named

@@ -1,4 +1,4 @@
-"""More TensorFlow model builders for the model zoo (issue 5): frozen GraphDef bytes, built from code.
+"""More TensorFlow model builders for the model zoo: frozen GraphDef bytes, built from code.
 
 Like :mod:`tests.models.tf_models`: each builder imports TensorFlow lazily, traces a ``tf.function`` with
 an unknown batch dimension, freezes its variables with ``convert_variables_to_constants_v2`` and returns

@@ -14,7 +14,7 @@ __all__ = ["definitions"]
 
 def definitions() -> list[OpDef]:
     """Every fused op definition (fresh objects)."""
-    from . import (  # issue 6  # issue 6: recurrent loops
+    from . import (
         batch_norm,
         clip,
         dynamic_gru,
@@ -28,11 +28,8 @@ def definitions() -> list[OpDef]:
         swish,
     )
 
-    return [
-        layer_norm.definition(),
-        instance_norm.definition(),
-        batch_norm.definition(),
-        l2_normalize.definition(),
-        *(m.definition() for m in (multi_head_attention, gelu, hard_swish, swish, clip)),  # issue 6
-        dynamic_rnn.definition(), dynamic_gru.definition(),  # issue 6: recurrent loops
-    ]
+    modules = (
+        layer_norm, instance_norm, batch_norm, l2_normalize, multi_head_attention, gelu, hard_swish, swish, clip,
+        dynamic_rnn, dynamic_gru,
+    )  # fmt: skip
+    return [m.definition() for m in modules]
