@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROTOC := $(PY) -m grpc_tools.protoc
 
-.PHONY: test demo install proto bench bench-large clean
+.PHONY: test lint demo install proto bench bench-large clean
 
 DEMO_MODEL := testdata/bert_tiny.pb
 DEMO_SHAPES := --input-shape "input_ids:1,32;input_mask:1,32;token_type_ids:1,32" \
@@ -19,7 +19,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# Lint (ruff: pyflakes, pycodestyle errors, isort, bugbear) and type-check (mypy, strict for ir/ and scope/).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check scopefusion tests bench tools testdata
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Converts the bundled BERT-like model with two shape profiles and prints the summary.
