@@ -99,6 +99,9 @@ def convert(
     input_format: Optional[str] = typer.Option(None, "--input-format", help="Force the model format: savedmodel, pb, pbtxt, onnx."),
     signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature (default serving_default)."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", help="SavedModel tag (repeatable)."),
+    savedmodel_loader: str = typer.Option(
+        "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
 ) -> None:
     """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
@@ -129,6 +132,7 @@ def convert(
                 model_format=input_format,
                 signature=signature,
                 tags=tag,
+                savedmodel_loader=savedmodel_loader,
                 progress=progress,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
