@@ -43,6 +43,8 @@ _WHILE_OPS = frozenset({"While", "StatelessWhile"})
 _IF_OPS = frozenset({"If", "StatelessIf"})
 _CASE_OPS = frozenset({"Case", "StatelessCase"})
 _CONTROL_FLOW_OPS = _WHILE_OPS | _IF_OPS
+_TF1_CONTROL_FLOW_OPS = frozenset({"Enter", "Exit", "Switch", "Merge", "NextIteration", "LoopCond", "RefEnter",
+                                   "RefExit", "RefSwitch", "RefMerge", "RefNextIteration"})
 _PASS_THROUGH_OPS = frozenset({"Identity", "Enter", "Exit", "NextIteration", "Switch", "_SwitchN", "Merge"})
 _VARIABLE_OPS = frozenset({"VariableV2", "VarHandleOp", "Variable"})
 _RESOURCE = 20
@@ -282,6 +284,45 @@ def _restore_node_defs(meta, *, keep_lowering: bool) -> None:
         fix(function.node_def)
 
 
+def _prune_called_functions(meta, functions: dict[str, Any], root: str) -> None:
+    """Drops the dead nodes of every function that ``root`` calls (transitively), in place.
+
+    TensorFlow prunes a function body when it instantiates it for inlining: a node stays when a return
+    value, a control return, a stateful op or a TF1 control-flow op depends on it. Tracing leaves such
+    dead nodes behind (Keras traces an RNN cell once outside its loop, for shapes).
+    """
+    stateful = {op.name for op in meta.meta_info_def.stripped_op_list.op if op.is_stateful}
+    stateful.update(_TF1_CONTROL_FLOW_OPS)
+    called: set[str] = set()
+    stack = [root]
+    while stack:
+        fdef = functions.get(stack.pop())
+        if fdef is None:
+            continue
+        for node in fdef.node_def:
+            if node.op in CALL_OPS and "f" in node.attr and node.attr["f"].func.name not in called:
+                called.add(node.attr["f"].func.name)
+                stack.append(node.attr["f"].func.name)
+    for name in called:
+        fdef = functions.get(name)
+        if fdef is None:
+            continue
+        by_name = {n.name: n for n in fdef.node_def}
+        seeds = [t.split(":")[0] for t in fdef.ret.values()] + list(fdef.control_ret.values())
+        seeds += [n.name for n in fdef.node_def if n.op in stateful or n.op in functions]
+        live: set[str] = set()
+        while seeds:
+            current = seeds.pop()
+            if current in live or current not in by_name:
+                continue
+            live.add(current)
+            seeds.extend(t.lstrip("^").split(":")[0] for t in by_name[current].input)
+        if len(live) < len(fdef.node_def):
+            kept = [n for n in fdef.node_def if n.name in live]
+            del fdef.node_def[:]
+            fdef.node_def.extend(kept)
+
+
 # ------------------------------------------------------------------------------------------ TensorFlow 2
 def freeze_tf2(directory: str, meta, signature: str, sig, *, inline_functions: bool) -> SourceGraph:
     """The signature of a TF2 SavedModel with its variables frozen (see the module docstring)."""
@@ -370,9 +411,12 @@ def freeze_tf2(directory: str, meta, signature: str, sig, *, inline_functions: b
                 f"{where}: signature {signature!r} captures {producer!r}, which is neither a variable nor a constant; "
                 f"{FALLBACK_HINT}"
             )
-        freezer.freeze_argument(wrapper, index, value, what)
+        if arg.type == _RESOURCE:
+            freezer.freeze_argument(wrapper, index, value, what)
         replacements[arg.name] = _const_node(arg.name, value)
 
+    if inline_functions:
+        _prune_called_functions(meta, functions, wrapper)
     library = FunctionLibrary(list(functions.values()), where, None, inline_functions)
     body = library.graph(wrapper)
     nodes = [replacements.get(n.name, n) if n.op_type == INPUT_OP else n for n in body.nodes]
