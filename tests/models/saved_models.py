@@ -85,3 +85,35 @@ def write_saved_model(name: str, path: Path) -> Path:
     if not (path / "saved_model.pb").is_file():
         raise RuntimeError(f"zoo model {name}: its builder exported no SavedModel")
     return path
+
+
+def write_checkpoint_of_every_dtype(path: Path) -> Path:
+    """A ``tf.train.Checkpoint`` (prefix ``path/ckpt``) with one variable per numeric dtype and a string one."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    values = {
+        "f32": rng.normal(size=(3, 4)).astype(np.float32),
+        "f64": rng.normal(size=(5,)),
+        "f16": rng.normal(size=(2, 2)).astype(np.float16),
+        "bf16": tf.constant(rng.normal(size=(4,)), tf.bfloat16),
+        "i8": np.arange(-3, 3, dtype=np.int8),
+        "u8": np.arange(250, 256, dtype=np.uint8),
+        "i16": np.array([-300, 7], np.int16),
+        "u16": np.array([65535, 1], np.uint16),
+        "i32": np.arange(12, dtype=np.int32).reshape(3, 4),
+        "u32": np.array([4294967295], np.uint32),
+        "i64": np.array([-(2**40), 2**40], np.int64),
+        "u64": np.array([2**63], np.uint64),
+        "flag": np.array([True, False, True]),
+        "c64": np.array([1 + 2j, -3j], np.complex64),
+        "c128": np.array([0.5 - 1j], np.complex128),
+        "scalar": np.float32(2.5),
+        "empty": np.zeros((0, 3), np.float32),
+        "words": np.array([[b"", b"scope"], [b"fusion" * 40, "\u00e9t\u00e9".encode()]], dtype=object),
+    }
+    checkpoint = tf.train.Checkpoint(**{name: tf.Variable(value) for name, value in values.items()})
+    path.mkdir(parents=True, exist_ok=True)
+    checkpoint.write(str(path / "ckpt"))
+    return path
