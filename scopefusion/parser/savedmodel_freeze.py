@@ -394,8 +394,13 @@ def freeze_tf2(directory: str, meta, signature: str, sig, *, inline_functions: b
                     f"{where}: {what} captured by signature {signature!r} has no checkpoint key in the object graph or "
                     f"the restore function; {FALLBACK_HINT}"
                 )
-            dtype_code = obj.variable.dtype if kind == "variable" else node_def.attr["dtype"].type if node_def is not None else 0
-            shape_proto = obj.variable.shape if kind == "variable" else node_def.attr["shape"].shape if node_def is not None else None
+            declared = obj.variable if obj is not None and kind == "variable" else None
+            if declared is not None:
+                dtype_code, shape_proto = declared.dtype, declared.shape
+            elif node_def is not None:
+                dtype_code, shape_proto = node_def.attr["dtype"].type, node_def.attr["shape"].shape
+            else:
+                dtype_code, shape_proto = 0, None
             value = _read_variable(bundle, key, dtype_code, shape_of(shape_proto) if shape_proto is not None else None, what)
         elif kind in ("resource", "asset") or (node_def is not None and arg.type == _RESOURCE):
             raise ModelLoadError(

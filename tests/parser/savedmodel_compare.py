@@ -10,7 +10,7 @@ the two graphs compare equal when they compute the same thing with the same ops.
 
 from __future__ import annotations
 
-from scopefusion.ir_builder.graph import Graph
+from scopefusion.ir.graph import Graph
 
 __all__ = ["normalised"]
 

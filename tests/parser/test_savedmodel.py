@@ -14,7 +14,6 @@ from scopefusion.parser import GraphInput, GraphOutput, load
 
 from . import tf_graph_util as tg
 
-
 LOADERS = pytest.mark.parametrize("loader", ["native", "tensorflow"])
 
 
