@@ -71,13 +71,6 @@ class SavedObjectGraph(_message.Message):
 
 class SavedObject(_message.Message):
     __slots__ = ("children", "user_object", "asset", "function", "variable", "bare_concrete_function", "constant", "resource", "captured_tensor")
-    class ObjectReference(_message.Message):
-        __slots__ = ("node_id", "local_name")
-        NODE_ID_FIELD_NUMBER: _ClassVar[int]
-        LOCAL_NAME_FIELD_NUMBER: _ClassVar[int]
-        node_id: int
-        local_name: str
-        def __init__(self, node_id: _Optional[int] = ..., local_name: _Optional[str] = ...) -> None: ...
     CHILDREN_FIELD_NUMBER: _ClassVar[int]
     USER_OBJECT_FIELD_NUMBER: _ClassVar[int]
     ASSET_FIELD_NUMBER: _ClassVar[int]
@@ -87,7 +80,7 @@ class SavedObject(_message.Message):
     CONSTANT_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     CAPTURED_TENSOR_FIELD_NUMBER: _ClassVar[int]
-    children: _containers.RepeatedCompositeFieldContainer[SavedObject.ObjectReference]
+    children: _containers.RepeatedCompositeFieldContainer[_tf_checkpoint_pb2.TrackableObjectGraph.TrackableObject.ObjectReference]
     user_object: SavedUserObject
     asset: SavedAsset
     function: SavedFunction
@@ -96,7 +89,7 @@ class SavedObject(_message.Message):
     constant: SavedConstant
     resource: SavedResource
     captured_tensor: CapturedTensor
-    def __init__(self, children: _Optional[_Iterable[_Union[SavedObject.ObjectReference, _Mapping]]] = ..., user_object: _Optional[_Union[SavedUserObject, _Mapping]] = ..., asset: _Optional[_Union[SavedAsset, _Mapping]] = ..., function: _Optional[_Union[SavedFunction, _Mapping]] = ..., variable: _Optional[_Union[SavedVariable, _Mapping]] = ..., bare_concrete_function: _Optional[_Union[SavedBareConcreteFunction, _Mapping]] = ..., constant: _Optional[_Union[SavedConstant, _Mapping]] = ..., resource: _Optional[_Union[SavedResource, _Mapping]] = ..., captured_tensor: _Optional[_Union[CapturedTensor, _Mapping]] = ...) -> None: ...
+    def __init__(self, children: _Optional[_Iterable[_Union[_tf_checkpoint_pb2.TrackableObjectGraph.TrackableObject.ObjectReference, _Mapping]]] = ..., user_object: _Optional[_Union[SavedUserObject, _Mapping]] = ..., asset: _Optional[_Union[SavedAsset, _Mapping]] = ..., function: _Optional[_Union[SavedFunction, _Mapping]] = ..., variable: _Optional[_Union[SavedVariable, _Mapping]] = ..., bare_concrete_function: _Optional[_Union[SavedBareConcreteFunction, _Mapping]] = ..., constant: _Optional[_Union[SavedConstant, _Mapping]] = ..., resource: _Optional[_Union[SavedResource, _Mapping]] = ..., captured_tensor: _Optional[_Union[CapturedTensor, _Mapping]] = ...) -> None: ...
 
 class SavedUserObject(_message.Message):
     __slots__ = ("identifier",)
