@@ -71,10 +71,10 @@ def _tf_messages():
         resource_handle_pb2,
         tensor_pb2,
         tensor_shape_pb2,
+        tensor_slice_pb2,
         types_pb2,
         versions_pb2,
     )
-    from tensorflow.core.framework import tensor_slice_pb2
     from tensorflow.core.protobuf import (
         meta_graph_pb2,
         saved_model_pb2,
