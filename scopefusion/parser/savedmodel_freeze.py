@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ModelLoadError
 from .proto import tf_framework_pb2 as tfpb
 from .source_graph import INPUT_OP, GraphInput, GraphOutput, SourceGraph, SourceNode
-from .tensor_bundle import FALLBACK_HINT, TensorBundle
+from .tensor_bundle import CORRUPT_HINT, FALLBACK_HINT, TensorBundle
 from .tf_functions import CALL_OPS, FunctionLibrary
 from .tf_graphdef import graph_from_graph_def
 from .tf_nodes import decode_node_def, parse_tensor_name
@@ -70,7 +70,7 @@ def _read_variable(bundle: TensorBundle, key: str, dtype: int, shape: tuple[int,
     if dtype and entry.dtype != dtype:
         raise ModelLoadError(
             f"{bundle.index_path}: tensor {key!r} (for {what}) has dtype {tf_dtype(entry.dtype)}, but the SavedModel "
-            f"declares {tf_dtype(dtype)}; {FALLBACK_HINT}"
+            f"declares {tf_dtype(dtype)}; {CORRUPT_HINT}"
         )
     known = shape if shape is not None and all(d >= 0 for d in shape) else None
     array = bundle.tensor(key, expected_shape=known)
@@ -132,7 +132,7 @@ class _Freezer:
         self._done.add((fname, index))
         fdef = self.functions.get(fname)
         if fdef is None or index >= len(fdef.signature.input_arg):
-            raise ModelLoadError(f"{self.where}: {what} is passed to function {fname!r}, which the library lacks; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{self.where}: {what} is passed to function {fname!r}, which the library lacks; {CORRUPT_HINT}")
         arg = fdef.signature.input_arg[index]
         arg.type = value.dtype
         if index in fdef.arg_attr and "_output_shapes" in fdef.arg_attr[index].attr:
@@ -349,7 +349,7 @@ def freeze_tf2(directory: str, meta, signature: str, sig, *, inline_functions: b
     wdef = functions.get(wrapper)
     data_inputs = [t for t in call.input if not t.startswith("^")]
     if wdef is None or len(data_inputs) != len(wdef.signature.input_arg):
-        raise ModelLoadError(f"{where}: the function {wrapper!r} of signature {signature!r} is missing or takes other inputs; {FALLBACK_HINT}")
+        raise ModelLoadError(f"{where}: the function {wrapper!r} of signature {signature!r} is missing or takes other inputs; {CORRUPT_HINT}")
     input_keys = {parse_tensor_name(sig.inputs[key].name)[0]: key for key in sig.inputs}
     concrete = meta.object_graph_def.concrete_functions.get(wrapper)
     bound = list(concrete.bound_inputs) if concrete is not None else []
@@ -454,7 +454,7 @@ def _check_same_tensor(bundle: TensorBundle, by_object: str, by_restore: str, wh
     if not same:
         raise ModelLoadError(
             f"{where}: {what} is checkpoint tensor {by_object!r} by the object graph but {by_restore!r} by the restore "
-            f"function, and the two differ; the SavedModel is inconsistent; {FALLBACK_HINT}"
+            f"function, and the two differ; the SavedModel is inconsistent; {CORRUPT_HINT}"
         )
 
 

@@ -21,7 +21,7 @@ from google.protobuf import message as _message
 
 from ..errors import ModelLoadError
 from .proto import tf_checkpoint_pb2 as ckpb
-from .tensor_bundle import FALLBACK_HINT, TensorBundle
+from .tensor_bundle import CORRUPT_HINT, TensorBundle
 
 __all__ = ["OBJECT_GRAPH_KEY", "checkpoint_object_graph", "object_checkpoint_key", "restore_wiring"]
 
@@ -42,7 +42,7 @@ def checkpoint_object_graph(bundle: TensorBundle):
         graph.ParseFromString(bytes(value.reshape(-1)[0]) if value.size == 1 else b"")
     except _message.DecodeError:
         raise ModelLoadError(
-            f"{bundle.index_path}: the checkpoint's object graph ({OBJECT_GRAPH_KEY}) is not a valid record; {FALLBACK_HINT}"
+            f"{bundle.index_path}: the checkpoint's object graph ({OBJECT_GRAPH_KEY}) is not a valid record; {CORRUPT_HINT}"
         ) from None
     return graph
 
@@ -74,7 +74,7 @@ def _string_list(node_def, where: str) -> list[str]:
 
     value = decode_attrs(node_def.attr).get("value")
     if not isinstance(value, np.ndarray) or value.dtype != object:
-        raise ModelLoadError(f"{where}: the restore op's tensor names ({node_def.name}) are not a string constant; {FALLBACK_HINT}")
+        raise ModelLoadError(f"{where}: the restore op's tensor names ({node_def.name}) are not a string constant; {CORRUPT_HINT}")
     return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in value.reshape(-1)]
 
 
@@ -100,7 +100,7 @@ def _assignments(nodes: Iterable[Any], where: str) -> dict[str, list[str]]:
         if not 0 <= index < len(names):
             raise ModelLoadError(
                 f"{where}: {node.name} assigns output {index} of {restore.name}, which restores {len(names)} tensors; "
-                f"{FALLBACK_HINT}"
+                f"{CORRUPT_HINT}"
             )
         keys.setdefault(_split(node.input[0])[0], []).append(names[index])
     return keys

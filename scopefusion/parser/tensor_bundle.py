@@ -34,9 +34,10 @@ from .proto import tf_checkpoint_pb2 as ckpb
 from .tf_tensors import numpy_dtype_of_tf, shape_of, tf_dtype
 from .wire import WireError, read_varint
 
-__all__ = ["FALLBACK_HINT", "TensorBundle", "crc32c", "mask_crc", "read_table", "unmask_crc"]
+__all__ = ["CORRUPT_HINT", "FALLBACK_HINT", "TensorBundle", "crc32c", "mask_crc", "read_table", "unmask_crc"]
 
-FALLBACK_HINT = "re-export the SavedModel, or pass --savedmodel-loader tensorflow to let TensorFlow read it"
+FALLBACK_HINT = "pass --savedmodel-loader tensorflow to let TensorFlow load it"
+CORRUPT_HINT = "re-export the SavedModel, or pass --savedmodel-loader tensorflow to let TensorFlow try"
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 _FOOTER_SIZE = 48
@@ -172,21 +173,21 @@ class TensorBundle:
         try:
             table = _read_table(data)
         except _Corrupt as exc:
-            raise ModelLoadError(f"{self.index_path}: not a valid checkpoint index: {exc}; {FALLBACK_HINT}") from None
+            raise ModelLoadError(f"{self.index_path}: not a valid checkpoint index: {exc}; {CORRUPT_HINT}") from None
         if not table or table[0][0] != b"":
-            raise ModelLoadError(f"{self.index_path}: the checkpoint index has no header entry; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{self.index_path}: the checkpoint index has no header entry; {CORRUPT_HINT}")
         self.header = ckpb.BundleHeaderProto()
         self._parse(self.header, table[0][1], "the header")
         if self.header.endianness != ckpb.BundleHeaderProto.LITTLE:
-            raise ModelLoadError(f"{self.index_path}: the checkpoint is big-endian, which the native reader does not read; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{self.index_path}: the checkpoint is big-endian, which the native reader does not read; {CORRUPT_HINT}")
         if self.header.num_shards < 1:
-            raise ModelLoadError(f"{self.index_path}: the header claims {self.header.num_shards} data shards; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{self.index_path}: the header claims {self.header.num_shards} data shards; {CORRUPT_HINT}")
         self._entries: dict[str, bytes] = {}
         for key, value in table[1:]:
             try:
                 name = key.decode("utf-8")
             except UnicodeDecodeError:
-                raise ModelLoadError(f"{self.index_path}: a tensor name is not UTF-8 ({key[:60]!r}); {FALLBACK_HINT}") from None
+                raise ModelLoadError(f"{self.index_path}: a tensor name is not UTF-8 ({key[:60]!r}); {CORRUPT_HINT}") from None
             self._entries[name] = value
         self._shards: dict[int, mmap.mmap | bytes] = {}
 
@@ -194,7 +195,7 @@ class TensorBundle:
         try:
             msg.ParseFromString(value)
         except _message.DecodeError:
-            raise ModelLoadError(f"{self.index_path}: {what} of the checkpoint index is not a valid record; {FALLBACK_HINT}") from None
+            raise ModelLoadError(f"{self.index_path}: {what} of the checkpoint index is not a valid record; {CORRUPT_HINT}") from None
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries
@@ -207,7 +208,7 @@ class TensorBundle:
         """The ``BundleEntryProto`` of tensor ``key``."""
         value = self._entries.get(key)
         if value is None:
-            raise ModelLoadError(f"{self.index_path}: the checkpoint has no tensor {key!r}; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{self.index_path}: the checkpoint has no tensor {key!r}; {CORRUPT_HINT}")
         entry = ckpb.BundleEntryProto()
         self._parse(entry, value, f"the entry of tensor {key!r}")
         return entry
@@ -226,9 +227,9 @@ class TensorBundle:
                 # An empty file cannot be mapped; it can only hold empty tensors.
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         except FileNotFoundError:
-            raise ModelLoadError(f"{path}: the checkpoint data shard is missing; {FALLBACK_HINT}") from None
+            raise ModelLoadError(f"{path}: the checkpoint data shard is missing; {CORRUPT_HINT}") from None
         except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"{path}: cannot map the checkpoint data shard ({exc}); {FALLBACK_HINT}") from None
+            raise ModelLoadError(f"{path}: cannot map the checkpoint data shard ({exc}); {CORRUPT_HINT}") from None
         self._shards[shard] = mapped
         return mapped
 
@@ -249,20 +250,20 @@ class TensorBundle:
             raise ModelLoadError(f"{where} has dtype {tf_dtype(entry.dtype)}, which the native reader cannot read; {FALLBACK_HINT}")
         shape = shape_of(entry.shape)
         if shape is None or any(d < 0 for d in shape):
-            raise ModelLoadError(f"{where} has no fully known shape; the index is corrupt; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{where} has no fully known shape; the index is corrupt; {CORRUPT_HINT}")
         if expected_shape is not None and tuple(expected_shape) != shape:
             raise ModelLoadError(
-                f"{where} has shape {list(shape)}, but the SavedModel declares {list(expected_shape)}; {FALLBACK_HINT}"
+                f"{where} has shape {list(shape)}, but the SavedModel declares {list(expected_shape)}; {CORRUPT_HINT}"
             )
         count = int(np.prod(shape, dtype=np.int64))
         if not 0 <= entry.shard_id < self.header.num_shards:
-            raise ModelLoadError(f"{where} names data shard {entry.shard_id}, but the header declares {self.header.num_shards}; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{where} names data shard {entry.shard_id}, but the header declares {self.header.num_shards}; {CORRUPT_HINT}")
         shard = self._shard(entry.shard_id)
         start, size = entry.offset, entry.size
         if start < 0 or size < 0 or start + size > len(shard):
             raise ModelLoadError(
                 f"{self.shard_path(entry.shard_id)}: tensor {key!r} lies at bytes {start}..{start + size}, past the end of "
-                f"the shard ({len(shard)} bytes); the shard is truncated; {FALLBACK_HINT}"
+                f"the shard ({len(shard)} bytes); the shard is truncated; {CORRUPT_HINT}"
             )
         raw = memoryview(shard)[start:start + size]
         if entry.dtype == _STRING_DTYPE:
@@ -272,13 +273,13 @@ class TensorBundle:
         if unmask_crc(entry.crc32c) != crc:
             raise ModelLoadError(
                 f"{self.shard_path(entry.shard_id)}: the bytes of tensor {key!r} fail their CRC32C check; the shard is "
-                f"corrupt; {FALLBACK_HINT}"
+                f"corrupt; {CORRUPT_HINT}"
             )
         if array is not None:
             return array
         if size != count * dtype.itemsize:
             raise ModelLoadError(
-                f"{where} has {size} bytes, but shape {list(shape)} of {dtype.name} needs {count * dtype.itemsize}; {FALLBACK_HINT}"
+                f"{where} has {size} bytes, but shape {list(shape)} of {dtype.name} needs {count * dtype.itemsize}; {CORRUPT_HINT}"
             )
         array = np.frombuffer(shard, dtype=dtype.newbyteorder("<"), count=count, offset=start) if count else np.zeros(0, dtype)
         array = array.reshape(shape)
@@ -302,9 +303,9 @@ class TensorBundle:
                 length, pos = read_varint(data, pos, len(data))
                 lengths.append(length)
         except WireError:
-            raise ModelLoadError(f"{where}: the string tensor's length table is truncated; {FALLBACK_HINT}") from None
+            raise ModelLoadError(f"{where}: the string tensor's length table is truncated; {CORRUPT_HINT}") from None
         if pos + 4 + sum(lengths) != len(data) or any(n > 0xFFFFFFFF for n in lengths):
-            raise ModelLoadError(f"{where}: the string tensor's lengths do not add up to its size; {FALLBACK_HINT}")
+            raise ModelLoadError(f"{where}: the string tensor's lengths do not add up to its size; {CORRUPT_HINT}")
         crc = crc32c(struct.pack(f"<{count}I", *lengths))
         crc = crc32c(data[pos:], crc)
         pos += 4

@@ -117,3 +117,41 @@ def write_checkpoint_of_every_dtype(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     checkpoint.write(str(path / "ckpt"))
     return path
+
+
+def write_lookup_table_model(path: Path) -> Path:
+    """A ``tf.Module`` whose signature looks words up in a ``StaticHashTable`` (a captured resource)."""
+    import tensorflow as tf
+
+    class Vocabulary(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            init = tf.lookup.KeyValueTensorInitializer(tf.constant(["scope", "fusion"]), tf.constant([1, 2], tf.int64))
+            self.table = tf.lookup.StaticHashTable(init, default_value=-1)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words")])
+        def serve(self, words: Any) -> Any:
+            return {"ids": self.table.lookup(words)}
+
+    module = Vocabulary()
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
+    return path
+
+
+def write_assigning_model(path: Path) -> Path:
+    """A ``tf.Module`` whose signature adds its input to a variable (an assignment inside the signature)."""
+    import tensorflow as tf
+
+    class Counter(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.total = tf.Variable(0.0, name="total")
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.float32, name="x")])
+        def serve(self, x: Any) -> Any:
+            self.total.assign_add(x)
+            return {"total": self.total.read_value()}
+
+    module = Counter()
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
+    return path
