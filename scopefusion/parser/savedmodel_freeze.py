@@ -86,22 +86,33 @@ class _Container:
         self.nodes = nodes
         self.is_function = is_function
         self.name = name
+        self._index: dict[str, list[tuple[Any, int, int]]] | None = None
 
     def refs(self, node: str, out_arg: str, index: int) -> set[str]:
         if self.is_function:
             return {f"{node}:{out_arg}:{index}"}
         return {node, f"{node}:0"} if index == 0 else {f"{node}:{index}"}
 
+    def uses(self, producer: str) -> list[tuple[Any, int, int]]:
+        """``(consumer, data slot, position in its input list)`` of every data input read from ``producer``."""
+        if self._index is None:
+            index: dict[str, list[tuple[Any, int, int]]] = {}
+            for node in self.nodes:
+                slot = 0
+                for position, text in enumerate(node.input):
+                    if text.startswith("^"):
+                        continue
+                    index.setdefault(text.split(":")[0], []).append((node, slot, position))
+                    slot += 1
+            self._index = index
+        return self._index.setdefault(producer, [])
+
     def consumers(self, refs: set[str]) -> list[tuple[Any, int]]:
         found = []
-        for node in self.nodes:
-            slot = 0
-            for text in node.input:
-                if text.startswith("^"):
-                    continue
-                if text in refs:
+        for producer in sorted({r.split(":")[0] for r in refs}):
+            for node, slot, position in self.uses(producer):
+                if node.input[position] in refs:
                     found.append((node, slot))
-                slot += 1
         return found
 
 
@@ -125,6 +136,7 @@ class _Freezer:
         self.functions = functions
         self.where = where
         self._done: set[tuple[str, int]] = set()
+        self._containers: dict[str, _Container] = {}
 
     def freeze_argument(self, fname: str, index: int, value: _Value, what: str) -> None:
         if (fname, index) in self._done:
@@ -140,7 +152,9 @@ class _Freezer:
                 _unknown_shape(shape)
         if "_input_shapes" in fdef.attr and index < len(fdef.attr["_input_shapes"].list.shape):
             _unknown_shape(fdef.attr["_input_shapes"].list.shape[index])
-        container = _Container(fdef.node_def, True, fname)
+        container = self._containers.get(fname)
+        if container is None:
+            container = self._containers[fname] = _Container(fdef.node_def, True, fname)
         self.propagate(container, {arg.name}, value, what)
 
     def propagate(self, container: _Container, refs: set[str], value: _Value, what: str) -> None:
@@ -239,13 +253,14 @@ class _Freezer:
             node.attr["_class"].CopyFrom(keep)
         del node.input[:]
         node.input.extend(data[:2] + [f"{axis_name}:output:0" if container.is_function else axis_name] + controls)
+        container.uses(axis_name).append((node, 2, 2))
 
     def _rename_output(self, container: _Container, node_name: str, old: str, new: str) -> None:
         prefix = f"{node_name}:{old}:"
-        for other in container.nodes:
-            for i, text in enumerate(other.input):
-                if text.startswith(prefix):
-                    other.input[i] = f"{node_name}:{new}:{text[len(prefix):]}"
+        for other, _, position in container.uses(node_name):
+            text = other.input[position]
+            if text.startswith(prefix):
+                other.input[position] = f"{node_name}:{new}:{text[len(prefix):]}"
         fdef = self.functions.get(container.name)
         if fdef is not None:
             for key, text in list(fdef.ret.items()):

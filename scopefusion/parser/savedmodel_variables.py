@@ -82,6 +82,7 @@ def _assignments(nodes: Iterable[Any], where: str) -> dict[str, list[str]]:
     """``{assigned node or argument name: checkpoint keys}`` for the Assign(…, RestoreV2 output) in ``nodes``."""
     by_name = {n.name: n for n in nodes}
     keys: dict[str, list[str]] = {}
+    decoded: dict[str, list[str]] = {}
     for node in by_name.values():
         if node.op not in _ASSIGN_OPS or len(node.input) < 2:
             continue
@@ -96,7 +97,9 @@ def _assignments(nodes: Iterable[Any], where: str) -> dict[str, list[str]]:
         names_node = by_name.get(_split(restore.input[1])[0])
         if names_node is None or names_node.op != "Const":
             continue
-        names = _string_list(names_node, where)
+        names = decoded.get(names_node.name)
+        if names is None:
+            names = decoded[names_node.name] = _string_list(names_node, where)
         if not 0 <= index < len(names):
             raise ModelLoadError(
                 f"{where}: {node.name} assigns output {index} of {restore.name}, which restores {len(names)} tensors; "
