@@ -6,8 +6,8 @@ Models: the model zoo written as SavedModels by ``tests/models/saved_models.py``
 Keras transformer and RNNs, the data-dependent tf.function, TF1 SavedModels), and the same models frozen
 to ``.pb`` by the zoo's builders, into a work directory (built once, reused; nothing committed). Each
 measurement runs in a fresh interpreter: ``convert(path)`` (default passes, the model's own shapes) and
-``Model.to_bytes("ge")``; the time is the median of ``--repeat`` runs, the peak memory the largest
-resident set size of the process (``ru_maxrss``), TensorFlow's import included for the tensorflow loader.
+``Model.to_bytes("ge")``; the time is the median of ``--repeat`` runs, the peak memory the process's
+resident-set high-water mark (``VmHWM``), TensorFlow's import included for the tensorflow loader.
 
 Goals: native <= 1.5x the frozen ``.pb``; the speed-up over the tensorflow loader is reported.
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 PB_GOAL = 1.5
 
 _MEASURE = r"""
-import json, resource, sys, time
+import json, sys, time
 path, loader = sys.argv[1], sys.argv[2]
 from scopefusion.convert import convert
 start = time.perf_counter()
@@ -39,8 +39,9 @@ options = {"savedmodel_loader": loader} if loader != "-" else {}
 model = convert(path, **options)
 model.to_bytes("ge")
 elapsed = time.perf_counter() - start
-print(json.dumps({"seconds": elapsed, "load": model.timings["load"],
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+with open("/proc/self/status") as status:
+    peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": elapsed, "load": model.timings["load"], "peak_mb": peak_kb / 1024,
                   "tensorflow": "tensorflow" in sys.modules}))
 """
 
@@ -88,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown models {', '.join(unknown)}; known: {', '.join(SAVED_ZOO)}")
     args.workdir.mkdir(parents=True, exist_ok=True)
     _build(names, args.workdir)
-    header = ("model", ".pb s", "native s", "native/.pb", "tf s", "speed-up", "native load s", "tf load s",
-              "peak MB .pb", "peak MB native", "peak MB tf", "TF imported (native)")
+    header = ("model", ".pb s", "native s", "native/.pb", "tf s", "speed-up", ".pb load s", "native load s",
+              "tf load s", "peak MB .pb", "peak MB native", "peak MB tf", "TF imported (native)")
     rows = []
     failed = False
     for name in names:
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         failed |= ratio > PB_GOAL or native["tensorflow"]
         rows.append((name, f"{pb['seconds']:.2f}", f"{native['seconds']:.2f}", f"{ratio:.2f}x",
                      f"{reference['seconds']:.2f}", f"{reference['seconds'] / native['seconds']:.1f}x",
-                     f"{native['load']:.2f}", f"{reference['load']:.2f}", f"{pb['peak_mb']:.0f}",
+                     f"{pb['load']:.2f}", f"{native['load']:.2f}", f"{reference['load']:.2f}", f"{pb['peak_mb']:.0f}",
                      f"{native['peak_mb']:.0f}", f"{reference['peak_mb']:.0f}", str(native["tensorflow"])))
         print(f"measured {name}", file=sys.stderr, flush=True)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

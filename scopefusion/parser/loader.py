@@ -3,7 +3,8 @@
 Formats: a SavedModel directory (``"savedmodel"``), a frozen binary GraphDef (``"pb"``), a text GraphDef
 (``"pbtxt"``) and an ONNX model (``"onnx"``). The format comes from the path (a directory, the suffix)
 and is checked against the bytes, so a ``.onnx`` file that holds a GraphDef is reported as such;
-``format=`` forces one. Reading ``pb``, ``pbtxt`` and ``onnx`` never imports TensorFlow.
+``format=`` forces one. Reading any of them never imports TensorFlow (a SavedModel: unless
+``savedmodel_loader="tensorflow"`` asks for it).
 
 Every failure is a :class:`~scopefusion.errors.ModelLoadError` (the file cannot be read as a model) or a
 :class:`~scopefusion.errors.ParseError` (the model's graph is invalid) naming the file and, where there
