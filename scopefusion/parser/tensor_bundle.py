@@ -4,7 +4,7 @@ A checkpoint ``prefix`` (``variables/variables`` in a SavedModel) is two kinds o
 
 * ``prefix.index``: a sorted key/value table in the LevelDB table layout. Data blocks of
   prefix-compressed entries with a restart array, each block followed by a one-byte compression type
-  and the masked CRC32C of the block; an index block pointing at the data blocks; a 48-byte footer
+  (none, as TensorFlow writes them, or snappy) and the masked CRC32C of the block; an index block pointing at the data blocks; a 48-byte footer
   ending in the table magic. The value under the empty key is a ``BundleHeaderProto``; every other key
   is a tensor name whose value is a ``BundleEntryProto`` (dtype, shape, shard, offset, size, masked
   CRC32C of the bytes).
@@ -34,7 +34,16 @@ from .proto import tf_checkpoint_pb2 as ckpb
 from .tf_tensors import numpy_dtype_of_tf, shape_of, tf_dtype
 from .wire import WireError, read_varint
 
-__all__ = ["CORRUPT_HINT", "FALLBACK_HINT", "TensorBundle", "crc32c", "mask_crc", "read_table", "unmask_crc"]
+__all__ = [
+    "CORRUPT_HINT",
+    "FALLBACK_HINT",
+    "TensorBundle",
+    "crc32c",
+    "mask_crc",
+    "read_table",
+    "snappy_decompress",
+    "unmask_crc",
+]
 
 FALLBACK_HINT = "pass --savedmodel-loader tensorflow to let TensorFlow load it"
 CORRUPT_HINT = "re-export the SavedModel, or pass --savedmodel-loader tensorflow to let TensorFlow try"
@@ -63,7 +72,7 @@ def unmask_crc(masked: int) -> int:
     return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
 
 
-class _Corrupt(Exception):
+class _Corrupt(ValueError):
     """The table bytes are inconsistent; the message says how (the caller adds the file name)."""
 
 
@@ -92,8 +101,46 @@ def _read_block(data: bytes, offset: int, size: int) -> bytes:
     if kind == _NO_COMPRESSION:
         return contents
     if kind == _SNAPPY:
-        raise _Corrupt(f"the block at byte {offset} is snappy-compressed, which TensorFlow never writes for checkpoints")
+        return snappy_decompress(contents)
     raise _Corrupt(f"the block at byte {offset} has unknown compression type {kind}")
+
+
+def snappy_decompress(data: bytes) -> bytes:
+    """Decodes a raw snappy stream (the compression a table block may use; TensorFlow writes checkpoint
+    indexes uncompressed, so this is for tables other writers made)."""
+    size, pos = _varint(data, 0, len(data))
+    out = bytearray()
+    while pos < len(data):
+        tag = data[pos]
+        pos += 1
+        kind = tag & 3
+        if kind == 0:
+            length = (tag >> 2) + 1
+            if length > 60:
+                extra = length - 60
+                length = int.from_bytes(data[pos:pos + extra], "little") + 1
+                pos += extra
+            if pos + length > len(data):
+                raise _Corrupt("a snappy literal runs past the end of its block")
+            out += data[pos:pos + length]
+            pos += length
+            continue
+        if kind == 1:
+            length = ((tag >> 2) & 7) + 4
+            distance = ((tag >> 5) << 8) | data[pos] if pos < len(data) else 0
+            pos += 1
+        else:
+            width = 2 if kind == 2 else 4
+            length = (tag >> 2) + 1
+            distance = int.from_bytes(data[pos:pos + width], "little")
+            pos += width
+        if not 0 < distance <= len(out) or pos > len(data):
+            raise _Corrupt("a snappy copy reaches before the start of its block")
+        for _ in range(length):  # copies may overlap what they write
+            out.append(out[-distance])
+    if len(out) != size:
+        raise _Corrupt(f"a snappy block decodes to {len(out)} bytes, not the {size} it declares")
+    return bytes(out)
 
 
 def _block_entries(block: bytes) -> Iterator[tuple[bytes, bytes]]:

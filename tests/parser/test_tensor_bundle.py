@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scopefusion.errors import ModelLoadError
 from scopefusion.parser import load
 from scopefusion.parser.proto import tf_checkpoint_pb2 as ckpb
-from scopefusion.parser.tensor_bundle import TensorBundle, read_table
+from scopefusion.parser.tensor_bundle import TABLE_MAGIC, TensorBundle, crc32c, mask_crc, read_table, snappy_decompress
 from tests.models.saved_models import write_checkpoint_of_every_dtype
 
 from .bundle_writer import rewrite_index, write_table
@@ -151,3 +151,30 @@ def test_block_crcs_are_checked():
     with pytest.raises(ValueError, match="fails its CRC32C check"):
         read_table(bytes(table))
     assert struct.unpack("<Q", bytes(table[-8:]))[0] == 0xDB4775248B80FB57
+
+
+def test_snappy_blocks_decode_literals_and_overlapping_copies():
+    # 11 bytes: literal "abc", copy length 6 from 3 back (overlapping), literal "xy"
+    stream = bytes([11, 2 << 2, *b"abc", ((6 - 4) << 2) | 1, 3, 1 << 2, *b"xy"])
+    assert snappy_decompress(stream) == b"abcabcabcxy"
+    long_literal = bytes([70, 60 << 2, 69]) + b"z" * 70
+    assert snappy_decompress(long_literal) == b"z" * 70
+    with pytest.raises(ValueError, match="before the start"):
+        snappy_decompress(bytes([4, ((4 - 4) << 2) | 1, 9]))
+
+
+def test_a_table_of_snappy_blocks_reads():
+    from .bundle_writer import _block, _varint, _with_trailer
+
+    raw = _block([(b"", b"header"), (b"key", b"value" * 3)])
+    compressed = _varint(len(raw)) + bytes([(len(raw) - 1) << 2]) + raw
+    data = compressed + b"\x01" + struct.pack("<I", mask_crc(crc32c(compressed + b"\x01")))
+    meta_offset = len(data)
+    meta = _block([])
+    out = bytearray(data + _with_trailer(meta))
+    index_offset = len(out)
+    index = _block([(b"key", _varint(0) + _varint(len(compressed)))])
+    out += _with_trailer(index)
+    handles = _varint(meta_offset) + _varint(len(meta)) + _varint(index_offset) + _varint(len(index))
+    out += handles + b"\x00" * (40 - len(handles)) + struct.pack("<Q", TABLE_MAGIC)
+    assert read_table(bytes(out)) == [(b"", b"header"), (b"key", b"value" * 3)]
