@@ -397,7 +397,7 @@ def freeze_tf2(directory: str, meta, signature: str, sig, *, inline_functions: b
             if bundle is None:
                 bundle = _checkpoint(directory)
                 object_graph = checkpoint_object_graph(bundle)
-                wiring = restore_wiring(graph_def, where)
+                wiring = restore_wiring(graph_def, where, meta.saver_def.restore_op_name)
             assert wiring is not None
             by_object = object_checkpoint_key(object_graph, obj_id) if kind == "variable" else None
             by_restore = wiring.get(producer, [])
@@ -525,7 +525,7 @@ def freeze_tf1(directory: str, meta, signature: str, sig, *, inline_functions: b
     views: dict[str, tuple[object, int, int]] = {}
     if variables:
         bundle = _checkpoint(directory)
-        wiring = restore_wiring(graph_def, where)
+        wiring = restore_wiring(graph_def, where, meta.saver_def.restore_op_name)
         functions = {f.signature.name: f for f in frozen.library.function}
         freezer = _Freezer(functions, where)
         container = _Container(frozen.node, False, "")

@@ -109,17 +109,23 @@ def _assignments(nodes: Iterable[Any], where: str) -> dict[str, list[str]]:
     return keys
 
 
-def restore_wiring(graph_def, where: str) -> dict[str, list[str]]:
+def restore_wiring(graph_def, where: str, restore_op: str = "") -> dict[str, list[str]]:
     """``{variable node name in the meta graph: checkpoint keys restored into it}`` from the saver's
     restore ops (one variable can be restored from several keys when several saved objects share it).
 
     TF1: the ``Assign`` ops of the meta graph itself. TF2: the restore function's ``AssignVariableOp``
-    on its arguments, mapped through each call of that function to the handles it is passed.
+    on its arguments, mapped through each call of that function to the handles it is passed. With
+    ``restore_op`` (the ``saver_def``'s ``restore_op_name``), only what that op runs counts.
     """
-    keys = _assignments(graph_def.node, where)
+    nodes = list(graph_def.node)
+    if restore_op:
+        reached = _fan_in(nodes, restore_op.split(":")[0].lstrip("^"))
+        if reached:
+            nodes = [n for n in nodes if n.name in reached]
+    keys = _assignments(nodes, where)
     functions = {f.signature.name: f for f in graph_def.library.function}
     by_function: dict[str, dict[str, list[str]]] = {}
-    for node in graph_def.node:
+    for node in nodes:
         if node.op not in _CALL_OPS or "f" not in node.attr:
             continue
         name = node.attr["f"].func.name
@@ -139,3 +145,16 @@ def restore_wiring(graph_def, where: str) -> dict[str, list[str]]:
             if arg.name in arg_keys and position < len(data_inputs):
                 keys.setdefault(_split(data_inputs[position])[0], []).extend(arg_keys[arg.name])
     return {name: sorted(set(found)) for name, found in keys.items()}
+
+
+def _fan_in(nodes: list[Any], root: str) -> set[str]:
+    by_name = {n.name: n for n in nodes}
+    seen: set[str] = set()
+    stack = [root]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        stack.extend(_split(text.lstrip("^"))[0] for text in by_name[name].input)
+    return seen
