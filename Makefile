@@ -48,6 +48,7 @@ bench: $(STAMP)
 bench-large: $(STAMP)
 	$(PY) bench/bench_parser.py
 	$(PY) bench/bench_convert.py
+	$(PY) bench/bench_savedmodel.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -99,6 +99,9 @@ def convert(
     input_format: Optional[str] = typer.Option(None, "--input-format", help="Force the model format: savedmodel, pb, pbtxt, onnx."),
     signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature (default serving_default)."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", help="SavedModel tag (repeatable)."),
+    savedmodel_loader: str = typer.Option(
+        "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
 ) -> None:
     """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
@@ -129,6 +132,7 @@ def convert(
                 model_format=input_format,
                 signature=signature,
                 tags=tag,
+                savedmodel_loader=savedmodel_loader,
                 progress=progress,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
@@ -164,6 +168,9 @@ def verify(
     rules: Optional[List[Path]] = typer.Option(None, "--rules", help="A Python file of user fusion rules."),
     signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", help="SavedModel tag (repeatable)."),
+    savedmodel_loader: str = typer.Option(
+        "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
+    ),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison as JSON here."),
 ) -> None:
     """Run MODEL in its framework and the converted, fused IR on the same inputs; exit 0 on match, 1 on mismatch."""
@@ -184,6 +191,8 @@ def verify(
         options["signature"] = signature
     if tag:
         options["tags"] = tag
+    if savedmodel_loader != "native":
+        options["savedmodel_loader"] = savedmodel_loader
     try:
         report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
     except ScopeFusionError as e:

@@ -30,6 +30,7 @@ def convert(
     model_format: str | None = None,
     signature: str | None = None,
     tags: Sequence[str] | None = None,
+    savedmodel_loader: str = "native",
     progress: ProgressFn | None = None,
 ) -> Model:
     """Converts the model at ``path``.
@@ -43,6 +44,8 @@ def convert(
         strict: a fusion pass that raises, or an op with no definition, fails the conversion.
         model_format: force the input format (``savedmodel``, ``pb``, ``pbtxt``, ``onnx``).
         signature / tags: the SavedModel signature and tag set.
+        savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
+            ``"tensorflow"`` (TensorFlow loads and freezes it).
         progress: called as ``progress(stage, done, total)`` during long stages.
 
     Raises:
@@ -80,6 +83,8 @@ def convert(
         options["signature"] = signature
     if tags:
         options["tags"] = tuple(tags)
+    if savedmodel_loader != "native":
+        options["savedmodel_loader"] = savedmodel_loader
     with stage("load"):
         source = load(path, **options)
     with stage("scope"):

@@ -1,7 +1,8 @@
 """Frontends: model files on disk into a :class:`SourceGraph`.
 
 ``load(path, **options)`` reads a SavedModel directory, a frozen GraphDef (``.pb``), a text GraphDef
-(``.pbtxt``) or an ONNX model (``.onnx``); see :mod:`.loader`. Only SavedModels import TensorFlow.
+(``.pbtxt``) or an ONNX model (``.onnx``); see :mod:`.loader`. None of them imports TensorFlow, except a
+SavedModel loaded with ``savedmodel_loader="tensorflow"``.
 """
 
 from __future__ import annotations

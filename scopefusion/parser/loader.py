@@ -3,7 +3,8 @@
 Formats: a SavedModel directory (``"savedmodel"``), a frozen binary GraphDef (``"pb"``), a text GraphDef
 (``"pbtxt"``) and an ONNX model (``"onnx"``). The format comes from the path (a directory, the suffix)
 and is checked against the bytes, so a ``.onnx`` file that holds a GraphDef is reported as such;
-``format=`` forces one. Reading ``pb``, ``pbtxt`` and ``onnx`` never imports TensorFlow.
+``format=`` forces one. Reading any of them never imports TensorFlow (a SavedModel: unless
+``savedmodel_loader="tensorflow"`` asks for it).
 
 Every failure is a :class:`~scopefusion.errors.ModelLoadError` (the file cannot be read as a model) or a
 :class:`~scopefusion.errors.ParseError` (the model's graph is invalid) naming the file and, where there
@@ -41,6 +42,7 @@ def load(
     outputs: Sequence[str] | None = None,
     inline_functions: bool = True,
     lower_control_flow: bool = False,
+    savedmodel_loader: str = "native",
 ) -> SourceGraph:
     """Reads a model into a SourceGraph.
 
@@ -51,7 +53,10 @@ def load(
         tags: SavedModel meta graph tags (default: the only meta graph, else ``("serve",)``).
         outputs: GraphDef output tensor names (default: the tensors nothing consumes).
         inline_functions: inline TF function calls (``PartitionedCall`` / ``StatefulPartitionedCall``).
-        lower_control_flow: SavedModel only: let TensorFlow lower ``While`` / ``If`` to TF1 control flow.
+        lower_control_flow: SavedModel only: let TensorFlow lower ``While`` / ``If`` to TF1 control flow
+            (needs ``savedmodel_loader="tensorflow"``).
+        savedmodel_loader: SavedModel only: ``"native"`` freezes the variables without TensorFlow,
+            ``"tensorflow"`` lets TensorFlow load and freeze the SavedModel.
 
     Raises:
         ModelLoadError: missing, empty, unreadable or mistyped file, wrong options, no such signature.
@@ -78,6 +83,7 @@ def load(
                 tags=tags,
                 inline_functions=inline_functions,
                 lower_control_flow=lower_control_flow,
+                loader=savedmodel_loader,
             )
         if os.path.isdir(where):
             raise ModelLoadError(f"{where}: is a directory, but format {fmt!r} is a file; pass the model file")

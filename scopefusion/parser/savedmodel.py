@@ -1,8 +1,12 @@
 """SavedModel directories into a :class:`SourceGraph`: one signature, variables frozen into constants.
 
 The tag sets and signatures are read from ``saved_model.pb`` with our own protos, so a missing
-signature is reported (with the ones there are) without TensorFlow. Freezing needs TensorFlow, which
-is imported here, lazily, and nowhere else in the parser:
+signature is reported (with the ones there are) without TensorFlow. Two loaders freeze the variables:
+
+* ``native`` (the default): the checkpoint is read and the signature frozen and inlined without
+  TensorFlow, as :mod:`.savedmodel_freeze` describes; node names are those TensorFlow's own freezing
+  gives (``StatefulPartitionedCall/...``).
+* ``tensorflow``: TensorFlow, imported here, lazily, and nowhere else in the parser, freezes it:
 
 * TensorFlow 2 SavedModels (``tf.saved_model.save``, Keras 3 ``model.export``): the signature's concrete
   function goes through ``convert_variables_to_constants_v2``; functional control flow stays as
@@ -28,8 +32,16 @@ from .source_graph import SourceGraph
 from .tf_graphdef import graph_from_graph_def, parse_graph_def_buffer
 from .tf_nodes import parse_tensor_name
 
-__all__ = ["DEFAULT_SIGNATURE", "DEFAULT_TAGS", "load_saved_model", "read_saved_model_proto", "select_meta_graph"]
+__all__ = [
+    "DEFAULT_SIGNATURE",
+    "DEFAULT_TAGS",
+    "SAVEDMODEL_LOADERS",
+    "load_saved_model",
+    "read_saved_model_proto",
+    "select_meta_graph",
+]
 
+SAVEDMODEL_LOADERS = ("native", "tensorflow")
 DEFAULT_SIGNATURE = "serving_default"
 DEFAULT_TAGS = ("serve",)
 _INIT_OP_KEY = "__saved_model_init_op"
@@ -95,14 +107,24 @@ def load_saved_model(
     tags: Sequence[str] | None = None,
     inline_functions: bool = True,
     lower_control_flow: bool = False,
+    loader: str = "native",
 ) -> SourceGraph:
     """Loads one signature of a SavedModel, variables frozen, as a SourceGraph.
 
+    Args:
+        loader: ``"native"`` (no TensorFlow) or ``"tensorflow"`` (TensorFlow's own loading and freezing).
+        lower_control_flow: ``tensorflow`` loader only: lower ``While`` / ``If`` to TF1 control flow.
+
     Raises:
         ModelLoadError: not a SavedModel, no such tag set or signature (the message lists those there
-            are), TensorFlow missing, or TensorFlow failing to load or freeze the signature.
+            are); native: a missing or corrupt checkpoint, or something it cannot freeze (the message
+            names it); tensorflow: TensorFlow missing, or failing to load or freeze the signature.
         ParseError: the frozen graph is invalid.
     """
+    if loader not in SAVEDMODEL_LOADERS:
+        raise ModelLoadError(f"{directory}: unknown SavedModel loader {loader!r}; expected one of {', '.join(SAVEDMODEL_LOADERS)}")
+    if loader == "native" and lower_control_flow:
+        raise ModelLoadError(f"{directory}: lowering control flow needs TensorFlow; pass --savedmodel-loader tensorflow with it")
     proto = read_saved_model_proto(directory)
     meta = select_meta_graph(proto, directory, tags)
     signatures = sorted(k for k in meta.signature_def if k != _INIT_OP_KEY)
@@ -114,6 +136,20 @@ def load_saved_model(
     sig = meta.signature_def[signature]
     tag_list = list(meta.meta_info_def.tags)
     object_based = meta.HasField("object_graph_def") and len(meta.object_graph_def.nodes) > 0
+    metadata = {
+        "signature": signature,
+        "tags": tuple(tag_list),
+        "method_name": sig.method_name,
+        "saved_model_kind": "tf2" if object_based else "tf1",
+        "savedmodel_loader": loader,
+    }
+    if loader == "native":
+        from .savedmodel_freeze import freeze_tf1, freeze_tf2
+
+        freeze = freeze_tf2 if object_based else freeze_tf1
+        graph = freeze(directory, meta, signature, sig, inline_functions=inline_functions)
+        graph.metadata.update(metadata)
+        return graph
     try:
         import tensorflow as tf  # noqa: F401  (imported here only: freezing needs TensorFlow)
     except ImportError:
@@ -144,12 +180,7 @@ def load_saved_model(
         outputs=outputs,
         inline_functions=inline_functions,
         name=signature,
-        metadata={
-            "signature": signature,
-            "tags": tuple(tag_list),
-            "method_name": sig.method_name,
-            "saved_model_kind": "tf2" if object_based else "tf1",
-        },
+        metadata=metadata,
     )
 
 

@@ -20,5 +20,6 @@ def test_load_signature():
     import inspect
 
     params = inspect.signature(parser.load).parameters
-    assert list(params) == ["path", "format", "signature", "tags", "outputs", "inline_functions", "lower_control_flow"]
+    assert list(params) == ["path", "format", "signature", "tags", "outputs", "inline_functions", "lower_control_flow",
+                            "savedmodel_loader"]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in params.items() if name != "path")

@@ -1,4 +1,7 @@
-"""SavedModels: one signature, variables frozen, inputs and outputs named by the signature's keys."""
+"""SavedModels: one signature, variables frozen, inputs and outputs named by the signature's keys.
+
+Each behaviour is checked with both loaders: ``native`` (the default, no TensorFlow) and ``tensorflow``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from scopefusion.errors import ModelLoadError
 from scopefusion.parser import GraphInput, GraphOutput, load
 
 from . import tf_graph_util as tg
+
+LOADERS = pytest.mark.parametrize("loader", ["native", "tensorflow"])
 
 
 def _run_signature(directory, signature, feeds):
@@ -26,11 +31,13 @@ def _run_graph(graph, feeds):
     return dict(zip((o.name for o in graph.outputs), values))
 
 
-def test_keras_export_is_frozen_and_named_by_the_signature(saved_model_keras):
-    graph = load(saved_model_keras)
+@LOADERS
+def test_keras_export_is_frozen_and_named_by_the_signature(saved_model_keras, loader):
+    graph = load(saved_model_keras, savedmodel_loader=loader)
     assert graph.inputs == [GraphInput("image", "image", dtypes.FLOAT32, (-1, 8, 8, 3), 0)]
     assert [o.name for o in graph.outputs] == ["output_0"]
     assert graph.metadata["signature"] == "serving_default" and graph.metadata["saved_model_kind"] == "tf2"
+    assert graph.metadata["savedmodel_loader"] == loader
     ops = graph.op_types()
     assert "ReadVariableOp" not in ops and "VarHandleOp" not in ops and ops["Const"] >= 6
     assert "Conv2D" in ops and "Softmax" in ops
@@ -39,23 +46,29 @@ def test_keras_export_is_frozen_and_named_by_the_signature(saved_model_keras):
     np.testing.assert_allclose(_run_graph(graph, feeds)["output_0"], expected["output_0"], rtol=1e-5, atol=1e-6)
 
 
-def test_tf_module_signatures_keep_the_while_loop_and_freeze_the_variables(saved_model_module):
-    graph = load(saved_model_module)
+@LOADERS
+def test_tf_module_signatures_keep_the_while_loop_and_freeze_the_variables(saved_model_module, loader):
+    graph = load(saved_model_module, savedmodel_loader=loader)
     assert [i.name for i in graph.inputs] == ["features"]
     assert [o.name for o in graph.outputs] == ["argmax", "scores"]
     loop = next(n for n in graph if n.op_type in ("While", "StatelessWhile"))
     assert sorted(loop.subgraphs) == ["body", "cond"]
     constants = [n.value for n in graph if n.value is not None]
     assert any(v.shape == (4, 3) and np.allclose(v, np.arange(12).reshape(4, 3) / 10.0) for v in constants)
-    double = load(saved_model_module, signature="double")
+    double = load(saved_model_module, signature="double", savedmodel_loader=loader)
     assert double.inputs == [GraphInput("v", "v", dtypes.FLOAT32, (2,), 0)]
     assert double.outputs == [GraphOutput("doubled", "Identity", 0)]
-    lowered = load(saved_model_module, lower_control_flow=True)
-    assert "StatelessWhile" not in lowered.op_types() and "NextIteration" in lowered.op_types()
+    if loader == "tensorflow":
+        lowered = load(saved_model_module, lower_control_flow=True, savedmodel_loader=loader)
+        assert "StatelessWhile" not in lowered.op_types() and "NextIteration" in lowered.op_types()
+    else:
+        with pytest.raises(ModelLoadError, match="lowering control flow needs TensorFlow; pass --savedmodel-loader tensorflow"):
+            load(saved_model_module, lower_control_flow=True)
 
 
-def test_tf1_builder_saved_model_is_frozen_from_a_session(saved_model_tf1):
-    graph = load(saved_model_tf1, signature="predict", tags=["serve"])
+@LOADERS
+def test_tf1_builder_saved_model_is_frozen_from_a_session(saved_model_tf1, loader):
+    graph = load(saved_model_tf1, signature="predict", tags=["serve"], savedmodel_loader=loader)
     assert graph.metadata["saved_model_kind"] == "tf1"
     assert graph.inputs == [GraphInput("features", "x", dtypes.FLOAT32, (-1, 3), 0)]
     assert graph.outputs == [GraphOutput("probs", "layer/probs", 0)]
@@ -66,8 +79,9 @@ def test_tf1_builder_saved_model_is_frozen_from_a_session(saved_model_tf1):
     np.testing.assert_allclose(_run_graph(graph, feeds)["probs"], expected, rtol=1e-6)
 
 
-def test_simple_save_keeps_every_signature_input_even_an_unused_one(saved_model_simple_save):
-    graph = load(saved_model_simple_save)
+@LOADERS
+def test_simple_save_keeps_every_signature_input_even_an_unused_one(saved_model_simple_save, loader):
+    graph = load(saved_model_simple_save, savedmodel_loader=loader)
     assert [(i.name, i.node) for i in graph.inputs] == [("a", "a"), ("b", "b"), ("unused", "unused")]
     assert graph.outputs == [GraphOutput("total", "total", 0)]
     assert graph.node("unused").op_type == "Placeholder"
@@ -112,4 +126,11 @@ def test_a_saved_model_whose_variables_are_gone_is_a_model_load_error(saved_mode
     shutil.copytree(saved_model_module, broken)
     shutil.rmtree(broken / "variables")
     with pytest.raises(ModelLoadError, match="TensorFlow could not load and freeze signature 'serving_default'"):
+        load(broken, savedmodel_loader="tensorflow")
+    with pytest.raises(ModelLoadError, match=r"variables\.index: the checkpoint index is missing; .*--savedmodel-loader tensorflow"):
         load(broken)
+
+
+def test_an_unknown_loader_is_named(saved_model_module):
+    with pytest.raises(ModelLoadError, match="unknown SavedModel loader 'tf'; expected one of native, tensorflow"):
+        load(saved_model_module, savedmodel_loader="tf")

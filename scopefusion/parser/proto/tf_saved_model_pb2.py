@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from scopefusion.parser.proto import tf_checkpoint_pb2 as scopefusion_dot_parser_dot_proto_dot_tf__checkpoint__pb2
 from scopefusion.parser.proto import tf_framework_pb2 as scopefusion_dot_parser_dot_proto_dot_tf__framework__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-scopefusion/parser/proto/tf_saved_model.proto\x12\x0escopefusion.tf\x1a+scopefusion/parser/proto/tf_framework.proto\"c\n\nSavedModel\x12\"\n\x1asaved_model_schema_version\x18\x01 \x01(\x03\x12\x31\n\x0bmeta_graphs\x18\x02 \x03(\x0b\x32\x1c.scopefusion.tf.MetaGraphDef\"\x9a\x04\n\x0cMetaGraphDef\x12?\n\rmeta_info_def\x18\x01 \x01(\x0b\x32(.scopefusion.tf.MetaGraphDef.MetaInfoDef\x12+\n\tgraph_def\x18\x02 \x01(\x0b\x32\x18.scopefusion.tf.GraphDef\x12\x45\n\rsignature_def\x18\x05 \x03(\x0b\x32..scopefusion.tf.MetaGraphDef.SignatureDefEntry\x12:\n\x10object_graph_def\x18\x07 \x01(\x0b\x32 .scopefusion.tf.SavedObjectGraph\x1a\xc5\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x30\n\x10stripped_op_list\x18\x02 \x01(\x0b\x32\x16.scopefusion.tf.OpList\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aQ\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12+\n\x05value\x18\x02 \x01(\x0b\x32\x1c.scopefusion.tf.SignatureDef:\x02\x38\x01\">\n\x10SavedObjectGraph\x12*\n\x05nodes\x18\x01 \x03(\x0b\x32\x1b.scopefusion.tf.SavedObject\"\r\n\x0bSavedObject\"\xb0\x02\n\x0cSignatureDef\x12\x38\n\x06inputs\x18\x01 \x03(\x0b\x32(.scopefusion.tf.SignatureDef.InputsEntry\x12:\n\x07outputs\x18\x02 \x03(\x0b\x32).scopefusion.tf.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x1aI\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.scopefusion.tf.TensorInfo:\x02\x38\x01\x1aJ\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.scopefusion.tf.TensorInfo:\x02\x38\x01\"\xac\x02\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12:\n\ncoo_sparse\x18\x04 \x01(\x0b\x32$.scopefusion.tf.TensorInfo.CooSparseH\x00\x12\'\n\x05\x64type\x18\x02 \x01(\x0e\x32\x18.scopefusion.tf.DataType\x12\x36\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32 .scopefusion.tf.TensorShapeProto\x1a\x65\n\tCooSparse\x12\x1a\n\x12values_tensor_name\x18\x01 \x01(\t\x12\x1b\n\x13indices_tensor_name\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65nse_shape_tensor_name\x18\x03 \x01(\tB\n\n\x08\x65ncodingb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-scopefusion/parser/proto/tf_saved_model.proto\x12\x0escopefusion.tf\x1a,scopefusion/parser/proto/tf_checkpoint.proto\x1a+scopefusion/parser/proto/tf_framework.proto\"c\n\nSavedModel\x12\"\n\x1asaved_model_schema_version\x18\x01 \x01(\x03\x12\x31\n\x0bmeta_graphs\x18\x02 \x03(\x0b\x32\x1c.scopefusion.tf.MetaGraphDef\"\xfd\x04\n\x0cMetaGraphDef\x12?\n\rmeta_info_def\x18\x01 \x01(\x0b\x32(.scopefusion.tf.MetaGraphDef.MetaInfoDef\x12+\n\tgraph_def\x18\x02 \x01(\x0b\x32\x18.scopefusion.tf.GraphDef\x12+\n\tsaver_def\x18\x03 \x01(\x0b\x32\x18.scopefusion.tf.SaverDef\x12\x45\n\rsignature_def\x18\x05 \x03(\x0b\x32..scopefusion.tf.MetaGraphDef.SignatureDefEntry\x12\x34\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x1c.scopefusion.tf.AssetFileDef\x12:\n\x10object_graph_def\x18\x07 \x01(\x0b\x32 .scopefusion.tf.SavedObjectGraph\x1a\xc5\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x30\n\x10stripped_op_list\x18\x02 \x01(\x0b\x32\x16.scopefusion.tf.OpList\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aQ\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12+\n\x05value\x18\x02 \x01(\x0b\x32\x1c.scopefusion.tf.SignatureDef:\x02\x38\x01\"\xf4\x01\n\x10SavedObjectGraph\x12*\n\x05nodes\x18\x01 \x03(\x0b\x32\x1b.scopefusion.tf.SavedObject\x12S\n\x12\x63oncrete_functions\x18\x02 \x03(\x0b\x32\x37.scopefusion.tf.SavedObjectGraph.ConcreteFunctionsEntry\x1a_\n\x16\x43oncreteFunctionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x34\n\x05value\x18\x02 \x01(\x0b\x32%.scopefusion.tf.SavedConcreteFunction:\x02\x38\x01\"\xa6\x04\n\x0bSavedObject\x12V\n\x08\x63hildren\x18\x01 \x03(\x0b\x32\x44.scopefusion.tf.TrackableObjectGraph.TrackableObject.ObjectReference\x12\x36\n\x0buser_object\x18\x04 \x01(\x0b\x32\x1f.scopefusion.tf.SavedUserObjectH\x00\x12+\n\x05\x61sset\x18\x05 \x01(\x0b\x32\x1a.scopefusion.tf.SavedAssetH\x00\x12\x31\n\x08\x66unction\x18\x06 \x01(\x0b\x32\x1d.scopefusion.tf.SavedFunctionH\x00\x12\x31\n\x08variable\x18\x07 \x01(\x0b\x32\x1d.scopefusion.tf.SavedVariableH\x00\x12K\n\x16\x62\x61re_concrete_function\x18\x08 \x01(\x0b\x32).scopefusion.tf.SavedBareConcreteFunctionH\x00\x12\x31\n\x08\x63onstant\x18\t \x01(\x0b\x32\x1d.scopefusion.tf.SavedConstantH\x00\x12\x31\n\x08resource\x18\n \x01(\x0b\x32\x1d.scopefusion.tf.SavedResourceH\x00\x12\x39\n\x0f\x63\x61ptured_tensor\x18\x0c \x01(\x0b\x32\x1e.scopefusion.tf.CapturedTensorH\x00\x42\x06\n\x04kind\"%\n\x0fSavedUserObject\x12\x12\n\nidentifier\x18\x01 \x01(\t\"*\n\nSavedAsset\x12\x1c\n\x14\x61sset_file_def_index\x18\x01 \x01(\x05\"+\n\rSavedFunction\x12\x1a\n\x12\x63oncrete_functions\x18\x01 \x03(\t\"\x9a\x01\n\rSavedVariable\x12\'\n\x05\x64type\x18\x01 \x01(\x0e\x32\x18.scopefusion.tf.DataType\x12/\n\x05shape\x18\x02 \x01(\x0b\x32 .scopefusion.tf.TensorShapeProto\x12\x11\n\ttrainable\x18\x03 \x01(\x08\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x07 \x01(\t\";\n\x19SavedBareConcreteFunction\x12\x1e\n\x16\x63oncrete_function_name\x18\x01 \x01(\t\"\"\n\rSavedConstant\x12\x11\n\toperation\x18\x01 \x01(\t\"\x1f\n\rSavedResource\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\"9\n\x0e\x43\x61pturedTensor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11\x63oncrete_function\x18\x02 \x01(\t\"-\n\x15SavedConcreteFunction\x12\x14\n\x0c\x62ound_inputs\x18\x02 \x03(\x05\"Q\n\x0c\x41ssetFileDef\x12/\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x1a.scopefusion.tf.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\"\xb0\x02\n\x0cSignatureDef\x12\x38\n\x06inputs\x18\x01 \x03(\x0b\x32(.scopefusion.tf.SignatureDef.InputsEntry\x12:\n\x07outputs\x18\x02 \x03(\x0b\x32).scopefusion.tf.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x1aI\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.scopefusion.tf.TensorInfo:\x02\x38\x01\x1aJ\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.scopefusion.tf.TensorInfo:\x02\x38\x01\"\xac\x02\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12:\n\ncoo_sparse\x18\x04 \x01(\x0b\x32$.scopefusion.tf.TensorInfo.CooSparseH\x00\x12\'\n\x05\x64type\x18\x02 \x01(\x0e\x32\x18.scopefusion.tf.DataType\x12\x36\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32 .scopefusion.tf.TensorShapeProto\x1a\x65\n\tCooSparse\x12\x1a\n\x12values_tensor_name\x18\x01 \x01(\t\x12\x1b\n\x13indices_tensor_name\x18\x02 \x01(\t\x12\x1f\n\x17\x64\x65nse_shape_tensor_name\x18\x03 \x01(\tB\n\n\x08\x65ncodingb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,30 +35,54 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._loaded_options = None
   _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_options = b'8\001'
+  _globals['_SAVEDOBJECTGRAPH_CONCRETEFUNCTIONSENTRY']._loaded_options = None
+  _globals['_SAVEDOBJECTGRAPH_CONCRETEFUNCTIONSENTRY']._serialized_options = b'8\001'
   _globals['_SIGNATUREDEF_INPUTSENTRY']._loaded_options = None
   _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_options = b'8\001'
   _globals['_SIGNATUREDEF_OUTPUTSENTRY']._loaded_options = None
   _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_options = b'8\001'
-  _globals['_SAVEDMODEL']._serialized_start=110
-  _globals['_SAVEDMODEL']._serialized_end=209
-  _globals['_METAGRAPHDEF']._serialized_start=212
-  _globals['_METAGRAPHDEF']._serialized_end=750
-  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=470
-  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=667
-  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=669
-  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=750
-  _globals['_SAVEDOBJECTGRAPH']._serialized_start=752
-  _globals['_SAVEDOBJECTGRAPH']._serialized_end=814
-  _globals['_SAVEDOBJECT']._serialized_start=816
-  _globals['_SAVEDOBJECT']._serialized_end=829
-  _globals['_SIGNATUREDEF']._serialized_start=832
-  _globals['_SIGNATUREDEF']._serialized_end=1136
-  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=987
-  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=1060
-  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=1062
-  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=1136
-  _globals['_TENSORINFO']._serialized_start=1139
-  _globals['_TENSORINFO']._serialized_end=1439
-  _globals['_TENSORINFO_COOSPARSE']._serialized_start=1326
-  _globals['_TENSORINFO_COOSPARSE']._serialized_end=1427
+  _globals['_SAVEDMODEL']._serialized_start=156
+  _globals['_SAVEDMODEL']._serialized_end=255
+  _globals['_METAGRAPHDEF']._serialized_start=258
+  _globals['_METAGRAPHDEF']._serialized_end=895
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_start=615
+  _globals['_METAGRAPHDEF_METAINFODEF']._serialized_end=812
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=814
+  _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=895
+  _globals['_SAVEDOBJECTGRAPH']._serialized_start=898
+  _globals['_SAVEDOBJECTGRAPH']._serialized_end=1142
+  _globals['_SAVEDOBJECTGRAPH_CONCRETEFUNCTIONSENTRY']._serialized_start=1047
+  _globals['_SAVEDOBJECTGRAPH_CONCRETEFUNCTIONSENTRY']._serialized_end=1142
+  _globals['_SAVEDOBJECT']._serialized_start=1145
+  _globals['_SAVEDOBJECT']._serialized_end=1695
+  _globals['_SAVEDUSEROBJECT']._serialized_start=1697
+  _globals['_SAVEDUSEROBJECT']._serialized_end=1734
+  _globals['_SAVEDASSET']._serialized_start=1736
+  _globals['_SAVEDASSET']._serialized_end=1778
+  _globals['_SAVEDFUNCTION']._serialized_start=1780
+  _globals['_SAVEDFUNCTION']._serialized_end=1823
+  _globals['_SAVEDVARIABLE']._serialized_start=1826
+  _globals['_SAVEDVARIABLE']._serialized_end=1980
+  _globals['_SAVEDBARECONCRETEFUNCTION']._serialized_start=1982
+  _globals['_SAVEDBARECONCRETEFUNCTION']._serialized_end=2041
+  _globals['_SAVEDCONSTANT']._serialized_start=2043
+  _globals['_SAVEDCONSTANT']._serialized_end=2077
+  _globals['_SAVEDRESOURCE']._serialized_start=2079
+  _globals['_SAVEDRESOURCE']._serialized_end=2110
+  _globals['_CAPTUREDTENSOR']._serialized_start=2112
+  _globals['_CAPTUREDTENSOR']._serialized_end=2169
+  _globals['_SAVEDCONCRETEFUNCTION']._serialized_start=2171
+  _globals['_SAVEDCONCRETEFUNCTION']._serialized_end=2216
+  _globals['_ASSETFILEDEF']._serialized_start=2218
+  _globals['_ASSETFILEDEF']._serialized_end=2299
+  _globals['_SIGNATUREDEF']._serialized_start=2302
+  _globals['_SIGNATUREDEF']._serialized_end=2606
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=2457
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=2530
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=2532
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=2606
+  _globals['_TENSORINFO']._serialized_start=2609
+  _globals['_TENSORINFO']._serialized_end=2909
+  _globals['_TENSORINFO_COOSPARSE']._serialized_start=2796
+  _globals['_TENSORINFO_COOSPARSE']._serialized_end=2897
 # @@protoc_insertion_point(module_scope)
