@@ -6,12 +6,13 @@ Each pattern is a :class:`~scopefusion.scope.DataflowPattern`; the rule module r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from scopefusion.scope import DataflowPattern
 
-__all__ = ["CORE_PATTERNS", "OUTPUTS", "PROJECTIONS", "ATTENTION_NAMES", "ATTENTION_WORDS", "BMM", "COMPATIBLE", "CoreKind", "PRODUCTS"]
+__all__ = ["ATTENTION_NAMES", "ATTENTION_WORDS", "BMM", "COMPATIBLE", "CORE_PATTERNS", "OUTPUTS", "PRODUCTS", "PROJECTIONS", "CoreKind"]
 
 ADD = ("Add", "AddV2")
 BIAS = ("BiasAdd", "Add", "AddV2")
@@ -29,8 +30,20 @@ def _scores_tf(op, q, k):
     return op.op(BMM, q, k, _attrs={"adj_x": False, "adj_y": True}, _name="qk")
 
 
+def _swaps_last_two(node: Any) -> str | None:
+    """A Transpose with a permutation that is not a swap of the last two axes is a head split (tf2onnx
+    merges k's split and transpose into one ``[0, 2, 3, 1]``), not the scores' transpose."""
+    perm = node.attrs.get("perm")
+    if perm is None or len(node.inputs) > 1:
+        return None  # a computed permutation: refused with its reason once the core is read
+    perm = [int(p) for p in perm]
+    if perm[-2:] == [len(perm) - 1, len(perm) - 2] and perm[:-2] == list(range(len(perm) - 2)):
+        return None
+    return f"perm {perm} does not swap the last two axes"
+
+
 def _scores_onnx(op, q, k):
-    return op.MatMul(q, op.Transpose(k, _name="k_t"), _name="qk")
+    return op.MatMul(q, op.Transpose(k, _name="k_t", _check=_swaps_last_two), _name="qk")
 
 
 def _scores_onnx_kt(op, q, k):
@@ -165,7 +178,7 @@ def _p_split(op, x, bias: bool, perm_attr: bool = False):
     y = op.MatMul(x, op.const("w"), _name="matmul")
     if bias:
         y = op.op(BIAS, y, op.const("b"), _commute=False)
-    return _transpose(op, op.Reshape(y, op.const("shape")), perm_attr)
+    return _transpose(op, op.Reshape(y, op.var("target"), _name="split"), perm_attr)
 
 
 def _p_single(op, x, bias: bool):
@@ -175,7 +188,7 @@ def _p_single(op, x, bias: bool):
 
 def _p_keras(op, x, bias: bool):
     y = op.op(BMM, x, op.Reshape(op.const("w"), op.const("w_shape")), _attrs=NO_ADJ, _name="matmul")
-    y = op.Reshape(y, op.const("shape"))
+    y = op.Reshape(y, op.var("target"), _name="split")
     return op.op(ADD, y, op.const("b")) if bias else y
 
 
@@ -185,7 +198,7 @@ def _p_keras_einsum(op, x, bias: bool):
 
 
 def _o_merge(op, ctx, proj: bool, bias: bool, perm_attr: bool = False):
-    y = op.Reshape(_transpose(op, ctx, perm_attr), op.const("shape"), _name="merge")
+    y = op.Reshape(_transpose(op, ctx, perm_attr), op.var("target"), _name="merge")
     if proj:
         y = op.MatMul(y, op.const("w"), _name="matmul")
         if bias:
@@ -199,7 +212,7 @@ def _o_single(op, ctx, proj: bool, bias: bool):
 
 
 def _o_keras(op, ctx, proj: bool, bias: bool):
-    y = op.op(BMM, op.Reshape(ctx, op.const("shape"), _name="merge"), op.Reshape(op.const("w"), op.const("w_shape")),
+    y = op.op(BMM, op.Reshape(ctx, op.var("target"), _name="merge"), op.Reshape(op.const("w"), op.const("w_shape")),
               _attrs=NO_ADJ, _name="matmul")
     return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
 

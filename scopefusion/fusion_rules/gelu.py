@@ -6,6 +6,7 @@ Exact (``approximate="none"``)::
     Mul(Mul(x, Add(Erf(Div(x, 1.4142135)), 1)), 0.5)        PyTorch nn.GELU exported to ONNX
     Mul(x, Mul(0.5, Add(Erf(Mul(x, 0.7071068)), 1)))        multiplying by 1/sqrt(2)
     Mul(Mul(0.5, x), Erfc(Mul(Neg(x), 0.7071068)))          Keras 3 gelu(approximate=False) / tf.nn.gelu
+    Mul(Mul(0.5, x), Sub(1, Erf(Mul(Neg(x), 0.7071068))))   the same through tf2onnx (Erfc = 1 - Erf)
         → Gelu(x, approximate="none")
 
 Tanh approximation (``approximate="tanh"``)::
@@ -79,6 +80,15 @@ def _erfc_mul(op, x):
     return op.Erfc(op.Mul(x, op.const("neg_inv_sqrt2")))
 
 
+def _one_minus_erf_neg(op, x):
+    """``Erfc(z)`` as ``1 - Erf(z)``: how tf2onnx writes Keras' exact GELU when ``Erfc`` is converted."""
+    return op.Sub(op.const("one"), op.Erf(op.Mul(op.Neg(x), op.const("inv_sqrt2"))))
+
+
+def _one_minus_erf_mul(op, x):
+    return op.Sub(op.const("one"), op.Erf(op.Mul(x, op.const("neg_inv_sqrt2"))))
+
+
 def _tanh(cube: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def term(op, x):
         inner = op.Mul(op.const("beta"), op.op(ADD, x, op.Mul(op.const("kappa"), cube(op, x))))
@@ -106,6 +116,8 @@ TERMS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
     "erf_mul": ("none", _erf_mul),
     "erfc_neg": ("none", _erfc_neg),
     "erfc_mul": ("none", _erfc_mul),
+    "one_minus_erf_neg": ("none", _one_minus_erf_neg),
+    "one_minus_erf_mul": ("none", _one_minus_erf_mul),
     "tanh_pow": ("tanh", _tanh(_pow3)),
     "tanh_cube": ("tanh", _tanh(_cube_right)),
     "tanh_cube_left": ("tanh", _tanh(_cube_left)),

@@ -51,6 +51,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from scopefusion.fusion_rules.attention_shapes import shape_parts
 from scopefusion.scope import (
     DataflowPattern,
     FusionScopesResult,
@@ -176,11 +177,16 @@ _BROADCAST = frozenset(
     {"Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum", "Pow", "SquaredDifference", "Max",
      "Min", "BatchMatMulV2", "BatchMatMulV3", "BatchMatMul", "Where", "SelectV2"}
 )
+# Reductions that keep the rank with keepdims (ONNX's default) / keep_dims (TF's is off); pooling over all
+# spatial axes keeps it too.
+_REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "Mean", "Sum",
+                         "Max", "Min", "Prod"})
+_SAME_RANK = _SAME_RANK | {"GlobalAveragePool", "GlobalMaxPool"}
 _FIXED_RANK = {"MatMul": 2, "Gemm": 2, "Conv2D": 4, "DepthwiseConv2dNative": 4, "MaxPool": 4, "AvgPool": 4,
                "Conv3D": 5, "MaxPool3D": 5, "AvgPool3D": 5, "Conv2DBackpropInput": 4}
 
 
-def static_rank(graph: ScopeGraph, tensor: tuple[str, int], depth: int = 48, _memo: dict | None = None) -> int | None:
+def static_rank(graph: ScopeGraph, tensor: tuple[str, int], depth: int = 160, _memo: dict | None = None) -> int | None:
     """The rank of ``tensor`` when the graph fixes it (input shapes, constants, shape-preserving and
     broadcasting ops, MatMul, convolutions, Reshape to a constant shape), else None."""
     memo: dict = {} if _memo is None else _memo
@@ -214,11 +220,11 @@ def _static_rank(graph: ScopeGraph, tensor: tuple[str, int], depth: int, memo: d
         return None if None in ranks or 1 in ranks else max(ranks)  # type: ignore[type-var]
     if op in _FIXED_RANK:
         return _FIXED_RANK[op]
-    if op in _SAME_RANK:
+    if op in _SAME_RANK or (op in _REDUCTIONS and bool(node.attrs.get("keepdims", node.attrs.get("keep_dims", op[0] == "R")))):
         return static_rank(graph, node.inputs[0], depth - 1, memo)
     if op == "Reshape" and len(node.inputs) == 2:
-        shape = const_value(graph, node.inputs[1])
-        return None if shape is None else int(shape.size)
+        parts = shape_parts(graph, node.inputs[1])  # a constant, or a concatenation of known length
+        return None if parts is None else len(parts)
     if op in _BROADCAST:
         ranks = [static_rank(graph, t, depth - 1, memo) for t in node.inputs if t[0]]
         if any(r is None for r in ranks) or not ranks:
@@ -290,6 +296,17 @@ def _norm_keras(op: Any, x: Any, mean: Any, var: Any, d: Any, gamma: Any, beta: 
     return op.op(ADD, op.Mul(x, inv), op.op(ADD, op.Mul(op.Neg(mean), inv), beta), _name="y")
 
 
+def _norm_batchnorm_reciprocal(op: Any, x: Any, mean: Any, var: Any, d: Any, gamma: Any, beta: Any) -> Any:
+    """The batch-norm arithmetic as tf2onnx writes it: ``Rsqrt`` as ``Reciprocal(Sqrt)``."""
+    inv = op.Mul(op.Reciprocal(op.Sqrt(op.op(ADD, var, op.const("eps", check=eps_check)))), gamma)
+    return op.op(ADD, op.Mul(x, inv), op.Sub(beta, op.Mul(mean, inv)), _name="y")
+
+
+def _norm_keras_reciprocal(op: Any, x: Any, mean: Any, var: Any, d: Any, gamma: Any, beta: Any) -> Any:
+    inv = op.Mul(op.Reciprocal(op.Sqrt(op.op(ADD, var, op.const("eps", check=eps_check)))), gamma)
+    return op.op(ADD, op.Mul(x, inv), op.op(ADD, op.Mul(op.Neg(mean), inv), beta), _name="y")
+
+
 def _norm_div(op: Any, x: Any, mean: Any, var: Any, d: Any, gamma: Any, beta: Any) -> Any:
     d = op.Sub(x, mean) if d is None else d
     normed = op.op(DIV, d, op.Sqrt(op.op(ADD, var, op.const("eps", check=eps_check))))
@@ -326,6 +343,10 @@ def _build_moments_norm_patterns() -> tuple[DataflowPattern, ...]:
     ]
     for moments_name, moments in centred:
         for norm_name, norm in (("div", _norm_div), ("rsqrt", _norm_rsqrt)):
+            out.append(_moments_norm_pattern(f"{moments_name}_{norm_name}", moments, norm))
+    # tf2onnx: TF's moments as Sub / Mul(d, d) / ReduceMean, TF's batch-norm or Keras arithmetic after it.
+    for moments_name, moments in centred[1:5]:
+        for norm_name, norm in (("batchnorm_reciprocal", _norm_batchnorm_reciprocal), ("keras_reciprocal", _norm_keras_reciprocal)):
             out.append(_moments_norm_pattern(f"{moments_name}_{norm_name}", moments, norm))
     return tuple(out)
 

@@ -41,20 +41,21 @@ consumes it. The fusion takes the name of the Softmax's scope (``.../attention/s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from scopefusion.fusion_rules.anchored import best_match, downstream
 from scopefusion.scope import (
-    FUSION_DISABLE_INDEX,
     FusionScopesResult,
     Match,
     ScopeBasePass,
     ScopeGraph,
     ScopesResult,
     claimed_nodes,
+    map_ports,
 )
 
 from .attention_patterns import (
@@ -68,9 +69,9 @@ from .attention_patterns import (
     PROJECTIONS,
     CoreKind,
 )
+from .attention_shapes import const_of, reshape_target, shape_parts
 
 __all__ = ["PASS", "MultiHeadAttentionFusion"]
-
 
 
 # ---------------------------------------------------------------------------------------- reading constants
@@ -139,7 +140,7 @@ def _check_ctx_einsum(node: Any) -> None:
 def _check_dense_einsum(node: Any, spec_in: str, spec_w: str, spec_out: str) -> None:
     (x, w), out = _equation(node)
     letters = {c: i for i, c in enumerate(dict.fromkeys(x + w))}
-    canon = lambda s: "".join(chr(ord("a") + letters[c]) if c in letters else "?" for c in s)  # noqa: E731
+    canon = lambda s: "".join(chr(ord("a") + letters[c]) if c in letters else "?" for c in s)
     if (canon(x), canon(w), canon(out)) != (spec_in, spec_w, spec_out):
         raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r}, expected {spec_in},{spec_w}->{spec_out}")
 
@@ -168,10 +169,24 @@ class Candidate:
     projections: list[Match] = field(default_factory=list)
     output: Match | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    dropped: list[tuple[str, int]] = field(default_factory=list)
+    """(Reshape, slot) of split / merge targets computed at run time: read as shapes, their edges dropped."""
 
     @property
     def matches(self) -> list[Match]:
         return [self.core, *self.projections] + ([self.output] if self.output is not None else [])
+
+    def ports(self, output: tuple[str, int]) -> Match:
+        """One match standing for the whole fusion, for ``map_ports``: inputs query, key, value[, mask] (each
+        mapped on its own projection's reader first), output the attention's."""
+        if self.layout == "BNSD":
+            inputs, nodes = list(self.core.inputs[:3]), list(self.core.nodes)
+        else:
+            inputs = [m.inputs[0] for m in self.projections]
+            nodes = [n for m in self.projections for n in m.nodes] + list(self.core.nodes)
+        if self.kind.masked:
+            inputs.append(self.core.inputs[3])
+        return Match(self.core.pattern, nodes, {}, inputs, [output])
 
 
 def _producer_reshape(graph: ScopeGraph, tensor: tuple[str, int]) -> Any | None:
@@ -186,36 +201,16 @@ def _producer_reshape(graph: ScopeGraph, tensor: tuple[str, int]) -> Any | None:
     return None
 
 
-def _const_of(graph: ScopeGraph, tensor: tuple[str, int]) -> np.ndarray | None:
-    node = graph.node(tensor[0])
-    for _ in range(8):
-        if node.value is not None:
-            return np.asarray(node.value)
-        if node.op_type != "Identity" or not node.inputs:
-            return None
-        node = graph.node(node.inputs[0][0])
-    return None
-
-
-def _shape_parts(graph: ScopeGraph, tensor: tuple[str, int]) -> list[int | None] | None:
-    """A Reshape target as known entries: the constant's values, or per Concat input its constant value
-    (None where computed)."""
-    value = _const_of(graph, tensor)
-    if value is not None:
-        return [int(v) for v in value.reshape(-1)]
-    node = graph.node(tensor[0])
-    if node.op_type not in ("Concat", "ConcatV2"):
-        return None
-    parts: list[int | None] = []
-    for part in node.inputs[: len(node.inputs) - (node.op_type == "ConcatV2")]:
-        known = _const_of(graph, part)
-        if known is not None and known.size == 1:
-            parts.append(int(known.reshape(())))
-        elif known is not None:
-            parts.extend(int(v) for v in known.reshape(-1))
-        else:
-            parts.append(None)
-    return parts
+def _target(graph: ScopeGraph, c: Candidate, reshape: Any, role: str) -> list[int]:
+    """The head split / merge target of ``reshape`` as a shape (see :mod:`.attention_shapes`)."""
+    read = reshape_target(graph, reshape)
+    if read is None:
+        raise Decline(f"the {role} reshape {reshape.name} has a target that is not read as a shape "
+                      "(computed in more than one entry, or no constant or concatenation of parts)")
+    shape, computed = read
+    if computed:
+        c.dropped.append((reshape.name, 1))
+    return shape
 
 
 def _projection_width(graph: ScopeGraph, ctx: str) -> int | None:
@@ -224,7 +219,7 @@ def _projection_width(graph: ScopeGraph, ctx: str) -> int | None:
         node = graph.node(name)
         if len(node.inputs) < 2:
             continue
-        weight = _const_of(graph, node.inputs[1])
+        weight = const_of(graph, node.inputs[1])
         if weight is None or weight.ndim != 2:
             continue
         transposed = bool(node.attrs.get("transB", 0) or node.attrs.get("transpose_b", False))
@@ -261,7 +256,9 @@ def _k_transpose_perm(c: Candidate) -> None:
             raise Decline(f"{node.name} transposes k with perm {perm}, not its last two axes")
 
 
-def _read_projection(c: Candidate, m: Match, kind: str, role: str) -> tuple[int, int, np.ndarray, np.ndarray | None]:
+def _read_projection(
+    graph: ScopeGraph, c: Candidate, m: Match, kind: str, role: str
+) -> tuple[int, int, np.ndarray, np.ndarray | None]:
     """(heads, head size, weight [in, H*d], bias [H*d] | None) of one projection."""
     w = np.asarray(m.value("w"))
     b = np.asarray(m.value("b")).reshape(-1) if "b" in m.captures else None
@@ -270,7 +267,7 @@ def _read_projection(c: Candidate, m: Match, kind: str, role: str) -> tuple[int,
             raise Decline(f"the {role} weight {m['w'].name} has shape {w.shape}, expected a matrix")
         heads, size = 1, w.shape[1]
     else:
-        shape = _ints(m, "shape")
+        shape = _target(graph, c, m["split"], f"{role} head split")
         if len(shape) != 4 or shape[2] <= 0 or shape[3] <= 0:
             raise Decline(f"the {role} head split reshapes to {shape}, expected [batch, length, heads, head size]")
         heads, size = shape[2], shape[3]
@@ -294,17 +291,19 @@ def _read_projection(c: Candidate, m: Match, kind: str, role: str) -> tuple[int,
     return heads, size, w, b
 
 
-def _read_output(c: Candidate, m: Match, kind: str, heads: int, size: int, flat: bool) -> dict[str, Any]:
+def _read_output(
+    graph: ScopeGraph, c: Candidate, m: Match, kind: str, heads: int, size: int, flat: bool
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if kind == "split":
         perm = _perm(m)
         if perm != [0, 2, 1, 3]:
             raise Decline(f"the heads are merged with perm {perm}, expected [0, 2, 1, 3]")
-        shape = _ints(m, "shape")
+        shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != (2 if flat else 3) or shape[-1] != heads * size:
             raise Decline(f"the heads are merged into shape {shape}, expected [{'' if flat else 'batch, '}-1, {heads * size}]")
     elif kind == "keras":
-        shape = _ints(m, "shape")
+        shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != 3 or shape[-1] != heads * size:
             raise Decline(f"the heads are merged into shape {shape}, expected [batch, length, {heads * size}]")
     elif kind == "keras_einsum":
@@ -395,37 +394,35 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             out_kinds = [(k, p) for k, p in OUTPUTS if k == kind]
             _, output, _ = best_match(graph, anchors, out_kinds, accept=lambda m: m.inputs[0] == (ctx_node, 0))
             if output is not None:
-                self._read_bsh(c, projections, output, kind, scale)
+                self._read_bsh(graph, c, projections, output, kind, scale)
                 return
         if c.kind.family == "keras":
             raise Decline("a Keras attention core whose projections or output are not in a known form")
         self._read_bnsd(graph, c, scale)
 
-    def _read_bsh(self, c: Candidate, projections: list, output: Match, kind: str, scale: float | None) -> None:
+    def _read_bsh(
+        self, graph: ScopeGraph, c: Candidate, projections: list, output: Match, kind: str, scale: float | None
+    ) -> None:
         attrs: dict[str, Any] = {"input_layout": "BSH"}
+        # A rank-2 merge target ([batch * length, H*d]) means rank-2 inputs (TF1 BERT's flattened
+        # sequence): the lengths come from the splits.
+        flat = kind == "split" and len(_target(graph, c, output["merge"], "head merge")) == 2
         shapes = set()
-        flat = False
         for role, tag, m in projections:
-            heads, size, w, b = _read_projection(c, m, tag, role)
+            heads, size, w, b = _read_projection(graph, c, m, tag, role)
             shapes.add((heads, size))
             attrs[f"{role}_weight"] = w
             if b is not None:
                 attrs[f"{role}_bias"] = b
-            if tag == "split" and m["matmul"].op_type == "MatMul" and not m["matmul"].domain and "transpose_a" in m["matmul"].attrs:
-                # A TF MatMul is rank 2: the sequence is flattened into the batch; its length is in the split.
-                length = _ints(m, "shape")[1]
-                if length <= 0:
-                    raise Decline(f"the {role} split {_ints(m, 'shape')} does not give the sequence length")
-                flat = True
-                attrs["query_length" if role == "query" else "key_length"] = length
+            if flat:
+                split = _target(graph, c, m["split"], f"{role} head split")
+                if split[1] <= 0:
+                    raise Decline(f"the {role} split {split} does not give the sequence length of its flattened input")
+                attrs.setdefault("query_length" if role == "query" else "key_length", split[1])
         if len(shapes) != 1:
             raise Decline(f"query, key and value split into different heads {sorted(shapes)}")
         heads, size = shapes.pop()
-        if flat and "query_length" not in attrs:
-            raise Decline("key and value are flattened but the query is not")
-        if flat:
-            attrs.setdefault("key_length", attrs["query_length"])
-        attrs.update(_read_output(c, output, kind, heads, size, flat))
+        attrs.update(_read_output(graph, c, output, kind, heads, size, flat))
         attrs.update(num_heads=heads, head_size=size, scale=scale if scale is not None else 1.0 / math.sqrt(size))
         c.layout = "BSH"
         c.projections = [m for _, _, m in projections]
@@ -439,9 +436,11 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         reshape = _producer_reshape(graph, q_t)
         if reshape is None or len(reshape.inputs) < 2:
             raise Decline("the query heads come from no Reshape, so the head count is unknown")
-        parts = _shape_parts(graph, reshape.inputs[1])
+        if c.kind.scores == "k_t":
+            raise Decline("the key reaches the scores already transposed, from a projection in no known form")
+        parts = shape_parts(graph, reshape.inputs[1])
         if parts is None:
-            raise Decline(f"the query split {reshape.name} has a computed shape that is no Concat of parts")
+            raise Decline(f"the query split {reshape.name} has a computed target that is no concatenation of parts")
         direct = reshape.name == q_t[0] and len(parts) == 4
         heads = parts[1] if direct and parts[1] is not None else None
         size = parts[-1] if parts[-1] is not None and parts[-1] > 0 else None
@@ -501,29 +500,9 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         result.type = "MultiHeadAttention"
         result.description = f"attention ({c.core.pattern.name}, {c.layout})"
         result.attrs.update(c.attrs)
-        ports = [c.core.inputs[:3]] if c.layout == "BNSD" else [[m.inputs[0] for m in c.projections]]
-        readers = [c.core.nodes] if c.layout == "BNSD" else [[m["matmul"]] for m in c.projections]
-        in_maps: dict[str, list[int]] = {}
-        for port, tensor in enumerate(ports[0]):
-            pool = readers[0] if c.layout == "BNSD" else readers[port]
-            self._map_input(in_maps, pool, tensor, port)
-        if c.kind.masked:
-            self._map_input(in_maps, c.core.nodes, c.core.inputs[3], 3)
-        for node_name, index_map in in_maps.items():
-            result.insert_inputs(node_name, index_map)
-        result.insert_outputs(output[0], [FUSION_DISABLE_INDEX] * output[1] + [0])
-
-    @staticmethod
-    def _map_input(in_maps: dict[str, list[int]], pool: Sequence[Any], tensor: tuple[str, int], port: int) -> None:
-        for node in pool:
-            for slot, seen in enumerate(node.inputs):
-                if seen != tensor:
-                    continue
-                index_map = in_maps.setdefault(node.name, [FUSION_DISABLE_INDEX] * len(node.inputs))
-                if index_map[slot] == FUSION_DISABLE_INDEX:
-                    index_map[slot] = port
-                    return
-        raise AssertionError(f"no matched node reads {tensor} for port {port}")
+        map_ports(result, graph, c.ports(output))
+        for node_name, slot in c.dropped:
+            result.drop_input(node_name, slot)
 
 
 PASS = MultiHeadAttentionFusion()

@@ -292,7 +292,7 @@ def check_unmapped_inputs(d: _Draft) -> None:
         for slot, (producer, index) in enumerate(node.inputs):
             if not producer or producer in d.claimed_set or (producer, index) in d.port_of_input:
                 continue
-            if d.graph.constant_source(producer) is not None:
+            if d.graph.constant_source(producer) is not None or (node_name, slot) in d.result.dropped_inputs:
                 d.absorbed[producer] = None
                 continue
             raise Refused(

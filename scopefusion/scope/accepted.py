@@ -11,7 +11,8 @@ against the source graph, so applying it needs no further lookups:
 * ``outputs``: per fused output port, the claimed node output that it stands for and its consumers
   ``(node, input slot)`` outside the claimed set, plus the graph outputs that name it;
 * ``absorbed``: constant producers whose edges into claimed nodes disappear because the fused op
-  carries their value (its attributes), as CANN drops unmapped edges;
+  carries their value (its attributes), as CANN drops unmapped edges, and producers of inputs the rule
+  dropped (``FusionScopesResult.drop_input``);
 * ``control_inputs`` / ``control_outputs``: control edges that cross the boundary;
 * ``inner_nodes``: for a many-to-many fusion, the inner nodes with full names and resolved inputs.
 

@@ -7,6 +7,8 @@ a small set of inner nodes (many-to-many) that replaces the claimed nodes:
   ``node``; the value is the fused op's input port, or :data:`FUSION_DISABLE_INDEX` for an edge that stays
   inside the fusion. ``insert_outputs`` does the same for the claimed node's outputs and the fused op's
   output ports. ``node`` is the node's full name or a ``/``-separated tail of it (``"batchnorm/mul_1"``).
+* ``drop_input(node, slot)``: an edge entering the fusion whose value the fused op does not need (the rule
+  has proven it); it disappears without a port.
 * ``add_inner_node(name, type)`` (many-to-many) returns an :class:`InnerNodeInfo`; its inputs are
   ``(inner node, output index)`` or ``(INPUT_FROM_FUSION_SCOPE, fused input port)``, its outputs
   ``(inner node, input slot)`` or ``(OUTPUT_TO_FUSION_SCOPE, fused output port)``; ``-1`` marks a control edge.
@@ -156,6 +158,7 @@ class FusionScopesResult:
         self.captures: dict[str, Any] = dict(captures or {})
         self._inputs: dict[str, list[int]] = {}
         self._outputs: dict[str, list[int]] = {}
+        self._dropped: set[tuple[str, int]] = set()
         self._inner: list[InnerNodeInfo] = []
         self.problems: list[str] = []
         self.pass_name = ""
@@ -170,6 +173,21 @@ class FusionScopesResult:
         """Maps the outputs of claimed node ``node_name`` to fused output ports."""
         self._insert(self._outputs, "insert_outputs", node_name, index_map)
         return self
+
+    def drop_input(self, node_name: str, slot: int) -> FusionScopesResult:
+        """Input ``slot`` of claimed node ``node_name`` enters the fusion without a port: the rule has proven
+        the fused op does not need its value (a reshape target computed from a dynamic dimension that the
+        fused op derives itself). The edge disappears as an absorbed constant's does."""
+        if not isinstance(node_name, str) or not node_name or not _is_index(slot):
+            self._problem(f"drop_input({node_name!r}, {slot!r}) needs a claimed node's full name and an input slot")
+            return self
+        self._dropped.add((node_name, slot))
+        return self
+
+    @property
+    def dropped_inputs(self) -> frozenset[tuple[str, int]]:
+        """The ``(claimed node, input slot)`` edges given to :meth:`drop_input`."""
+        return frozenset(self._dropped)
 
     def _insert(self, into: dict[str, list[int]], what: str, name: str, index_map: Sequence[int]) -> None:
         if not isinstance(name, str) or not name:
