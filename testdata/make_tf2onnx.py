@@ -94,7 +94,7 @@ def _check(data: bytes, path: Path, feeds: dict[str, np.ndarray], fetches: dict[
     with tf.compat.v1.Session(graph=graph) as session:
         expected = session.run(list(fetches.values()), {f"{k}:0": v for k, v in feeds.items()})
     got = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(list(fetches), feeds)
-    for name, want, have in zip(fetches, expected, got):
+    for name, want, have in zip(fetches, expected, got, strict=True):
         np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4, err_msg=f"{path.name}: output {name}")
 
 

@@ -12,7 +12,10 @@ from typing import Any
 
 from scopefusion.scope import DataflowPattern
 
-__all__ = ["ATTENTION_NAMES", "ATTENTION_WORDS", "BMM", "COMPATIBLE", "CORE_PATTERNS", "OUTPUTS", "PRODUCTS", "PROJECTIONS", "CoreKind"]
+__all__ = [
+    "ATTENTION_NAMES", "ATTENTION_WORDS", "BMM", "COMPATIBLE", "CORE_PATTERNS", "OUTPUTS", "PRODUCTS", "PROJECTIONS",
+    "CoreKind",
+]
 
 ADD = ("Add", "AddV2")
 BIAS = ("BiasAdd", "Add", "AddV2")
@@ -86,12 +89,56 @@ class CoreKind:
     family: str
     scores: str
     scaling: str
-    masked: bool
+    mask: str = "none"
+    """How the scores are masked before the Softmax: a key of :data:`MASKINGS`."""
+
+    @property
+    def masked(self) -> bool:
+        """The core reads a mask tensor (its fourth input)."""
+        return MASKINGS[self.mask][0]
+
+
+SELECT = ("SelectV2", "Select", "Where")
+
+
+def _keras_everywhere(op, logits, mask):
+    """Keras broadcasts a mask to the scores' shape: ``LogicalAnd(Fill(Shape(scores), True), mask)``."""
+    ones = op.Fill(op.Shape(logits, _name="ones_shape"), op.const("ones_value", value=True))
+    return op.LogicalAnd(ones, mask, _name="mask_and")
+
+
+def _keras_causal(op, logits):
+    """Keras' ``use_causal_mask``: ``band_part(ones([Sq, Sk]), -1, 0)`` with two new leading axes, Sq and Sk
+    sliced from the scores' shape."""
+    shape = op.Shape(logits, _name="causal_shape")
+    length = [op.StridedSlice(shape, op.const(value=[axis]), op.const(value=[axis + 1]), op.const(value=[1]),
+                              _attrs={"shrink_axis_mask": 1, "new_axis_mask": 0, "ellipsis_mask": 0},
+                              _name=f"causal_dim{axis}") for axis in (2, 3)]
+    square = op.Fill(op.Pack(*length, _attrs={"axis": 0}), op.const("causal_ones", value=True))
+    lower = op.MatrixBandPart(square, op.const("band_lower", value=-1), op.const("band_upper", value=0), _name="band")
+    return op.StridedSlice(lower, op.const(), op.const(), op.const(), _name="causal_expand",
+                           _attrs={"new_axis_mask": 3, "shrink_axis_mask": 0, "ellipsis_mask": 0})
+
+
+# Mask spelling -> (reads a mask tensor, the masked scores from (op, logits, mask)).
+MASKINGS: dict[str, tuple[bool, Callable[..., Any]]] = {
+    "none": (False, lambda op, logits, mask: logits),
+    "additive": (True, lambda op, logits, mask: op.op(ADD, logits, mask, _name="masked")),
+    "boolean": (True, lambda op, logits, mask: op.op(SELECT, mask, logits, op.const("fill"), _name="masked")),
+    "boolean_keras": (True, lambda op, logits, mask: op.op(
+        SELECT, _keras_everywhere(op, logits, mask), logits, op.const("fill"), _name="masked")),
+    "causal_keras": (False, lambda op, logits, mask: op.op(
+        SELECT, _keras_everywhere(op, logits, _keras_causal(op, logits)), logits, op.const("fill"), _name="masked")),
+}
+# Which spellings each family writes.
+FAMILY_MASKS = {"tf": ("none", "additive", "boolean"), "onnx": ("none", "additive", "boolean"),
+                "keras": ("none", "additive", "boolean", "boolean_keras", "causal_keras")}
 
 
 def _core_pattern(kind: CoreKind) -> DataflowPattern:
     scores_fns, ctx_fn, _ = FAMILIES[kind.family]
     scores, scaling = scores_fns[kind.scores], SCALINGS[kind.scaling]
+    _, masking = MASKINGS[kind.mask]
 
     def logits(op, q, k):
         return scaling(op, scores, q, k)
@@ -99,14 +146,14 @@ def _core_pattern(kind: CoreKind) -> DataflowPattern:
     if kind.masked:
 
         def attention(op, q, k, v, mask):
-            return ctx_fn(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+            return ctx_fn(op, op.Softmax(masking(op, logits(op, q, k), mask), _name="probs"), v)
 
     else:
 
         def attention(op, q, k, v):
-            return ctx_fn(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+            return ctx_fn(op, op.Softmax(masking(op, logits(op, q, k), None), _name="probs"), v)
 
-    name = f"attention_{kind.family}_{kind.scores}_{kind.scaling}{'_masked' if kind.masked else ''}"
+    name = f"attention_{kind.family}_{kind.scores}_{kind.scaling}{'' if kind.mask == 'none' else '_' + kind.mask}"
     return DataflowPattern(attention, name=name)
 
 
@@ -121,7 +168,7 @@ def _sdpa_pattern(masked: bool) -> DataflowPattern:
     if masked:
 
         def attention(op, q, k, v, mask):
-            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask, _name="masked"), _name="probs"), v)
 
     else:
 
@@ -144,14 +191,15 @@ def _sdpa_dynamic_pattern(masked: bool, outer_cast: bool) -> DataflowPattern:
     if masked:
 
         def attention(op, q, k, v, mask):
-            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask), _name="probs"), v)
+            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask, _name="masked"), _name="probs"), v)
 
     else:
 
         def attention(op, q, k, v):
             return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
 
-    return DataflowPattern(attention, name=f"attention_sdpa_dynamic{'_masked' if masked else ''}{'_cast' if outer_cast else ''}")
+    name = f"attention_sdpa_dynamic{'_masked' if masked else ''}{'_cast' if outer_cast else ''}"
+    return DataflowPattern(attention, name=name)
 
 
 CORE_PATTERNS: tuple[tuple[CoreKind, DataflowPattern], ...] = tuple(
@@ -159,10 +207,13 @@ CORE_PATTERNS: tuple[tuple[CoreKind, DataflowPattern], ...] = tuple(
     for family, (scores_fns, _, _) in FAMILIES.items()
     for scores in scores_fns
     for scaling in SCALINGS
-    for masked in (True, False)
-    for kind in [CoreKind(family, scores, scaling, masked)]
-) + tuple((CoreKind("onnx", "transpose", "sdpa", m), _sdpa_pattern(m)) for m in (True, False)) + tuple(
-    (CoreKind("onnx", "transpose", "sdpa_dynamic", m), _sdpa_dynamic_pattern(m, c)) for m in (True, False) for c in (True, False)
+    for mask in FAMILY_MASKS[family]
+    for kind in [CoreKind(family, scores, scaling, mask)]
+) + tuple(
+    (CoreKind("onnx", "transpose", "sdpa", "additive" if m else "none"), _sdpa_pattern(m)) for m in (True, False)
+) + tuple(
+    (CoreKind("onnx", "transpose", "sdpa_dynamic", "additive" if m else "none"), _sdpa_dynamic_pattern(m, c))
+    for m in (True, False) for c in (True, False)
 )
 
 
@@ -235,7 +286,8 @@ def _segment(fn: Callable, tag: str, *flags: bool, perm_attr: bool = False) -> D
     def output(op, ctx):
         return fn(op, ctx, *flags, **extra)
 
-    return DataflowPattern(output, name=f"output_{tag}{'_proj' if flags[0] else ''}{'_bias' if flags[1] else ''}{suffix}")
+    name = f"output_{tag}{'_proj' if flags[0] else ''}{'_bias' if flags[1] else ''}{suffix}"
+    return DataflowPattern(output, name=name)
 
 
 PROJECTIONS: tuple[tuple[str, DataflowPattern], ...] = tuple(

@@ -140,7 +140,7 @@ def _check_ctx_einsum(node: Any) -> None:
 def _check_dense_einsum(node: Any, spec_in: str, spec_w: str, spec_out: str) -> None:
     (x, w), out = _equation(node)
     letters = {c: i for i, c in enumerate(dict.fromkeys(x + w))}
-    canon = lambda s: "".join(chr(ord("a") + letters[c]) if c in letters else "?" for c in s)
+    canon = lambda s: "".join(chr(ord("a") + letters[c]) if c in letters else "?" for c in s)  # noqa: E731
     if (canon(x), canon(w), canon(out)) != (spec_in, spec_w, spec_out):
         raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r}, expected {spec_in},{spec_w}->{spec_out}")
 
@@ -244,6 +244,24 @@ def _core_scale(c: Candidate) -> float | None:
     return _scalar(m, "scale") if "scale" in m.captures else 1.0
 
 
+def _mask_attrs(c: Candidate) -> dict[str, Any]:
+    """``mask_kind``, ``mask_fill`` and ``causal`` of the core's masking (see the fused op's definition)."""
+    m, kind = c.core, c.kind.mask
+    if kind == "none":
+        return {}
+    if kind == "additive":
+        return {"mask_kind": "additive"}
+    attrs: dict[str, Any] = {"mask_fill": _scalar(m, "fill")}
+    if kind == "causal_keras":
+        expand = m["causal_expand"]
+        if expand.attrs.get("begin_mask") != 12 or expand.attrs.get("end_mask") != 12:
+            raise Decline(f"{expand.name} slices the causal band instead of only adding two leading axes")
+        attrs["causal"] = 1
+        return attrs
+    attrs["mask_kind"] = "boolean"
+    return attrs
+
+
 def _k_transpose_perm(c: Candidate) -> None:
     if "k_t" in c.core.captures:
         node = c.core["k_t"]
@@ -301,7 +319,8 @@ def _read_output(
             raise Decline(f"the heads are merged with perm {perm}, expected [0, 2, 1, 3]")
         shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != (2 if flat else 3) or shape[-1] != heads * size:
-            raise Decline(f"the heads are merged into shape {shape}, expected [{'' if flat else 'batch, '}-1, {heads * size}]")
+            want = f"[{'' if flat else 'batch, '}-1, {heads * size}]"
+            raise Decline(f"the heads are merged into shape {shape}, expected {want}")
     elif kind == "keras":
         shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != 3 or shape[-1] != heads * size:
@@ -341,12 +360,15 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         selected: list[ScopesResult] = []
         covered: list[str] = []
         for softmax in graph.nodes_by_type("Softmax"):
-            anchors = [c for c, slot, _ in graph.consumers(softmax.name) if slot == 0 and graph.node(c).op_type in PRODUCTS]
+            anchors = [
+                c for c, slot, _ in graph.consumers(softmax.name) if slot == 0 and graph.node(c).op_type in PRODUCTS
+            ]
             kind, core, miss = best_match(graph, anchors, CORE_PATTERNS, softmax.name)
             scope = graph.tree.scope_of(softmax.name)
             if core is None:
                 if self._attention_named(scope.name) or (miss is not None and miss.depth >= 4):
-                    why = f"{softmax.name}: not an attention: " + (str(miss) if miss else "no matrix product consumes it")
+                    why = str(miss) if miss else "no matrix product consumes it"
+                    why = f"{softmax.name}: not an attention: {why}"
                     selected.append(ScopesResult(nodes=[softmax.name], captures={"refuse": why}))
                     covered.append(softmax.name)
                 continue
@@ -363,6 +385,10 @@ class MultiHeadAttentionFusion(ScopeBasePass):
 
     # ------------------------------------------------------------------ growing a core match
     def _extend(self, graph: ScopeGraph, c: Candidate) -> None:
+        self._grow(graph, c)
+        c.attrs.update(_mask_attrs(c))
+
+    def _grow(self, graph: ScopeGraph, c: Candidate) -> None:
         rank = len(c.core["k_t"].attrs.get("perm") or ()) if "k_t" in c.core.captures else 4
         reason = _softmax_axis_reason(graph, c.core["probs"], rank or 4)
         if reason is not None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from onnx import TensorProto
 
 from .onnx_fused import FusedEmitter, FusedExporter
 
@@ -278,7 +279,10 @@ def multi_head_attention(e: FusedEmitter) -> None:
         e.decline(f"num_heads {heads} and head_size {size} must be positive")
     layout = str(e.attr("input_layout", "BSH"))
     q, k, v = (e.input(i) for i in range(3))
-    mask = e.inputs[3] if e.has_input(3) else ""
+    mask, boolean = _canonical_mask(e)
+    causal = int(e.attr("causal", 0) or 0)
+    if causal and e.opset < 23:
+        e.decline("a causal attention is written as ONNX Attention(is_causal=1), which needs opset 23")
     if layout == "BNSD":
         rank = e.rank(0)
         if rank not in (3, 4) or any(e.rank(i) != rank for i in (1, 2)):
@@ -289,10 +293,11 @@ def multi_head_attention(e: FusedEmitter) -> None:
             if mask:
                 mask = _mask_rows(e, mask, q, rank - 2, rank == 3 and e.rank(3) >= 3)
             n = 1 if rank == 3 else None
-            e.op("Attention", [q, k, v, mask], outputs=[e.outputs[0]], scale=scale, q_num_heads=n, kv_num_heads=n)
+            e.op("Attention", [q, k, v, mask], outputs=[e.outputs[0]], scale=scale, q_num_heads=n, kv_num_heads=n,
+                 is_causal=causal or None)
         else:
             k_t = e.op("Transpose", [k], perm=[*range(rank - 2), rank - 1, rank - 2])[0]
-            _sdpa(e, q, k_t, v, mask, scale, e.outputs[0], rank)
+            _sdpa(e, q, k_t, v, mask, boolean, scale, e.outputs[0], rank)
         return
     if layout != "BSH":
         e.decline(f"input_layout {layout!r} is neither 'BSH' nor 'BNSD'")
@@ -312,12 +317,12 @@ def multi_head_attention(e: FusedEmitter) -> None:
         if mask:
             mask = _mask_rows(e, mask, projected[0], 1, False)
         y = e.op("Attention", [*projected, mask], outputs=[y] if done else 1, q_num_heads=heads,
-                 kv_num_heads=heads, scale=scale)[0]
+                 kv_num_heads=heads, scale=scale, is_causal=causal or None)[0]
     else:
         split = e.const(np.asarray([0, 0, heads, size], np.int64), "split_heads")
         qh, kt, vh = (e.op("Transpose", [e.op("Reshape", [t, split])[0]], perm=perm)[0]
                       for t, perm in zip(projected, ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3])))
-        context = e.op("Transpose", [_sdpa(e, qh, kt, vh, mask, scale, "")], perm=[0, 2, 1, 3])[0]
+        context = e.op("Transpose", [_sdpa(e, qh, kt, vh, mask, boolean, scale, "")], perm=[0, 2, 1, 3])[0]
         merge = e.const(np.asarray([0, 0, heads * size], np.int64), "merge_heads")
         y = e.op("Reshape", [context, merge], outputs=[y] if done else 1)[0]
     if done:
@@ -342,12 +347,31 @@ def _dense(e: FusedEmitter, x: str, role: str, like: int, last: bool = False) ->
     return x
 
 
-def _sdpa(e: FusedEmitter, q: str, k_t: str, v: str, mask: str, scale: float, out: str, rank: int = 4) -> str:
+def _canonical_mask(e: FusedEmitter) -> tuple[str, bool]:
+    """The mask input as ``attn_mask`` takes it, and whether it is boolean: a ``mask_kind="boolean"`` mask
+    of numbers is cast to bool; with a ``mask_fill`` it becomes the additive ``Where(mask, 0, fill)`` so
+    that masked scores take that value, as in the source (a row with every key masked stays finite)."""
+    if not e.has_input(3):
+        return "", False
+    mask = e.inputs[3]
+    mask_type = e.input_type(3)
+    boolean = mask_type is not None and mask_type.dtype.name == "bool"
+    if e.attr("mask_kind", "additive") != "boolean" and not boolean:
+        return mask, False
+    if not boolean:
+        mask = e.op("Cast", [mask], to=TensorProto.BOOL)[0]
+    fill = e.attr("mask_fill", None)
+    if fill is None:
+        return mask, True
+    return e.op("Where", [mask, e.scalar(0.0, "attend"), e.scalar(float(fill), "mask_fill")])[0], False
+
+
+def _sdpa(e: FusedEmitter, q: str, k_t: str, v: str, mask: str, boolean: bool, scale: float, out: str,
+          rank: int = 4) -> str:
     """``Softmax(scale · q @ k_t + mask) @ v`` (the mask additive, or boolean: True keeps)."""
     scores = e.op("Mul", [e.op("MatMul", [q, k_t])[0], e.scalar(scale, "scale")])[0]
     if mask:
-        mask_type = e.input_type(3)
-        if mask_type is not None and mask_type.dtype.name == "bool":
+        if boolean:
             scores = e.op("Where", [mask, scores, e.scalar(-np.inf, "masked")])[0]
         else:
             scores = e.op("Add", [scores, mask])[0]

@@ -122,7 +122,9 @@ def bert_dynamic_batch_tf1(
 
 
 # ---------------------------------------------------------------------------------------------- Keras masks
-def keras_masked_encoder(mask: str = "padding", num_layers: int = 2, seq: int = 8, d_model: int = 32, heads: int = 4) -> bytes:
+def keras_masked_encoder(
+    mask: str = "padding", num_layers: int = 2, seq: int = 8, d_model: int = 32, heads: int = 4
+) -> bytes:
     """A Keras 3 encoder whose ``MultiHeadAttention`` is masked; frozen GraphDef bytes.
 
     ``mask="padding"``: inputs ``tokens`` (int32 [?, seq]) and ``padding_mask`` (int32 [?, seq], 1 = a real

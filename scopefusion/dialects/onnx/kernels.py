@@ -50,6 +50,8 @@ def attach(opdef: OpDef, op: "OnnxOp") -> None:
         return
     if op.op_type == "BatchNormalization" and op.opset < 14:
         opdef.set_reference(lambda inputs, attrs: _batch_norm_9(op, inputs, attrs))
+    elif op.op_type == "OneHot":
+        opdef.set_reference(_one_hot)
     else:
         opdef.set_reference(lambda inputs, attrs: run_reference(op, inputs, attrs))
     fold = _FOLDS.get(op.op_type)
@@ -111,6 +113,22 @@ def _batch_norm_9(op: "OnnxOp", inputs: Sequence[np.ndarray | None], attrs: dict
     eps = 1e-5 if eps is None else eps
     y = scale.reshape(shape) * (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) + bias.reshape(shape)
     return [y.astype(x.dtype)]
+
+
+def _one_hot(inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    """OneHot(indices, depth, values): ``values[1]`` where the index (negative ones counted from ``depth``)
+    meets the position along the new ``axis``, ``values[0]`` elsewhere.
+
+    NOTE: onnx.reference's OneHot fails with a TypeError on a depth given as a 1-element tensor, which the
+    spec allows and tf2onnx writes.
+    """
+    indices, depth_value, values = (np.asarray(a) for a in inputs[:3])
+    depth = int(depth_value.reshape(-1)[0])
+    axis = int(attrs.get("axis", -1) if attrs.get("axis") is not None else -1)
+    axis = axis + indices.ndim + 1 if axis < 0 else axis
+    wrapped = np.where(indices < 0, indices + depth, indices).astype(np.int64)
+    hot = np.expand_dims(wrapped, axis) == np.arange(depth).reshape((-1,) + (1,) * (indices.ndim - axis))
+    return [np.where(hot, values.reshape(-1)[1], values.reshape(-1)[0]).astype(values.dtype)]
 
 
 # ----------------------------------------------------------------------------- running onnx.reference
