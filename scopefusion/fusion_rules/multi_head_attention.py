@@ -244,6 +244,18 @@ def _core_scale(c: Candidate) -> float | None:
     return _scalar(m, "scale") if "scale" in m.captures else 1.0
 
 
+def _masked_after_softmax(graph: ScopeGraph, softmax: str) -> str | None:
+    """Why a Softmax whose probabilities are masked before they weight the values is no attention core."""
+    for consumer, _, _ in graph.consumers(softmax):
+        node = graph.node(consumer)
+        if node.op_type not in ("Add", "AddV2", "Mul", "Where", "SelectV2", "Select"):
+            continue
+        if any(graph.node(c).op_type in PRODUCTS for c, _, _ in graph.consumers(consumer)):
+            return (f"{consumer} ({node.op_type}) masks the probabilities after the Softmax; an attention "
+                    "mask applies to the scores before it")
+    return None
+
+
 def _mask_attrs(c: Candidate) -> dict[str, Any]:
     """``mask_kind``, ``mask_fill`` and ``causal`` of the core's masking (see the fused op's definition)."""
     m, kind = c.core, c.kind.mask
@@ -366,8 +378,9 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             kind, core, miss = best_match(graph, anchors, CORE_PATTERNS, softmax.name)
             scope = graph.tree.scope_of(softmax.name)
             if core is None:
-                if self._attention_named(scope.name) or (miss is not None and miss.depth >= 4):
-                    why = str(miss) if miss else "no matrix product consumes it"
+                after = _masked_after_softmax(graph, softmax.name)
+                if after is not None or self._attention_named(scope.name) or (miss is not None and miss.depth >= 4):
+                    why = after or (str(miss) if miss else "no matrix product consumes it")
                     why = f"{softmax.name}: not an attention: {why}"
                     selected.append(ScopesResult(nodes=[softmax.name], captures={"refuse": why}))
                     covered.append(softmax.name)

@@ -19,7 +19,8 @@ TOL = 1e-5
 def _keras_encoder(model_store, layers: int = 4) -> Path:
     from tests.models import more_models
 
-    return model_store.file(f"keras_transformer_{layers}.pb", lambda: more_models.keras_transformer_encoder(num_layers=layers))
+    build = lambda: more_models.keras_transformer_encoder(num_layers=layers)  # noqa: E731
+    return model_store.file(f"keras_transformer_{layers}.pb", build)
 
 
 def _attention(model) -> list:
@@ -75,13 +76,21 @@ def test_mobilenet_classifier_softmax_is_no_attention(tf_mobilenet_pb):
 
 
 # ------------------------------------------------------------------------------------------ onnx.helper graphs
-def _mha_onnx(tmp_path: Path, name: str, *, heads=2, prefix="", leak_probs=False, softmax=True, names=True) -> Path:
+def _mha_onnx(
+    tmp_path: Path, name: str, *, heads=2, prefix="", leak_probs=False, softmax=True, names=True, mask="none",
+    merge_perm=(0, 2, 1, 3),
+) -> Path:
     """Self-attention over x [n, 4, 8]: q/k/v projections with biases, split, MatMul(q, Transpose(k)),
-    Mul(scale), Softmax, MatMul, merge, output projection."""
+    Mul(scale), Softmax, MatMul, merge, output projection.
+
+    ``mask``: ``"additive"`` adds input ``mask`` (float [n, 1, 1, 4]) to the scores, ``"where"`` keeps the
+    scores where input ``mask`` (bool [n, 1, 1, 4]) is true (else -1e9), ``"after"`` adds the float mask to the
+    probabilities after the Softmax (a look-alike). ``merge_perm`` is the merge's Transpose."""
     rng = np.random.default_rng(1)
     e, seq, d = 8, 4, 8 // heads
     inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n) for n, s in (
-        ("wq", (e, e)), ("wk", (e, e)), ("wv", (e, e)), ("wo", (e, e)), ("bq", (e,)), ("bk", (e,)), ("bv", (e,)), ("bo", (e,)))]
+        ("wq", (e, e)), ("wk", (e, e)), ("wv", (e, e)), ("wo", (e, e)),
+        ("bq", (e,)), ("bk", (e,)), ("bv", (e,)), ("bo", (e,)))]
     inits += [
         numpy_helper.from_array(np.array([0, seq, heads, d], np.int64), "split"),
         numpy_helper.from_array(np.array([0, seq, e], np.int64), "merge"),
@@ -99,15 +108,26 @@ def _mha_onnx(tmp_path: Path, name: str, *, heads=2, prefix="", leak_probs=False
         heads_of[r] = node("Transpose", [node("Reshape", [y, "split"], f"{r}_split")], f"{r}_heads", perm=[0, 2, 1, 3])
     k_t = node("Transpose", [heads_of["k"]], "k_t", perm=[0, 1, 3, 2])
     logits = node("Mul", [node("MatMul", [heads_of["q"], k_t], "qk"), "scale"], "logits")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", seq, e])]
+    if mask != "none":
+        kind = TensorProto.BOOL if mask == "where" else TensorProto.FLOAT
+        inputs.append(helper.make_tensor_value_info("mask", kind, ["n", 1, 1, seq]))
+    if mask == "additive":
+        logits = node("Add", [logits, "mask"], "masked")
+    elif mask == "where":
+        inits.append(numpy_helper.from_array(np.array(-1e9, np.float32), "fill"))
+        logits = node("Where", ["mask", logits, "fill"], "masked")
     probs = node("Softmax", [logits], "probs", axis=-1) if softmax else node("Relu", [logits], "probs")
+    if mask == "after":
+        probs = node("Add", [probs, "mask"], "masked_probs")
     ctx = node("MatMul", [probs, heads_of["v"]], "ctx")
-    merged = node("Reshape", [node("Transpose", [ctx], "ctx_t", perm=[0, 2, 1, 3]), "merge"], "merged")
+    merged = node("Reshape", [node("Transpose", [ctx], "ctx_t", perm=list(merge_perm)), "merge"], "merged")
     node("Add", [node("MatMul", [merged, "wo"], "o_mm"), "bo"], "y")
     nodes[-1].output[0] = "y"
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", seq, e])]
     if leak_probs:
         outputs.append(helper.make_tensor_value_info(probs, TensorProto.FLOAT, ["n", heads, seq, seq]))
-    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", seq, e])], outputs, inits)
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
     return onnx_models.save(onnx_models._model(graph), tmp_path / f"{name}.onnx")
 
 
@@ -155,3 +175,43 @@ def test_softmax_over_another_axis_refused(tmp_path):
     assert _attention(model) == []
     (reason,) = _refusals(model)
     assert "normalizes over axis 2, not the last axis" in reason
+
+
+def test_mask_added_after_the_softmax_refused(tmp_path):
+    model = convert(_mha_onnx(tmp_path, "after", prefix="/enc/self_attn/", mask="after"))
+    assert _attention(model) == []
+    (reason,) = _refusals(model)
+    assert "masks the probabilities after the Softmax" in reason
+
+
+def test_heads_merged_in_another_order_refused(tmp_path):
+    model = convert(_mha_onnx(tmp_path, "merge_order", prefix="/enc/self_attn/", merge_perm=(0, 2, 3, 1)))
+    assert _attention(model) == []
+    (reason,) = _refusals(model)
+    assert "the heads are merged with perm [0, 2, 3, 1], expected [0, 2, 1, 3]" in reason
+
+
+def _padding(batch: int, dtype) -> np.ndarray:
+    """[batch, 1, 1, 4]: each row keeps its first 1..3 keys."""
+    keep = np.arange(4)[None, :] < np.array([1, 3, 2][:batch])[:, None]
+    values = keep if dtype is bool else np.where(keep, 0.0, -1e4)
+    return values[:, None, None, :].astype(dtype)
+
+
+@pytest.mark.parametrize("mask", ["additive", "where"])
+def test_onnx_masked_attention_fused_proven_and_exported(tmp_path, mask):
+    import onnxruntime as ort
+
+    path = _mha_onnx(tmp_path, f"masked_{mask}", prefix="/enc/self_attn/", mask=mask)
+    feeds = {"x": np.random.default_rng(2).standard_normal((3, 4, 8)).astype(np.float32),
+             "mask": _padding(3, bool if mask == "where" else np.float32)}
+    report = check_fusions(path, "MultiHeadAttention", feeds=feeds)
+    (fusion,) = _attention(report.model)
+    assert fusion.attrs["mask_kind"] == ("boolean" if mask == "where" else "additive")
+    assert [i.producer for i in fusion.inputs] == ["x", "x", "x", "mask"]
+    assert report.max_error <= TOL
+    exported = tmp_path / "exported.onnx"
+    report.model.save(exported, format="onnx")
+    have = ort.InferenceSession(str(exported), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-5)
