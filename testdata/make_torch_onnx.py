@@ -14,6 +14,9 @@ It writes, each well under 1 MB:
   d_model 32, 4 heads, feed-forward 64 with erf GELU, ``batch_first``, a final LayerNorm and a Linear head).
   Input ``input_ids`` (int64 [batch, 16]), output ``logits`` (float32 [batch, 16, 10]). At opset 14 the
   exporter decomposes LayerNorm into ReduceMean/Sub/Pow/Sqrt/Div; at 17 it emits LayerNormalization.
+* ``torch_encoder_padding_opset17.onnx``: the same encoder called with ``src_key_padding_mask``: inputs
+  ``input_ids`` (int64 [batch, 16]) and ``padding_mask`` (bool [batch, 16], True where a token is padding),
+  output ``logits``.
 * ``torch_rnn_opset14.onnx``: an ``nn.LSTM`` then an ``nn.GRU`` (``batch_first``) and a Linear head,
   exported as the ONNX ``LSTM`` and ``GRU`` ops. Input ``sequence`` (float32 [batch, 6, 5]), output
   ``output`` (float32 [batch, 6, 3]).
@@ -70,6 +73,14 @@ class TinyEncoder(nn.Module):
         return self.head(self.norm(self.encoder(x)))
 
 
+class TinyPaddedEncoder(TinyEncoder):
+    """:class:`TinyEncoder` whose attention skips padding keys (``src_key_padding_mask``)."""
+
+    def forward(self, input_ids: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        x = self.embed(input_ids) + self.position
+        return self.head(self.norm(self.encoder(x, src_key_padding_mask=padding_mask)))
+
+
 class TinyRNN(nn.Module):
     """``nn.LSTM`` (8 units) → ``nn.GRU`` (8 units) → Linear(3), all batch_first."""
 
@@ -85,35 +96,45 @@ class TinyRNN(nn.Module):
         return self.head(x)
 
 
-def _export(model: nn.Module, example: torch.Tensor, path: Path, opset: int, input_name: str, output_name: str) -> None:
+def _export(model: nn.Module, example: torch.Tensor | tuple[torch.Tensor, ...], path: Path, opset: int,
+            input_name: str | list[str], output_name: str) -> None:
     # NOTE: no torch.no_grad() here. With gradients off, an eval-mode TransformerEncoderLayer takes its
     # fused fast path (aten::_transformer_encoder_layer_fwd), which has no ONNX export; with them on it
     # runs the plain modules, whose ops the exporter writes one by one under their module's scope.
     model.eval()
+    names = [input_name] if isinstance(input_name, str) else input_name
+    examples = example if isinstance(example, tuple) else (example,)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer warnings
         torch.onnx.export(
             model,
-            (example,),
+            examples,
             str(path),
-            input_names=[input_name],
+            input_names=names,
             output_names=[output_name],
-            dynamic_axes={input_name: {0: "batch"}, output_name: {0: "batch"}},
+            dynamic_axes={**{name: {0: "batch"} for name in names}, output_name: {0: "batch"}},
             opset_version=opset,
             dynamo=False,
             do_constant_folding=True,
         )
 
 
-def _check(model: nn.Module, example: torch.Tensor, path: Path) -> None:
+def _check(model: nn.Module, example: torch.Tensor | tuple[torch.Tensor, ...], path: Path) -> None:
     """The export computes what the module does (onnxruntime, at another batch size than traced)."""
     import numpy as np
     import onnxruntime
 
+    examples = example if isinstance(example, tuple) else (example,)
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feed = {session.get_inputs()[0].name: example.numpy()}
-    expected = model(example).detach().numpy()
+    feed = {i.name: e.numpy() for i, e in zip(session.get_inputs(), examples, strict=True)}
+    expected = model(*examples).detach().numpy()
     np.testing.assert_allclose(session.run(None, feed)[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def _padding(batch: int) -> torch.Tensor:
+    """True where a token is padding: row ``i`` keeps its first ``SEQ - 3 - i`` tokens."""
+    lengths = torch.tensor([SEQ - 3 - i for i in range(batch)])
+    return torch.arange(SEQ)[None, :] >= lengths[:, None]
 
 
 def main(out_dir: Path) -> list[Path]:
@@ -127,6 +148,12 @@ def main(out_dir: Path) -> list[Path]:
         _export(encoder, ids, path, opset, "input_ids", "logits")
         _check(encoder, torch.randint(0, VOCAB, (3, SEQ), dtype=torch.int64), path)
         written.append(path)
+    torch.manual_seed(0)
+    padded = TinyPaddedEncoder()
+    path = out_dir / "torch_encoder_padding_opset17.onnx"
+    _export(padded, (ids, _padding(2)), path, 17, ["input_ids", "padding_mask"], "logits")
+    _check(padded, (torch.randint(0, VOCAB, (3, SEQ), dtype=torch.int64), _padding(3)), path)
+    written.append(path)
     torch.manual_seed(0)
     rnn = TinyRNN()
     path = out_dir / f"torch_rnn_opset{RNN_OPSET}.onnx"

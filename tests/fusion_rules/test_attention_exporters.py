@@ -159,3 +159,22 @@ def test_tf2onnx_keras_gelu_written_as_one_minus_erf():
     model = convert(path)
     assert_proven(path, model, keras_feeds(), {"Gelu": 2})
     assert all(f.attrs["approximate"] == "none" for f in model.fusion_run.accepted if f.type == "Gelu")
+
+
+# ------------------------------------------------------------------------------------------ PyTorch
+def test_torch_key_padding_mask_fused_proven_and_exported(tmp_path):
+    """``nn.TransformerEncoder(src_key_padding_mask=...)`` exported at opset 17 (testdata/make_torch_onnx.py)."""
+    path = TESTDATA / "torch_encoder_padding_opset17.onnx"
+    pad = np.arange(16)[None, :] >= np.array([13, 5, 9])[:, None]  # True where a token is padding
+    feeds = {"input_ids": np.random.default_rng(0).integers(0, 100, (3, 16)), "padding_mask": pad}
+    model = convert(path)
+    assert_proven(path, model, feeds, {"MultiHeadAttention": 2, "LayerNorm": 5, "Gelu": 2})
+    for fusion in attention(model):
+        assert (fusion.attrs["input_layout"], fusion.attrs["num_heads"], fusion.attrs["mask_kind"]) == ("BNSD", 4, "additive")
+        assert len(fusion.inputs) == 4  # the padding mask as PyTorch's exporter makes it additive (-inf)
+    assert verify(path, inputs=feeds).ok
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for have, expected in zip(run_exported_onnx(model, tmp_path, feeds), want, strict=True):
+        np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
