@@ -143,15 +143,13 @@ def _core_pattern(kind: CoreKind) -> DataflowPattern:
     def logits(op, q, k):
         return scaling(op, scores, q, k)
 
-    if kind.masked:
+    def masked_attention(op, q, k, v, mask):
+        return ctx_fn(op, op.Softmax(masking(op, logits(op, q, k), mask), _name="probs"), v)
 
-        def attention(op, q, k, v, mask):
-            return ctx_fn(op, op.Softmax(masking(op, logits(op, q, k), mask), _name="probs"), v)
+    def plain_attention(op, q, k, v):
+        return ctx_fn(op, op.Softmax(masking(op, logits(op, q, k), None), _name="probs"), v)
 
-    else:
-
-        def attention(op, q, k, v):
-            return ctx_fn(op, op.Softmax(masking(op, logits(op, q, k), None), _name="probs"), v)
+    attention = masked_attention if kind.masked else plain_attention
 
     name = f"attention_{kind.family}_{kind.scores}_{kind.scaling}{'' if kind.mask == 'none' else '_' + kind.mask}"
     return DataflowPattern(attention, name=name)
@@ -165,15 +163,13 @@ def _sdpa_pattern(masked: bool) -> DataflowPattern:
             op.Mul(q, op.const("scale")), op.Mul(op.Transpose(k, _name="k_t"), op.const("scale_k")), _name="qk"
         )
 
-    if masked:
+    def masked_attention(op, q, k, v, mask):
+        return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask, _name="masked"), _name="probs"), v)
 
-        def attention(op, q, k, v, mask):
-            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask, _name="masked"), _name="probs"), v)
+    def plain_attention(op, q, k, v):
+        return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
 
-    else:
-
-        def attention(op, q, k, v):
-            return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+    attention = masked_attention if masked else plain_attention
 
     return DataflowPattern(attention, name=f"attention_sdpa{'_masked' if masked else ''}")
 
@@ -188,15 +184,13 @@ def _sdpa_dynamic_pattern(masked: bool, outer_cast: bool) -> DataflowPattern:
             scale = op.Cast(scale)
         return op.MatMul(op.Mul(q, op.Sqrt(scale)), op.Mul(op.Transpose(k, _name="k_t"), op.Sqrt(scale)), _name="qk")
 
-    if masked:
+    def masked_attention(op, q, k, v, mask):
+        return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask, _name="masked"), _name="probs"), v)
 
-        def attention(op, q, k, v, mask):
-            return _ctx_onnx(op, op.Softmax(op.op(ADD, logits(op, q, k), mask, _name="masked"), _name="probs"), v)
+    def plain_attention(op, q, k, v):
+        return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
 
-    else:
-
-        def attention(op, q, k, v):
-            return _ctx_onnx(op, op.Softmax(logits(op, q, k), _name="probs"), v)
+    attention = masked_attention if masked else plain_attention
 
     name = f"attention_sdpa_dynamic{'_masked' if masked else ''}{'_cast' if outer_cast else ''}"
     return DataflowPattern(attention, name=name)

@@ -417,9 +417,13 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             _check_scores_einsum(qk, q_slot)
             _check_ctx_einsum(c.core["ctx"])
         q_t, k_t, v_t = c.core.inputs[:3]
-        projections = []
+        projections: list[tuple[str, str, Match]] = []
         for role, tensor in (("query", q_t), ("key", k_t), ("value", v_t)):
-            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=lambda m, t=tensor: m.outputs[0] == t)
+
+            def makes(m: Match, t: tuple[str, int] = tensor) -> bool:
+                return m.outputs[0] == t
+
+            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=makes)
             if m is None or tag not in COMPATIBLE[c.kind.family]:
                 projections = []
                 break
