@@ -266,6 +266,14 @@ def fused_cases():
     mask3 = np.repeat(mask[:, 0], heads, axis=0)  # [b*heads, 1, s]
     yield "mha_bnsd_folded_heads", "MultiHeadAttention", [("feed", fold[0]), ("feed", fold[1]), ("feed", fold[2]), mask3], bnsd, \
         _sdpa(*fold, mask3, 0.5), {23: "Attention", 17: "Softmax"}
+    keep = _RNG.random((b, 1, 1, s)) > 0.4
+    keep[..., 0] = True  # every query attends to at least one key
+    boolean = dict(attrs, mask_kind="boolean", mask_fill=-1e30)
+    yield "mha_bsh_boolean_mask", "MultiHeadAttention", [("feed", q), ("feed", k), ("feed", v), ("feed", keep)], boolean, \
+        _bsh(q, k, v, np.where(keep, 0, -1e30), heads, size, 0.4, weights), {23: "Attention", 17: "Where"}
+    causal = np.triu(np.full((s, s), -1e30), 1)
+    yield "mha_bsh_causal", "MultiHeadAttention", [("feed", q), ("feed", k), ("feed", v)], dict(attrs, causal=1), \
+        _bsh(q, k, v, causal, heads, size, 0.4, weights), {23: "Attention"}
 
 
 def _layer_norm_axes(x, axes, eps):
