@@ -78,10 +78,18 @@ def shape_parts(graph: ScopeGraph, tensor: Tensor) -> list[int | None] | None:
 
 def _entries(graph: ScopeGraph, piece: Tensor) -> int | None:
     """How many entries a computed part of a concatenated shape has: one for a scalar made a vector
-    (``Unsqueeze`` / ``ExpandDims``), the index count of a ``Gather`` with constant indices; else unknown."""
+    (``Unsqueeze`` / ``ExpandDims``), the index count of a ``Gather`` with constant indices, one for an
+    ONNX ``Slice`` of one entry (constant bounds, step 1); else unknown."""
     node = _producer(graph, piece)
     if node.op_type in ("Unsqueeze", "ExpandDims"):
         return 1
+    if node.op_type == "Slice" and 3 <= len(node.inputs) and graph.source.framework == "onnx":
+        bounds = [const_of(graph, t) for t in node.inputs[1:3]]
+        step = const_of(graph, node.inputs[4]) if len(node.inputs) > 4 else np.ones(1)
+        if any(b is None or b.size != 1 for b in bounds) or step is None or step.size != 1 or int(step.reshape(())) != 1:
+            return None
+        start, end = (int(b.reshape(())) for b in bounds)  # type: ignore[union-attr]
+        return 1 if 0 <= start and end == start + 1 else None  # a longer slice may be cut short by its input
     if node.op_type in ("Gather", "GatherV2") and len(node.inputs) > 1:
         indices = const_of(graph, node.inputs[1])
         return None if indices is None or indices.ndim != 1 else int(indices.size)

@@ -181,7 +181,9 @@ _BROADCAST = frozenset(
 # spatial axes keeps it too.
 _REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "Mean", "Sum",
                          "Max", "Min", "Prod"})
-_SAME_RANK = _SAME_RANK | {"GlobalAveragePool", "GlobalMaxPool"}
+_SAME_RANK = _SAME_RANK | {"GlobalAveragePool", "GlobalMaxPool", "Not", "LogicalNot"}
+_BROADCAST = _BROADCAST | {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "NotEqual", "And", "Or",
+                           "LogicalAnd", "LogicalOr"}
 _FIXED_RANK = {"MatMul": 2, "Gemm": 2, "Conv2D": 4, "DepthwiseConv2dNative": 4, "MaxPool": 4, "AvgPool": 4,
                "Conv3D": 5, "MaxPool3D": 5, "AvgPool3D": 5, "Conv2DBackpropInput": 4}
 
@@ -222,6 +224,11 @@ def _static_rank(graph: ScopeGraph, tensor: tuple[str, int], depth: int, memo: d
         return _FIXED_RANK[op]
     if op in _SAME_RANK or (op in _REDUCTIONS and bool(node.attrs.get("keepdims", node.attrs.get("keep_dims", op[0] == "R")))):
         return static_rank(graph, node.inputs[0], depth - 1, memo)
+    if op in ("Gather", "GatherV2") and len(node.inputs) >= 2:  # data rank + indices rank - 1 (- batch dims)
+        ranks = [static_rank(graph, t, depth - 1, memo) for t in node.inputs[:2]]
+        if ranks[0] is None or ranks[1] is None:
+            return None
+        return ranks[0] + ranks[1] - 1 - int(node.attrs.get("batch_dims", 0) or 0)
     if op == "Reshape" and len(node.inputs) == 2:
         parts = shape_parts(graph, node.inputs[1])  # a constant, or a concatenation of known length
         return None if parts is None else len(parts)
@@ -256,6 +263,11 @@ def _keepdims(node: Any) -> str | None:
 
 def _onnx_mean_attr(op: Any, t: Any, capture: str, axes: str) -> Any:
     return op.ReduceMean(t, _check=_keepdims, _name=capture)
+
+
+def _global_average(op: Any, t: Any, capture: str, axes: str) -> Any:
+    """tf2onnx writes a keep-dims mean over the last axis of a rank-3 tensor as ``GlobalAveragePool``."""
+    return op.GlobalAveragePool(t, _name=capture)
 
 
 def _onnx_mean_input(op: Any, t: Any, capture: str, axes: str) -> Any:
@@ -345,7 +357,8 @@ def _build_moments_norm_patterns() -> tuple[DataflowPattern, ...]:
         for norm_name, norm in (("div", _norm_div), ("rsqrt", _norm_rsqrt)):
             out.append(_moments_norm_pattern(f"{moments_name}_{norm_name}", moments, norm))
     # tf2onnx: TF's moments as Sub / Mul(d, d) / ReduceMean, TF's batch-norm or Keras arithmetic after it.
-    for moments_name, moments in centred[1:5]:
+    tf2onnx = [*centred[1:5], ("onnx_global_average_mul", _moments_centred(_global_average, "Mul"))]
+    for moments_name, moments in tf2onnx:
         for norm_name, norm in (("batchnorm_reciprocal", _norm_batchnorm_reciprocal), ("keras_reciprocal", _norm_keras_reciprocal)):
             out.append(_moments_norm_pattern(f"{moments_name}_{norm_name}", moments, norm))
     return tuple(out)
@@ -368,11 +381,18 @@ def moments_norm_required_ops(pattern: DataflowPattern) -> tuple[str, ...]:
     """The reduction a moments-normalization pattern cannot match without (``Mean`` for TF forms)."""
     if pattern is ONNX_LAYER_NORM:
         return ("LayerNormalization",)
+    if "global_average" in pattern.name:
+        return ("GlobalAveragePool",)
     return ("Mean",) if pattern.name.startswith("tf_") else ("ReduceMean",)
 
 
 def moments_axes(match: Match, graph: ScopeGraph) -> tuple[tuple[int, ...], int | None] | str:
     """``(axes of the mean, rank of x)`` of a moments-normalization match, or why it cannot be read."""
+    if match["mean"].op_type == "GlobalAveragePool":  # every axis from 2 on: the last one of a rank-3 input
+        rank = static_rank(graph, match.inputs[0])
+        if rank != 3:
+            return f"GlobalAveragePool reduces over the axes from 2 on and the input's rank is {rank}, not 3"
+        return (2,), rank
     axes = read_axes(match, "mean", "axes")
     variance_axes = read_axes(match, "variance", "variance_axes")
     if axes is None or variance_axes is None:

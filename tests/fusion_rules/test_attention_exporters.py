@@ -140,8 +140,9 @@ def test_keras_causal_mask_fused_as_causal(keras_causal_pb):
 def test_tf2onnx_bert_fused_and_exported(tmp_path):
     path = TESTDATA / "tf2onnx_bert.onnx"
     model = convert(path)
-    # 8 of the 9 layer norms: the embeddings' one reads a Gather whose rank the graph does not fix
-    assert_proven(path, model, bert_feeds(), {"MultiHeadAttention": 4, "LayerNorm": 8, "Gelu": 4})
+    # tf2onnx's spellings: Reciprocal(Sqrt) for Rsqrt, the embeddings' mean as GlobalAveragePool, the key's
+    # split and transpose merged into one Transpose, reshape targets from Shape/Slice/Squeeze/Unsqueeze/Concat
+    assert_proven(path, model, bert_feeds(), {"MultiHeadAttention": 4, "LayerNorm": 9, "Gelu": 4})
     for fusion in attention(model):
         assert (fusion.attrs["input_layout"], fusion.attrs["num_heads"], fusion.attrs["head_size"]) == ("BSH", 4, 8)
     feeds = bert_feeds(batch=2)
@@ -154,11 +155,22 @@ def test_tf2onnx_bert_fused_and_exported(tmp_path):
         np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_tf2onnx_keras_gelu_written_as_one_minus_erf():
+def test_tf2onnx_keras_encoder_layer_norm_and_gelu(tmp_path):
+    """Keras' exact GELU as ``1 - Erf`` (tf2onnx's Erfc), its LayerNormalization's moments as GlobalAveragePool."""
     path = TESTDATA / "tf2onnx_keras_encoder.onnx"
     model = convert(path)
-    assert_proven(path, model, keras_feeds(), {"Gelu": 2})
+    assert_proven(path, model, keras_feeds(), {"Gelu": 2, "LayerNorm": 4})
     assert all(f.attrs["approximate"] == "none" for f in model.fusion_run.accepted if f.type == "Gelu")
+    # NOTE: tf2onnx lowers Keras' einsums into Unsqueeze / Reshape / 5-D Transpose / MatMul / Squeeze chains
+    # with computed shapes; the attention core is not recognised in that form and is left as written.
+    assert attention(model) == []
+    feeds = keras_feeds(batch=2)
+    assert verify(path, inputs=feeds).ok
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for have, expected in zip(run_exported_onnx(model, tmp_path, feeds), want, strict=True):
+        np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
 
 
 # ------------------------------------------------------------------------------------------ PyTorch
