@@ -381,9 +381,10 @@ def moments_norm_required_ops(pattern: DataflowPattern) -> tuple[str, ...]:
     """The reduction a moments-normalization pattern cannot match without (``Mean`` for TF forms)."""
     if pattern is ONNX_LAYER_NORM:
         return ("LayerNormalization",)
-    if "global_average" in pattern.name:
+    name = str(pattern.name)
+    if "global_average" in name:
         return ("GlobalAveragePool",)
-    return ("Mean",) if pattern.name.startswith("tf_") else ("ReduceMean",)
+    return ("Mean",) if name.startswith("tf_") else ("ReduceMean",)
 
 
 def moments_axes(match: Match, graph: ScopeGraph) -> tuple[tuple[int, ...], int | None] | str:
