@@ -2,10 +2,20 @@
 
 The core, in every framework's spelling (``BatchMatMulV2(adj_y)`` / ``MatMul(q, Transpose(k))`` /
 Keras' ``Einsum``; the scale after the scores, on ``q`` before them, split as ``sqrt`` on both sides as
-PyTorch's ``scaled_dot_product_attention`` export does, as a division, or absent; the mask added or
-not)::
+PyTorch's ``scaled_dot_product_attention`` export does, as a division, or absent)::
 
     MatMul(Softmax(Add(Mul(MatMul(q, Transpose(k)), scale), mask)), v)
+
+and the scores masked before the Softmax in one of these spellings (attributes of the fused op)::
+
+    Add(scores, mask)                                          mask_kind="additive": BERT's (1 - m) * -10000,
+                                                               PyTorch's -inf key padding
+    SelectV2|Where(mask, scores, fill)                         mask_kind="boolean", mask_fill=fill
+    SelectV2(LogicalAnd(Fill(Shape(scores), True), mask), scores, fill)        the same, Keras' attention_mask
+    SelectV2(LogicalAnd(Fill(Shape(scores), True), band_part(ones[Sq, Sk], -1, 0)[None, None]), scores, fill)
+                                                               causal=1, mask_fill=fill: Keras' use_causal_mask
+
+A mask applied to the probabilities after the Softmax is refused with that reason.
 
 with, when all three inputs and the output have them, the projections and the head split / merge::
 
@@ -16,6 +26,12 @@ with, when all three inputs and the output have them, the projections and the he
     out = BiasAdd(MatMul(Reshape(Transpose(ctx, [0, 2, 1, 3]), [-1, H*d]), Wo), bo)          (Wo optional)
         → MultiHeadAttention(query, key, value[, mask], input_layout="BSH", num_heads=H, head_size=d,
                              scale, query_weight=Wq, query_bias=bq, ..., out_weight=Wo, out_bias=bo)
+
+Split and merge targets are read in every spelling that computes the same shape (see
+:mod:`.attention_shapes`): constants, ``Concat`` / ``Pack`` of parts, and targets with one entry computed at
+run time (google-research BERT's ``Pack(tf.shape(x)[0], S, H, d)``, tf2onnx's ``Shape / Slice / Unsqueeze /
+Concat`` chains), which equal the same target with ``-1`` there; such a computed target's edge is dropped from
+the fusion (``drop_input``). tf2onnx's key transpose merged into its split (``[0, 2, 3, 1]``) is read too.
 
 When the projections are not there in a known form (PyTorch's packed ``in_proj`` export splits q/k/v
 with ``Reshape / Unsqueeze / Transpose / Squeeze / Gather``), only the core is fused, on the per-head
