@@ -9,12 +9,15 @@ never by the package or its tests)::
 
 It writes, each well under 1 MB, at opset 17:
 
-* ``tf2onnx_keras_encoder.onnx``: :func:`tests.models.attention_models.keras_masked_encoder` (2 Keras 3 blocks,
+* ``tf2onnx_keras_encoder.onnx``: :func:`tests.models.exporter_models.keras_masked_encoder` (2 Keras 3 blocks,
   ``MultiHeadAttention`` with a padding ``attention_mask``, exact GELU). Inputs ``tokens`` and
   ``padding_mask`` (int32 [batch, 8]), output ``sequence`` (float32 [batch, 8, 32]).
-* ``tf2onnx_bert.onnx``: :func:`tests.models.attention_models.bert_dynamic_batch_tf1` (4 layers, the batch
+* ``tf2onnx_bert.onnx``: :func:`tests.models.exporter_models.bert_dynamic_batch_tf1` (4 layers, the batch
   read at run time, ``input_mask``). Inputs ``input_ids``, ``input_mask``, ``token_type_ids`` (int32
   [batch, 8]), outputs ``pooled`` and ``sequence``.
+
+* ``tf2onnx_keras_cnn.onnx``: :func:`tests.models.exporter_models.keras_activation_cnn` (Conv2D, BatchNormalization,
+  swish, hard_swish, Dense). Input ``image`` (float32 [batch, 8, 8, 3]), output ``logits`` (float32 [batch, 4]).
 
 tf2onnx 1.17 has no converter for TensorFlow's ``Erfc``, which Keras 3 writes for the exact GELU: this script
 registers one that writes ``1 - Erf(x)``. Each file is checked against TensorFlow with onnxruntime on
@@ -104,14 +107,14 @@ def _padding_mask(rng: np.random.Generator, batch: int) -> np.ndarray:
 
 
 def main(out_dir: Path) -> list[Path]:
-    from tests.models import attention_models
+    from tests.models import exporter_models
 
     _register_erfc()
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     written = []
 
-    keras = attention_models.keras_masked_encoder("padding", num_layers=2, seq=SEQ)
+    keras = exporter_models.keras_masked_encoder("padding", num_layers=2, seq=SEQ)
     (keras_out,) = _outputs_of(_graph_def(keras))
     path = out_dir / "tf2onnx_keras_encoder.onnx"
     _convert(keras, ["tokens:0", "padding_mask:0"], [keras_out],
@@ -120,7 +123,7 @@ def main(out_dir: Path) -> list[Path]:
     _check(keras, path, feeds, {"sequence": keras_out})
     written.append(path)
 
-    bert = attention_models.bert_dynamic_batch_tf1(num_layers=4, seq=SEQ)
+    bert = exporter_models.bert_dynamic_batch_tf1(num_layers=4, seq=SEQ)
     names = ["input_ids", "input_mask", "token_type_ids"]
     outs = {"pooled": "bert/pooler/dense/Tanh:0", "sequence": "bert/encoder/sequence_output:0"}
     path = out_dir / "tf2onnx_bert.onnx"
@@ -129,6 +132,13 @@ def main(out_dir: Path) -> list[Path]:
     feeds = {"input_ids": rng.integers(0, 100, (3, SEQ)).astype(np.int32), "input_mask": _padding_mask(rng, 3),
              "token_type_ids": rng.integers(0, 2, (3, SEQ)).astype(np.int32)}
     _check(bert, path, feeds, outs)
+    written.append(path)
+
+    cnn = exporter_models.keras_activation_cnn()
+    (cnn_out,) = _outputs_of(_graph_def(cnn))
+    path = out_dir / "tf2onnx_keras_cnn.onnx"
+    _convert(cnn, ["image:0"], [cnn_out], {"image:0": "image", cnn_out: "logits"}, path)
+    _check(cnn, path, {"image": rng.standard_normal((3, 8, 8, 3)).astype(np.float32)}, {"logits": cnn_out})
     written.append(path)
     return written
 

@@ -172,17 +172,19 @@ def named_like(scope_name: str, words: Sequence[str]) -> bool:
 
 
 def scalar_constants_reason(
-    match: Match, expected: Mapping[str, tuple[float, str]], rtol: float, abs_tol: float = 0.0
+    match: Match, expected: Mapping[str, tuple[float, str]], rtol: float, abs_tol: float = 0.0, any_rank: bool = False
 ) -> str | None:
     """Why a match's scalar constants are not the expected ones, or None when each has its value.
 
-    ``expected`` maps a capture name to ``(value, what it is)``; captures the match lacks are skipped.
+    ``expected`` maps a capture name to ``(value, what it is)``; captures the match lacks are skipped. With
+    ``any_rank``, a one-value constant of any rank counts (tf2onnx's ``[1, 1, 1, 1]``); the caller checks that
+    it does not broadcast its input to a higher rank.
     """
     for name, (want, what) in expected.items():
         if name not in match.captures:
             continue
         found = np.asarray(match.value(name))
-        if found.size != 1 or found.ndim > 1:
+        if found.size != 1 or (found.ndim > 1 and not any_rank):
             return f"{what} is {match[name].name}, a constant of shape {found.shape}, not a scalar"
         value = float(found.reshape(()))
         if not math.isclose(value, want, rel_tol=rtol, abs_tol=abs_tol):

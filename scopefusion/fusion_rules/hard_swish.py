@@ -24,9 +24,13 @@ before ``ClipFusion``, whose pattern the ``Minimum(Maximum(...))`` form also con
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Callable
 
+import numpy as np
+
 from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
+from scopefusion.fusion_rules.layer_norm import static_rank
 from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "HardSwishFusion"]
@@ -109,7 +113,7 @@ ANCHOR_TYPES = ("Mul", "RealDiv", "Div")
 
 def constant_reason(match: Match) -> str | None:
     """Why the matched constants do not make a HardSwish, or None."""
-    reason = scalar_constants_reason(match, EXPECTED, RTOL, abs_tol=1e-12)
+    reason = scalar_constants_reason(match, EXPECTED, RTOL, abs_tol=1e-12, any_rank=True)
     if reason is not None:
         return reason
     if "hard_sigmoid" in match.captures:
@@ -136,6 +140,17 @@ class HardSwishFusion(AnchoredDataflowPass):
 
     def parameters(self, match: Match, tag: Any, result: FusionScopesResult) -> str | None:
         return constant_reason(match)
+
+    def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        match = result.captures.get("match")
+        if match is not None:
+            ndim = max((np.ndim(match.value(n)) for n in EXPECTED if n in match.captures), default=0)
+            rank = static_rank(graph, match.inputs[0]) if ndim > 1 else None
+            if ndim > 1 and (rank is None or rank < ndim):
+                result.invalidate(f"{match['out'].name} has the dataflow of a HardSwish but its constants of rank "
+                                  f"{ndim} could broadcast its input of rank {rank} to a higher rank")
+                return
+        super().generate_fusion_result(scopes, result, graph)
 
 
 PASS = HardSwishFusion()

@@ -181,7 +181,8 @@ _BROADCAST = frozenset(
 # spatial axes keeps it too.
 _REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "Mean", "Sum",
                          "Max", "Min", "Prod"})
-_SAME_RANK = _SAME_RANK | {"GlobalAveragePool", "GlobalMaxPool", "Not", "LogicalNot"}
+_SAME_RANK = _SAME_RANK | {"GlobalAveragePool", "GlobalMaxPool", "Not", "LogicalNot", "Conv", "ConvTranspose",
+                           "AveragePool", "HardSigmoid", "HardSwish"}
 _BROADCAST = _BROADCAST | {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "NotEqual", "And", "Or",
                            "LogicalAnd", "LogicalOr"}
 _FIXED_RANK = {"MatMul": 2, "Gemm": 2, "Conv2D": 4, "DepthwiseConv2dNative": 4, "MaxPool": 4, "AvgPool": 4,

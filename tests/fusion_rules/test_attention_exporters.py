@@ -22,23 +22,23 @@ SEQ = 8
 @pytest.fixture(scope="session")
 def bert_dynamic_pb(model_store) -> Path:
     """google-research-style TF1 BERT, 4 layers, batch read at run time, ``input_mask``."""
-    from tests.models import attention_models
+    from tests.models import exporter_models
 
-    return model_store.file("bert_dynamic_batch.pb", lambda: attention_models.bert_dynamic_batch_tf1(num_layers=4))
+    return model_store.file("bert_dynamic_batch.pb", lambda: exporter_models.bert_dynamic_batch_tf1(num_layers=4))
 
 
 @pytest.fixture(scope="session")
 def keras_padding_pb(model_store) -> Path:
-    from tests.models import attention_models
+    from tests.models import exporter_models
 
-    return model_store.file("keras_padding_mask.pb", lambda: attention_models.keras_masked_encoder("padding"))
+    return model_store.file("keras_padding_mask.pb", lambda: exporter_models.keras_masked_encoder("padding"))
 
 
 @pytest.fixture(scope="session")
 def keras_causal_pb(model_store) -> Path:
-    from tests.models import attention_models
+    from tests.models import exporter_models
 
-    return model_store.file("keras_causal_mask.pb", lambda: attention_models.keras_masked_encoder("causal"))
+    return model_store.file("keras_causal_mask.pb", lambda: exporter_models.keras_masked_encoder("causal"))
 
 
 def padding_mask(batch: int, seed: int = 3) -> np.ndarray:
@@ -185,6 +185,35 @@ def test_torch_key_padding_mask_fused_proven_and_exported(tmp_path):
         assert (fusion.attrs["input_layout"], fusion.attrs["num_heads"], fusion.attrs["mask_kind"]) == ("BNSD", 4, "additive")
         assert len(fusion.inputs) == 4  # the padding mask as PyTorch's exporter makes it additive (-inf)
     assert verify(path, inputs=feeds).ok
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for have, expected in zip(run_exported_onnx(model, tmp_path, feeds), want, strict=True):
+        np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------ activations
+@pytest.fixture(scope="session")
+def keras_cnn_pb(model_store) -> Path:
+    from tests.models import exporter_models
+
+    return model_store.file("keras_activation_cnn.pb", exporter_models.keras_activation_cnn)
+
+
+def test_keras_cnn_batch_norm_swish_hard_swish(keras_cnn_pb):
+    model = convert(keras_cnn_pb)
+    feeds = {"image": np.random.default_rng(4).standard_normal((3, 8, 8, 3)).astype(np.float32)}
+    assert_proven(keras_cnn_pb, model, feeds, {"BatchNorm": 2, "Swish": 2, "HardSwish": 1})
+
+
+def test_tf2onnx_keras_cnn_swish_hard_swish(tmp_path):
+    """tf2onnx folds both BatchNormalizations (into the Conv, and into a Mul/Add of constants after the Dense),
+    and writes hard_swish's shift 3 as a [1, 1, 1, 1] constant."""
+    path = TESTDATA / "tf2onnx_keras_cnn.onnx"
+    model = convert(path)
+    feeds = {"image": np.random.default_rng(4).standard_normal((3, 8, 8, 3)).astype(np.float32)}
+    assert_proven(path, model, feeds, {"Swish": 2, "HardSwish": 1})
+    assert "BatchNorm" not in counts(model)
     import onnxruntime as ort
 
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)

@@ -1,10 +1,13 @@
-"""Transformer builders written the way users' exporters and model code write attention: frozen GraphDef bytes.
+"""Models written the way users' model code and exporters write them: frozen GraphDef bytes.
 
 * :func:`bert_dynamic_batch_tf1`: a BERT encoder in the style of google-research's TF1 ``modeling.py``: the
   batch is read at run time (``tf.shape(x)[0]``) and packed with constants into every reshape target
   (``Pack``), the ``input_mask`` becomes a ``[B, 1, S, S]`` additive mask inside each layer.
 * :func:`keras_masked_encoder`: Keras 3 ``MultiHeadAttention`` called with ``attention_mask=`` (a padding mask
   from a second input ``padding_mask`` [B, S]) or with ``use_causal_mask=True``.
+
+* :func:`keras_activation_cnn`: Keras convolutions and dense layers with BatchNormalization, swish and
+  hard_swish, the forms tf2onnx rewrites.
 
 Weights are seeded, sizes small. TensorFlow and Keras are imported lazily.
 """
@@ -16,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bert_dynamic_batch_tf1", "keras_masked_encoder"]
+__all__ = ["bert_dynamic_batch_tf1", "keras_activation_cnn", "keras_masked_encoder"]
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -171,5 +174,40 @@ def keras_masked_encoder(
     if mask == "padding":
         specs.append(tf.TensorSpec((None, seq), "int32", name="padding_mask"))
     concrete = tf.function(encode, input_signature=specs).get_concrete_function()
+    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
+    return frozen.graph.as_graph_def().SerializeToString()
+
+
+# ---------------------------------------------------------------------------------------------- Keras CNN
+def keras_activation_cnn(size: int = 8) -> bytes:
+    """Input ``image`` (float32 [?, size, size, 3]) → Conv2D → BatchNormalization → swish → Conv2D (hard_swish)
+    → global pooling → Dense → BatchNormalization → swish → Dense(4); frozen GraphDef bytes, output ``logits``.
+
+    The BatchNormalization layers have non-trivial moving statistics (set from a seeded generator), so a
+    fusion that dropped them would show.
+    """
+    tf = _tf()
+    import keras
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((size, size, 3), name="image")
+    x = keras.layers.Conv2D(8, 3, padding="same", name="conv0")(inputs)
+    x = keras.layers.BatchNormalization(name="bn0")(x)
+    x = keras.layers.Activation("swish", name="swish0")(x)
+    x = keras.layers.Conv2D(8, 3, padding="same", activation="hard_swish", name="conv1")(x)
+    x = keras.layers.GlobalAveragePooling2D(name="pool")(x)
+    x = keras.layers.Dense(16, name="dense0")(x)
+    x = keras.layers.BatchNormalization(name="bn1")(x)
+    x = keras.layers.Activation("swish", name="swish1")(x)
+    outputs = keras.layers.Dense(4, name="logits")(x)
+    model = keras.Model(inputs, outputs, name="activation_cnn")
+    rng = np.random.default_rng(11)
+    for layer in (model.get_layer("bn0"), model.get_layer("bn1")):
+        gamma, beta, mean, var = layer.get_weights()
+        layer.set_weights([1 + 0.2 * rng.standard_normal(gamma.shape), 0.2 * rng.standard_normal(beta.shape),
+                           0.5 * rng.standard_normal(mean.shape), 0.5 + rng.random(var.shape)])
+    spec = tf.TensorSpec((None, size, size, 3), "float32", name="image")
+    concrete = tf.function(lambda x: model(x, training=False), input_signature=[spec]).get_concrete_function()
     frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
     return frozen.graph.as_graph_def().SerializeToString()
