@@ -12,6 +12,8 @@ from typing import Any
 
 from scopefusion.scope import DataflowPattern
 
+from .attention_lowered import TF2ONNX_MASK, ctx_lowered, scores_lowered
+
 __all__ = [
     "ATTENTION_NAMES", "ATTENTION_WORDS", "BMM", "COMPATIBLE", "CORE_PATTERNS", "OUTPUTS", "PRODUCTS", "PROJECTIONS",
     "CoreKind",
@@ -81,6 +83,7 @@ FAMILIES: dict[str, tuple[dict[str, Callable], Callable, str]] = {
     "tf": ({"bmm": _scores_tf}, _ctx_tf, "BNSD"),
     "onnx": ({"transpose": _scores_onnx, "k_t": _scores_onnx_kt}, _ctx_onnx, "BNSD"),
     "keras": ({"einsum": _scores_keras}, _ctx_keras, "BSND"),
+    "tf2onnx_keras": ({"lowered": scores_lowered}, ctx_lowered, "BSND"),
 }
 
 
@@ -129,10 +132,12 @@ MASKINGS: dict[str, tuple[bool, Callable[..., Any]]] = {
         SELECT, _keras_everywhere(op, logits, mask), logits, op.const("fill"), _name="masked")),
     "causal_keras": (False, lambda op, logits, mask: op.op(
         SELECT, _keras_everywhere(op, logits, _keras_causal(op, logits)), logits, op.const("fill"), _name="masked")),
+    "boolean_tf2onnx": TF2ONNX_MASK,
 }
 # Which spellings each family writes.
 FAMILY_MASKS = {"tf": ("none", "additive", "boolean"), "onnx": ("none", "additive", "boolean"),
-                "keras": ("none", "additive", "boolean", "boolean_keras", "causal_keras")}
+                "keras": ("none", "additive", "boolean", "boolean_keras", "causal_keras"),
+                "tf2onnx_keras": ("none", "additive", "boolean_tf2onnx")}
 
 
 def _core_pattern(kind: CoreKind) -> DataflowPattern:
@@ -262,6 +267,17 @@ def _o_keras(op, ctx, proj: bool, bias: bool):
     return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
 
 
+def _p_keras_onnx(op, x, bias: bool):
+    """Keras' projection through tf2onnx: its kernel reshape folded, ``MatMul(x, W[E, H*d])`` then the split."""
+    y = op.Reshape(op.MatMul(x, op.const("w"), _name="matmul"), op.var("target"), _name="split")
+    return op.op(ADD, y, op.const("b")) if bias else y
+
+
+def _o_keras_onnx(op, ctx, proj: bool, bias: bool):
+    y = op.MatMul(op.Reshape(ctx, op.var("target"), _name="merge"), op.const("w"), _name="matmul")
+    return op.op(ADD, y, op.const("b")) if bias else y
+
+
 def _o_keras_einsum(op, ctx, proj: bool, bias: bool):
     y = op.Einsum(ctx, op.const("w"), _name="matmul")
     return op.op(BIAS, y, op.const("b"), _commute=False) if bias else y
@@ -286,7 +302,8 @@ def _segment(fn: Callable, tag: str, *flags: bool, perm_attr: bool = False) -> D
 
 PROJECTIONS: tuple[tuple[str, DataflowPattern], ...] = tuple(
     (kind, _segment(fn, kind, bias))
-    for kind, fn in (("split", _p_split), ("single", _p_single), ("keras", _p_keras), ("keras_einsum", _p_keras_einsum))
+    for kind, fn in (("split", _p_split), ("single", _p_single), ("keras", _p_keras), ("keras_einsum", _p_keras_einsum),
+                     ("keras_onnx", _p_keras_onnx))
     for bias in (True, False)
 ) + tuple(("split", _segment(_p_split, "split", bias, perm_attr=True)) for bias in (True, False))
 OUTPUTS: tuple[tuple[str, DataflowPattern], ...] = (
@@ -298,6 +315,8 @@ OUTPUTS: tuple[tuple[str, DataflowPattern], ...] = (
     + tuple(("single", _segment(_o_single, "single", True, b)) for b in (True, False))
     + tuple(("keras", _segment(_o_keras, "keras", True, b)) for b in (True, False))
     + tuple(("keras_einsum", _segment(_o_keras_einsum, "keras_einsum", True, b)) for b in (True, False))
+    + tuple(("keras_onnx", _segment(_o_keras_onnx, "keras_onnx", True, b)) for b in (True, False))
 )
 # Which projection kinds go with which core family.
-COMPATIBLE = {"tf": ("split",), "onnx": ("split", "single"), "keras": ("keras", "keras_einsum")}
+COMPATIBLE = {"tf": ("split",), "onnx": ("split", "single"), "keras": ("keras", "keras_einsum"),
+              "tf2onnx_keras": ("keras_onnx",)}

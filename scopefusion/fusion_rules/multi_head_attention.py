@@ -74,6 +74,7 @@ from scopefusion.scope import (
     map_ports,
 )
 
+from .attention_lowered import lowered_claims
 from .attention_patterns import (
     ATTENTION_NAMES,
     ATTENTION_WORDS,
@@ -186,6 +187,8 @@ class Candidate:
     output: Match | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     dropped: list[tuple[str, int]] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    """Nodes claimed besides the matches' (the computed reshape targets of tf2onnx's lowered einsums)."""
     """(Reshape, slot) of split / merge targets computed at run time: read as shapes, their edges dropped."""
 
     @property
@@ -349,7 +352,7 @@ def _read_output(
         if len(shape) != (2 if flat else 3) or shape[-1] != heads * size:
             want = f"[{'' if flat else 'batch, '}-1, {heads * size}]"
             raise Decline(f"the heads are merged into shape {shape}, expected {want}")
-    elif kind == "keras":
+    elif kind in ("keras", "keras_onnx"):
         shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != 3 or shape[-1] != heads * size:
             raise Decline(f"the heads are merged into shape {shape}, expected [batch, length, {heads * size}]")
@@ -391,6 +394,8 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             anchors = [
                 c for c, slot, _ in graph.consumers(softmax.name) if slot == 0 and graph.node(c).op_type in PRODUCTS
             ]
+            if any(graph.node(c).op_type == "Unsqueeze" for c, _, _ in graph.consumers(softmax.name)):
+                anchors += downstream(graph, softmax.name, 7, ("Transpose",))  # tf2onnx's lowered einsum
             kind, core, miss = best_match(graph, anchors, CORE_PATTERNS, softmax.name)
             scope = graph.tree.scope_of(softmax.name)
             if core is None:
@@ -432,6 +437,11 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             )
             _check_scores_einsum(qk, q_slot)
             _check_ctx_einsum(c.core["ctx"])
+        if c.kind.family == "tf2onnx_keras":
+            claims = lowered_claims(graph, c.core)
+            if isinstance(claims, str):
+                raise Decline(claims)
+            c.extra = claims
         q_t, k_t, v_t = c.core.inputs[:3]
         projections: list[tuple[str, str, Match]] = []
         for role, tensor in (("query", q_t), ("key", k_t), ("value", v_t)):
@@ -455,7 +465,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             if output is not None:
                 self._read_bsh(graph, c, projections, output, kind, scale)
                 return
-        if c.kind.family == "keras":
+        if c.kind.family in ("keras", "tf2onnx_keras"):
             raise Decline("a Keras attention core whose projections or output are not in a known form")
         self._read_bnsd(graph, c, scale)
 
@@ -519,7 +529,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     # ------------------------------------------------------------------ claims and refusals
     @staticmethod
     def _claimed(graph: ScopeGraph, c: Candidate) -> list[str]:
-        return sorted(claimed_nodes(graph, *c.matches), key=graph.position)
+        return sorted(dict.fromkeys([*claimed_nodes(graph, *c.matches), *c.extra]), key=graph.position)
 
     @staticmethod
     def _attention_named(scope_name: str) -> bool:

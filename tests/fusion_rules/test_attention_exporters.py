@@ -155,15 +155,18 @@ def test_tf2onnx_bert_fused_and_exported(tmp_path):
         np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_tf2onnx_keras_encoder_layer_norm_and_gelu(tmp_path):
-    """Keras' exact GELU as ``1 - Erf`` (tf2onnx's Erfc), its LayerNormalization's moments as GlobalAveragePool."""
+def test_tf2onnx_keras_encoder_fused_and_exported(tmp_path):
+    """tf2onnx's spellings of the Keras encoder: the einsums lowered to Unsqueeze / Transpose / Reshape / MatMul /
+    Squeeze with computed targets, the padding mask's SelectV2 as Cast / Mul / Not / Add, the exact GELU's Erfc
+    as ``1 - Erf``, LayerNormalization's moments as GlobalAveragePool."""
     path = TESTDATA / "tf2onnx_keras_encoder.onnx"
     model = convert(path)
-    assert_proven(path, model, keras_feeds(), {"Gelu": 2, "LayerNorm": 4})
+    assert_proven(path, model, keras_feeds(), {"MultiHeadAttention": 2, "Gelu": 2, "LayerNorm": 4})
     assert all(f.attrs["approximate"] == "none" for f in model.fusion_run.accepted if f.type == "Gelu")
-    # NOTE: tf2onnx lowers Keras' einsums into Unsqueeze / Reshape / 5-D Transpose / MatMul / Squeeze chains
-    # with computed shapes; the attention core is not recognised in that form and is left as written.
-    assert attention(model) == []
+    for fusion in attention(model):
+        attrs = fusion.attrs
+        assert (attrs["input_layout"], attrs["num_heads"], attrs["head_size"], attrs["mask_kind"]) == ("BSH", 4, 8, "boolean")
+        assert attrs["query_bias"].shape == (32,) and attrs["out_bias"].shape == (32,)
     feeds = keras_feeds(batch=2)
     assert verify(path, inputs=feeds).ok
     import onnxruntime as ort

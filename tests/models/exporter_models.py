@@ -170,6 +170,16 @@ def keras_masked_encoder(
             x = block(x, attention_mask)
         return x
 
+    # Trained models have non-zero biases and layer-norm parameters (Keras initializes them to 0 and 1, and
+    # tf2onnx drops an Add of zeros): give every one a seeded value.
+    encode(tf.zeros((1, seq), tf.int32), tf.ones((1, seq), tf.int32) if mask == "padding" else None)
+    rng = np.random.default_rng(13)
+    for block in blocks:
+        for weight in block.weights:
+            last = weight.path.rsplit("/", 1)[-1]
+            if last in ("bias", "beta", "gamma"):
+                base = 1.0 if last == "gamma" else 0.0
+                weight.assign((base + 0.2 * rng.standard_normal(tuple(weight.shape))).astype(np.float32))
     specs = [tf.TensorSpec((None, seq), "int32", name="tokens")]
     if mask == "padding":
         specs.append(tf.TensorSpec((None, seq), "int32", name="padding_mask"))
