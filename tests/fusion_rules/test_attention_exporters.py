@@ -222,3 +222,33 @@ def test_tf2onnx_keras_cnn_swish_hard_swish(tmp_path):
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     for have, expected in zip(run_exported_onnx(model, tmp_path, feeds), want, strict=True):
         np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_tf2onnx_lowered_einsum_with_another_key_order_refused(tmp_path):
+    """The key's heads transposed as [0, 1, 3, 2, 4] instead of [0, 3, 1, 2, 4]: a product over other axes."""
+    import onnx
+
+    model_proto = onnx.load(str(TESTDATA / "tf2onnx_keras_encoder.onnx"))
+    scores = next(n for n in model_proto.graph.node if n.name == "layer_0_1/attention_1/Mul")
+    producers = {o: n for n in model_proto.graph.node for o in n.output}
+
+    def upstream(name: str, op_type: str, perm: list[int]):
+        todo, seen = [name], set()
+        while todo:
+            node = producers.get(todo.pop())
+            if node is None or node.name in seen:
+                continue
+            seen.add(node.name)
+            if node.op_type == op_type and [list(a.ints) for a in node.attribute if a.name == "perm"] == [perm]:
+                return node
+            todo.extend(node.input)
+        raise AssertionError(f"no {op_type} with perm {perm} above {name}")
+
+    key_heads = upstream(scores.input[0], "Transpose", [0, 3, 1, 2, 4])
+    key_heads.attribute[0].ints[:] = [0, 1, 3, 2, 4]
+    path = tmp_path / "key_order.onnx"
+    onnx.save(model_proto, str(path))
+    model = convert(path)
+    assert [f.name for f in attention(model)] == ["layer_1_1/attention_1"]
+    (reason,) = [r.reason for r in model.fusion_run.refused if r.pass_name == "MultiHeadAttentionFusion"]
+    assert reason.startswith("layer_0_1/attention_1/Softmax: not an attention") and "perm [0, 1, 3, 2, 4]" in reason
