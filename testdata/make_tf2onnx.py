@@ -21,7 +21,9 @@ It writes, each well under 1 MB, at opset 17:
 
 tf2onnx 1.17 has no converter for TensorFlow's ``Erfc``, which Keras 3 writes for the exact GELU: this script
 registers one that writes ``1 - Erf(x)``. Each file is checked against TensorFlow with onnxruntime on
-random inputs whose masks really pad.
+random inputs whose masks really pad. The models are seeded, but tf2onnx names some nodes after Python
+object ids, so a rerun writes the same graphs under partly different node names (the tests name only
+nodes that keep TensorFlow's names).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def _built(store, name: str) -> Path:
 def _testdata(name: str) -> Path:
     path = zoo.TESTDATA / zoo.BY_NAME[name].file_name
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; run testdata/make_torch_onnx.py (see its docstring)")
+        raise FileNotFoundError(f"{path} is missing; run testdata/make_torch_onnx.py or make_tf2onnx.py (see their docstrings)")
     return path
 
 
@@ -78,3 +78,51 @@ def torch_encoder_opset17_onnx() -> Path:
 def torch_rnn_opset14_onnx() -> Path:
     """PyTorch ``nn.LSTM`` → ``nn.GRU`` → Linear exported at opset 14 (ONNX LSTM and GRU ops), dynamic batch."""
     return _testdata("torch_rnn_opset14")
+
+
+@pytest.fixture(scope="session")
+def tf_bert_dynamic_pb(model_store) -> Path:
+    """google-research-style TF1 BERT (4 layers): the batch read at run time into Pack reshape targets, input_mask."""
+    return _built(model_store, "tf1_bert_dynamic_batch")
+
+
+@pytest.fixture(scope="session")
+def keras_padding_mask_pb(model_store) -> Path:
+    """Keras 3 encoder (2 blocks), MultiHeadAttention with a padding attention_mask (inputs tokens, padding_mask)."""
+    return _built(model_store, "keras_padding_mask")
+
+
+@pytest.fixture(scope="session")
+def keras_causal_mask_pb(model_store) -> Path:
+    """Keras 3 encoder (2 blocks), MultiHeadAttention with use_causal_mask=True (input tokens)."""
+    return _built(model_store, "keras_causal_mask")
+
+
+@pytest.fixture(scope="session")
+def keras_activation_cnn_pb(model_store) -> Path:
+    """Keras Conv2D / BatchNormalization / swish / hard_swish / Dense (input image [?, 8, 8, 3])."""
+    return _built(model_store, "keras_activation_cnn")
+
+
+@pytest.fixture(scope="session")
+def tf2onnx_bert_onnx() -> Path:
+    """tf2onnx 1.17's export of the dynamic-batch TF1 BERT (opset 17)."""
+    return _testdata("tf2onnx_bert")
+
+
+@pytest.fixture(scope="session")
+def tf2onnx_keras_encoder_onnx() -> Path:
+    """tf2onnx 1.17's export of the padding-masked Keras encoder (opset 17)."""
+    return _testdata("tf2onnx_keras_encoder")
+
+
+@pytest.fixture(scope="session")
+def tf2onnx_keras_cnn_onnx() -> Path:
+    """tf2onnx 1.17's export of the Keras CNN with BatchNormalization, swish and hard_swish (opset 17)."""
+    return _testdata("tf2onnx_keras_cnn")
+
+
+@pytest.fixture(scope="session")
+def torch_encoder_padding_opset17_onnx() -> Path:
+    """PyTorch ``nn.TransformerEncoder`` called with ``src_key_padding_mask``, exported at opset 17."""
+    return _testdata("torch_encoder_padding_opset17")

@@ -22,6 +22,8 @@ FULLY_STATIC = (
     "resnet50", "mobilenet_v2", "efficientnet_b0", "keras_transformer", "tf1_bert",
     "torch_encoder_opset14", "torch_encoder_opset17", "torch_rnn_opset14",
     "keras_lstm", "keras_gru", "tf1_dynamic_rnn",  # fully static once their loops are fused
+    "tf1_bert_dynamic_batch", "keras_padding_mask", "keras_causal_mask", "keras_activation_cnn", "tf2onnx_bert",
+    "tf2onnx_keras_encoder", "tf2onnx_keras_cnn", "torch_encoder_padding_opset17",
 )  # fmt: skip
 UNKNOWN_BATCH = tuple(m.name for m in ZOO if m.unknown_batch)
 

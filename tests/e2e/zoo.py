@@ -2,7 +2,8 @@
 
 Shared by the end-to-end tests (``tests/e2e``) and ``bench/model_zoo_report.py``. A model is either built
 from code (``builder`` returns frozen GraphDef bytes; the tests get it through the session fixture named
-``fixture``) or a committed file under ``testdata/`` (the PyTorch exports of ``testdata/make_torch_onnx.py``).
+``fixture``) or a committed file under ``testdata/`` (the PyTorch exports of ``testdata/make_torch_onnx.py``, the
+tf2onnx exports of ``testdata/make_tf2onnx.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from tests.models import more_models, tf_models
+from tests.models import exporter_models, more_models, tf_models
 
 __all__ = ["BY_NAME", "TESTDATA", "ZOO", "ZooModel"]
 
@@ -73,6 +74,20 @@ ZOO: tuple[ZooModel, ...] = (
         for opset in (14, 17)
     ),
     ZooModel("torch_rnn_opset14", "torch_rnn_opset14_onnx", {"sequence": [2, 6, 5]}, testdata="torch_rnn_opset14.onnx"),
+    # Attention as exporters write it (testdata/make_tf2onnx.py and make_torch_onnx.py write the ONNX files)
+    ZooModel("tf1_bert_dynamic_batch", "tf_bert_dynamic_pb", _bert_shapes(2),
+             lambda: exporter_models.bert_dynamic_batch_tf1(num_layers=4)),
+    ZooModel("keras_padding_mask", "keras_padding_mask_pb", {"tokens": [2, 8], "padding_mask": [2, 8]},
+             lambda: exporter_models.keras_masked_encoder("padding")),
+    ZooModel("keras_causal_mask", "keras_causal_mask_pb", {"tokens": [2, 8]},
+             lambda: exporter_models.keras_masked_encoder("causal")),
+    ZooModel("keras_activation_cnn", "keras_activation_cnn_pb", {"image": [2, 8, 8, 3]}, exporter_models.keras_activation_cnn),
+    ZooModel("tf2onnx_bert", "tf2onnx_bert_onnx", _bert_shapes(2), testdata="tf2onnx_bert.onnx"),
+    ZooModel("tf2onnx_keras_encoder", "tf2onnx_keras_encoder_onnx", {"tokens": [2, 8], "padding_mask": [2, 8]},
+             testdata="tf2onnx_keras_encoder.onnx"),
+    ZooModel("tf2onnx_keras_cnn", "tf2onnx_keras_cnn_onnx", {"image": [2, 8, 8, 3]}, testdata="tf2onnx_keras_cnn.onnx"),
+    ZooModel("torch_encoder_padding_opset17", "torch_encoder_padding_opset17_onnx",
+             {"input_ids": [2, 16], "padding_mask": [2, 16]}, testdata="torch_encoder_padding_opset17.onnx"),
 )  # fmt: skip
 
 BY_NAME: dict[str, ZooModel] = {m.name: m for m in ZOO}

@@ -19,26 +19,30 @@ SEQ = 8
 
 
 # ------------------------------------------------------------------------------------------ models
+def zoo_model(model_store, name: str) -> Path:
+    """A model of the zoo (``tests/e2e/zoo.py``), built once per session and shared with the end-to-end tests."""
+    from tests.e2e.zoo import BY_NAME
+
+    model = BY_NAME[name]
+    if model.builder is None:
+        return TESTDATA / model.file_name
+    return model_store.file(model.file_name, model.builder)
+
+
 @pytest.fixture(scope="session")
 def bert_dynamic_pb(model_store) -> Path:
     """google-research-style TF1 BERT, 4 layers, batch read at run time, ``input_mask``."""
-    from tests.models import exporter_models
-
-    return model_store.file("bert_dynamic_batch.pb", lambda: exporter_models.bert_dynamic_batch_tf1(num_layers=4))
+    return zoo_model(model_store, "tf1_bert_dynamic_batch")
 
 
 @pytest.fixture(scope="session")
 def keras_padding_pb(model_store) -> Path:
-    from tests.models import exporter_models
-
-    return model_store.file("keras_padding_mask.pb", lambda: exporter_models.keras_masked_encoder("padding"))
+    return zoo_model(model_store, "keras_padding_mask")
 
 
 @pytest.fixture(scope="session")
 def keras_causal_pb(model_store) -> Path:
-    from tests.models import exporter_models
-
-    return model_store.file("keras_causal_mask.pb", lambda: exporter_models.keras_masked_encoder("causal"))
+    return zoo_model(model_store, "keras_causal_mask")
 
 
 def padding_mask(batch: int, seed: int = 3) -> np.ndarray:
@@ -198,9 +202,7 @@ def test_torch_key_padding_mask_fused_proven_and_exported(tmp_path):
 # ------------------------------------------------------------------------------------------ activations
 @pytest.fixture(scope="session")
 def keras_cnn_pb(model_store) -> Path:
-    from tests.models import exporter_models
-
-    return model_store.file("keras_activation_cnn.pb", exporter_models.keras_activation_cnn)
+    return zoo_model(model_store, "keras_activation_cnn")
 
 
 def test_keras_cnn_batch_norm_swish_hard_swish(keras_cnn_pb):
