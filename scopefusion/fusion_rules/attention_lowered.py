@@ -28,7 +28,7 @@ import numpy as np
 
 from scopefusion.scope import Match, ScopeGraph
 
-from .attention_shapes import const_of
+from .base.constants import const_value
 
 __all__ = ["TF2ONNX_MASK", "ctx_lowered", "lowered_claims", "scores_lowered"]
 
@@ -105,7 +105,7 @@ class _Targets:
         gather = self._node(tensor)
         if gather.op_type != "Gather" or int(gather.attrs.get("axis", 0)) != 0 or len(gather.inputs) != 2:
             return None
-        indices = const_of(self.graph, gather.inputs[1])
+        indices = const_value(self.graph, gather.inputs[1])
         shape = self._node(gather.inputs[0])
         if indices is None or indices.ndim != 1 or shape.op_type != "Shape" or shape.attrs.get("start") is not None:
             return None
@@ -128,7 +128,7 @@ class _Targets:
         if prod.op_type != "ReduceProd" or not int(prod.attrs.get("keepdims", 1)) or len(prod.inputs) != 1:
             return False
         self.nodes.append(prod.name)
-        minus_one = const_of(self.graph, pieces[1])
+        minus_one = const_value(self.graph, pieces[1])
         return (
             self.dims(prod.inputs[0]) == (reshape.inputs[0], [0, 1])
             and minus_one is not None and [int(v) for v in minus_one.reshape(-1)] == [-1]
@@ -144,7 +144,7 @@ class _Targets:
         if batch.op_type != "Max" or len(batch.inputs) != 2:
             return False
         self.nodes.append(batch.name)
-        one = const_of(self.graph, pieces[3])
+        one = const_value(self.graph, pieces[3])
         return (
             sorted([self.dims(t) for t in batch.inputs], key=repr) == sorted([(a, [0, 1]), (b, [0, 1])], key=repr)
             and self.dims(pieces[1]) == (a, [2])

@@ -44,7 +44,8 @@ from scopefusion.scope import (
     ScopePattern,
 )
 
-from .layer_norm import ADD, DIV, ScopedDataflowPass, const_value, eps_check
+from .base.constants import ADD, DIV, const_value, eps_check
+from .base.scoped_dataflow import ScopedDataflowPass
 
 __all__ = ["BatchNormFusion", "PASS"]
 

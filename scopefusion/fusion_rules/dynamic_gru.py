@@ -42,7 +42,7 @@ import numpy as np
 
 from scopefusion.scope import DataflowPattern, Match
 
-from .dynamic_rnn import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine, gate_affine
+from .base.recurrent import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine, gate_affine
 from .rnn_loops import SequenceLoop
 from .rnn_values import ADD_OPS, Refused, Tensor
 

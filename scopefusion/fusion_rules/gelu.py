@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
+from scopefusion.fusion_rules.base.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
 from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "GeluFusion"]

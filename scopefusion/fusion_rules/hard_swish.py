@@ -29,8 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
-from scopefusion.fusion_rules.layer_norm import static_rank
+from scopefusion.fusion_rules.base.anchored import AnchoredDataflowPass, downstream, scalar_constants_reason
+from scopefusion.fusion_rules.base.ranks import static_rank
 from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "HardSwishFusion"]

@@ -43,14 +43,10 @@ from scopefusion.scope import (
     ScopePattern,
 )
 
-from .layer_norm import (
-    MOMENTS_NORM_PATTERNS,
-    ScopedDataflowPass,
-    const_value,
-    moments_axes,
-    moments_norm_required_ops,
-    normalized_axes,
-)
+from .base.constants import const_value
+from .base.ranks import normalized_axes
+from .base.scoped_dataflow import ScopedDataflowPass
+from .moments_patterns import MOMENTS_NORM_PATTERNS, moments_axes, moments_norm_required_ops
 
 __all__ = ["InstanceNormFusion", "PASS"]
 

@@ -32,7 +32,9 @@ import numpy as np
 
 from scopefusion.scope import DataflowPattern, Match, NodeOpTypeFeature, Refused, ScopeFeature, ScopeGraph, ScopePattern
 
-from .layer_norm import ScopedDataflowPass, eps_check, int_check, read_axes, static_rank
+from .base.constants import eps_check, int_check, read_axes
+from .base.ranks import static_rank
+from .base.scoped_dataflow import ScopedDataflowPass
 
 __all__ = ["L2NormalizeFusion", "PASS"]
 

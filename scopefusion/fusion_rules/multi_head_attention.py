@@ -28,7 +28,7 @@ with, when all three inputs and the output have them, the projections and the he
                              scale, query_weight=Wq, query_bias=bq, ..., out_weight=Wo, out_bias=bo)
 
 Split and merge targets are read in every spelling that computes the same shape (see
-:mod:`.attention_shapes`): constants, ``Concat`` / ``Pack`` of parts, and targets with one entry computed at
+:mod:`.base.shapes`): constants, ``Concat`` / ``Pack`` of parts, and targets with one entry computed at
 run time (google-research BERT's ``Pack(tf.shape(x)[0], S, H, d)``, tf2onnx's ``Shape / Slice / Unsqueeze /
 Concat`` chains), which equal the same target with ``-1`` there; such a computed target's edge is dropped from
 the fusion (``drop_input``). tf2onnx's key transpose merged into its split (``[0, 2, 3, 1]``) is read too.
@@ -63,10 +63,11 @@ from typing import Any
 
 import numpy as np
 
-from scopefusion.fusion_rules.anchored import best_match, downstream
+from scopefusion.fusion_rules.base.anchored import best_match, downstream
 from scopefusion.scope import (
     FusionScopesResult,
     Match,
+    Refused,
     ScopeBasePass,
     ScopeGraph,
     ScopesResult,
@@ -86,16 +87,13 @@ from .attention_patterns import (
     PROJECTIONS,
     CoreKind,
 )
-from .attention_shapes import const_of, reshape_target, shape_parts
+from .base.constants import const_value
+from .base.shapes import reshape_target, shape_parts
 
 __all__ = ["PASS", "MultiHeadAttentionFusion"]
 
 
 # ---------------------------------------------------------------------------------------- reading constants
-class Decline(Exception):
-    """A candidate that is not (this kind of) attention; the message is the reason."""
-
-
 def _ints(match: Match, name: str) -> list[int]:
     return [int(v) for v in np.asarray(match.value(name)).reshape(-1)]
 
@@ -109,7 +107,7 @@ def _perm(match: Match) -> list[int]:
 def _scalar(match: Match, name: str) -> float:
     value = np.asarray(match.value(name))
     if value.size != 1:
-        raise Decline(f"{match[name].name} has shape {value.shape} where a scalar scale is expected")
+        raise Refused(f"{match[name].name} has shape {value.shape} where a scalar scale is expected")
     return float(value.reshape(()))
 
 
@@ -117,7 +115,7 @@ def _equation(node: Any) -> tuple[list[str], str]:
     eq = node.attrs.get("equation", "")
     eq = eq.decode() if isinstance(eq, bytes) else str(eq)
     if "->" not in eq or "." in eq:
-        raise Decline(f"{node.name} has the einsum equation {eq!r}, expected explicit operands and output")
+        raise Refused(f"{node.name} has the einsum equation {eq!r}, expected explicit operands and output")
     ins, out = eq.replace(" ", "").split("->")
     return ins.split(","), out
 
@@ -136,7 +134,7 @@ def _check_scores_einsum(node: Any, q_slot: int) -> None:
         and out[3] == k[1]
     )
     if not ok:
-        raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r} does not contract q and k per head")
+        raise Refused(f"{node.name}: einsum {node.attrs.get('equation')!r} does not contract q and k per head")
 
 
 def _check_ctx_einsum(node: Any) -> None:
@@ -151,7 +149,7 @@ def _check_ctx_einsum(node: Any) -> None:
         and v[3] == out[3]
     )
     if not ok:
-        raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r} does not weight v by the probabilities")
+        raise Refused(f"{node.name}: einsum {node.attrs.get('equation')!r} does not weight v by the probabilities")
 
 
 def _check_dense_einsum(node: Any, spec_in: str, spec_w: str, spec_out: str) -> None:
@@ -159,7 +157,7 @@ def _check_dense_einsum(node: Any, spec_in: str, spec_w: str, spec_out: str) -> 
     letters = {c: i for i, c in enumerate(dict.fromkeys(x + w))}
     canon = lambda s: "".join(chr(ord("a") + letters[c]) if c in letters else "?" for c in s)  # noqa: E731
     if (canon(x), canon(w), canon(out)) != (spec_in, spec_w, spec_out):
-        raise Decline(f"{node.name}: einsum {node.attrs.get('equation')!r}, expected {spec_in},{spec_w}->{spec_out}")
+        raise Refused(f"{node.name}: einsum {node.attrs.get('equation')!r}, expected {spec_in},{spec_w}->{spec_out}")
 
 
 def _softmax_axis_reason(graph: ScopeGraph, node: Any, rank: int) -> str | None:
@@ -221,10 +219,10 @@ def _producer_reshape(graph: ScopeGraph, tensor: tuple[str, int]) -> Any | None:
 
 
 def _target(graph: ScopeGraph, c: Candidate, reshape: Any, role: str) -> list[int]:
-    """The head split / merge target of ``reshape`` as a shape (see :mod:`.attention_shapes`)."""
+    """The head split / merge target of ``reshape`` as a shape (see :mod:`.base.shapes`)."""
     read = reshape_target(graph, reshape)
     if read is None:
-        raise Decline(f"the {role} reshape {reshape.name} has a target that is not read as a shape "
+        raise Refused(f"the {role} reshape {reshape.name} has a target that is not read as a shape "
                       "(computed in more than one entry, or no constant or concatenation of parts)")
     shape, computed = read
     if computed:
@@ -238,7 +236,7 @@ def _projection_width(graph: ScopeGraph, ctx: str) -> int | None:
         node = graph.node(name)
         if len(node.inputs) < 2:
             continue
-        weight = const_of(graph, node.inputs[1])
+        weight = const_value(graph, node.inputs[1])
         if weight is None or weight.ndim != 2:
             continue
         transposed = bool(node.attrs.get("transB", 0) or node.attrs.get("transpose_b", False))
@@ -251,14 +249,14 @@ def _core_scale(c: Candidate) -> float | None:
     m = c.core
     if "dim_start" in m.captures:
         if _ints(m, "dim_start") != [-1] or _ints(m, "dim_end")[0] < 2**31 - 1 or _scalar(m, "one") != 1.0:
-            raise Decline("the run-time scale is not 1/sqrt of the query's last dimension")
+            raise Refused("the run-time scale is not 1/sqrt of the query's last dimension")
         return None
     if "scale_k" in m.captures:
         return _scalar(m, "scale") * _scalar(m, "scale_k")
     if "divisor" in m.captures:
         divisor = _scalar(m, "divisor")
         if divisor == 0:
-            raise Decline(f"the scores are divided by zero ({m['divisor'].name})")
+            raise Refused(f"the scores are divided by zero ({m['divisor'].name})")
         return 1.0 / divisor
     return _scalar(m, "scale") if "scale" in m.captures else 1.0
 
@@ -286,7 +284,7 @@ def _mask_attrs(c: Candidate) -> dict[str, Any]:
     if kind == "causal_keras":
         expand = m["causal_expand"]
         if expand.attrs.get("begin_mask") != 12 or expand.attrs.get("end_mask") != 12:
-            raise Decline(f"{expand.name} slices the causal band instead of only adding two leading axes")
+            raise Refused(f"{expand.name} slices the causal band instead of only adding two leading axes")
         attrs["causal"] = 1
         return attrs
     attrs["mask_kind"] = "boolean"
@@ -299,10 +297,10 @@ def _k_transpose_perm(c: Candidate) -> None:
         perm_tensor = node.inputs[1] if len(node.inputs) > 1 else None
         perm = node.attrs.get("perm")
         if perm_tensor is not None:
-            raise Decline(f"{node.name}: a Transpose with a computed permutation")
+            raise Refused(f"{node.name}: a Transpose with a computed permutation")
         perm = list(perm) if perm is not None else None
         if perm not in ([0, 1, 3, 2], [0, 2, 1]):
-            raise Decline(f"{node.name} transposes k with perm {perm}, not its last two axes")
+            raise Refused(f"{node.name} transposes k with perm {perm}, not its last two axes")
 
 
 def _read_projection(
@@ -313,30 +311,30 @@ def _read_projection(
     b = np.asarray(m.value("b")).reshape(-1) if "b" in m.captures else None
     if kind == "single":
         if w.ndim != 2:
-            raise Decline(f"the {role} weight {m['w'].name} has shape {w.shape}, expected a matrix")
+            raise Refused(f"the {role} weight {m['w'].name} has shape {w.shape}, expected a matrix")
         heads, size = 1, w.shape[1]
     else:
         shape = _target(graph, c, m["split"], f"{role} head split")
         if len(shape) != 4 or shape[2] <= 0 or shape[3] <= 0:
-            raise Decline(f"the {role} head split reshapes to {shape}, expected [batch, length, heads, head size]")
+            raise Refused(f"the {role} head split reshapes to {shape}, expected [batch, length, heads, head size]")
         heads, size = shape[2], shape[3]
         if kind == "split":
             perm = _perm(m)
             want = [[0, 2, 1, 3]] if role != "key" or c.kind.scores != "k_t" else [[0, 2, 3, 1]]
             if perm not in want:
-                raise Decline(f"the {role} heads are transposed with perm {perm}, expected {want[0]}")
+                raise Refused(f"the {role} heads are transposed with perm {perm}, expected {want[0]}")
             if m["matmul"].op_type == "MatMul" and m["matmul"].attrs.get("transpose_b"):
                 w = w.T
             if m["matmul"].attrs.get("transpose_a"):
-                raise Decline(f"{m['matmul'].name} transposes its input")
+                raise Refused(f"{m['matmul'].name} transposes its input")
         elif kind == "keras_einsum":
             _check_dense_einsum(m["matmul"], "abc", "cde", "abde")
         if w.ndim == 3:
             w = w.reshape(w.shape[0], -1)
         if w.ndim != 2 or w.shape[1] != heads * size:
-            raise Decline(f"the {role} weight {m['w'].name} has shape {w.shape}, expected [in, {heads}*{size}]")
+            raise Refused(f"the {role} weight {m['w'].name} has shape {w.shape}, expected [in, {heads}*{size}]")
     if b is not None and b.shape[0] != heads * size:
-        raise Decline(f"the {role} bias {m['b'].name} has {b.shape[0]} values, expected {heads * size}")
+        raise Refused(f"the {role} bias {m['b'].name} has {b.shape[0]} values, expected {heads * size}")
     return heads, size, w, b
 
 
@@ -347,15 +345,15 @@ def _read_output(
     if kind == "split":
         perm = _perm(m)
         if perm != [0, 2, 1, 3]:
-            raise Decline(f"the heads are merged with perm {perm}, expected [0, 2, 1, 3]")
+            raise Refused(f"the heads are merged with perm {perm}, expected [0, 2, 1, 3]")
         shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != (2 if flat else 3) or shape[-1] != heads * size:
             want = f"[{'' if flat else 'batch, '}-1, {heads * size}]"
-            raise Decline(f"the heads are merged into shape {shape}, expected {want}")
+            raise Refused(f"the heads are merged into shape {shape}, expected {want}")
     elif kind in ("keras", "keras_onnx"):
         shape = _target(graph, c, m["merge"], "head merge")
         if len(shape) != 3 or shape[-1] != heads * size:
-            raise Decline(f"the heads are merged into shape {shape}, expected [batch, length, {heads * size}]")
+            raise Refused(f"the heads are merged into shape {shape}, expected [batch, length, {heads * size}]")
     elif kind == "keras_einsum":
         _check_dense_einsum(m["matmul"], "abcd", "cde", "abe")
     if "w" in m.captures:
@@ -364,12 +362,12 @@ def _read_output(
             w = w.T
         w = w.reshape(heads * size, -1) if w.size % (heads * size) == 0 else w
         if w.ndim != 2 or w.shape[0] != heads * size:
-            raise Decline(f"the output weight {m['w'].name} has shape {w.shape}, expected [{heads * size}, out]")
+            raise Refused(f"the output weight {m['w'].name} has shape {w.shape}, expected [{heads * size}, out]")
         out["out_weight"] = w
         if "b" in m.captures:
             b = np.asarray(m.value("b")).reshape(-1)
             if b.shape[0] != w.shape[1]:
-                raise Decline(f"the output bias {m['b'].name} has {b.shape[0]} values, expected {w.shape[1]}")
+                raise Refused(f"the output bias {m['b'].name} has {b.shape[0]} values, expected {w.shape[1]}")
             out["out_bias"] = b
     return out
 
@@ -403,15 +401,15 @@ class MultiHeadAttentionFusion(ScopeBasePass):
                 if after is not None or self._attention_named(scope.name) or (miss is not None and miss.depth >= 4):
                     why = after or (str(miss) if miss else "no matrix product consumes it")
                     why = f"{softmax.name}: not an attention: {why}"
-                    selected.append(ScopesResult(nodes=[softmax.name], captures={"refuse": why}))
+                    selected.append(ScopesResult(nodes=[softmax.name], refusal=why))
                     covered.append(softmax.name)
                 continue
             covered.append(softmax.name)
             candidate = Candidate(softmax.name, core, kind)
             try:
                 self._extend(graph, candidate)
-            except Decline as decline:
-                selected.append(ScopesResult(nodes=[softmax.name], captures={"refuse": f"{softmax.name}: {decline}"}))
+            except Refused as refused:
+                selected.append(ScopesResult(nodes=[softmax.name], refusal=f"{softmax.name}: {refused.reason}"))
                 continue
             selected.append(ScopesResult(nodes=self._claimed(graph, candidate), captures={"candidate": candidate}))
         selected.extend(self._named_without_attention(graph, covered))
@@ -426,7 +424,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         rank = len(c.core["k_t"].attrs.get("perm") or ()) if "k_t" in c.core.captures else 4
         reason = _softmax_axis_reason(graph, c.core["probs"], rank or 4)
         if reason is not None:
-            raise Decline(reason)
+            raise Refused(reason)
         _k_transpose_perm(c)
         scale = _core_scale(c)
         if c.kind.family == "keras":
@@ -440,7 +438,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         if c.kind.family == "tf2onnx_keras":
             claims = lowered_claims(graph, c.core)
             if isinstance(claims, str):
-                raise Decline(claims)
+                raise Refused(claims)
             c.extra = claims
         q_t, k_t, v_t = c.core.inputs[:3]
         projections: list[tuple[str, str, Match]] = []
@@ -466,7 +464,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
                 self._read_bsh(graph, c, projections, output, kind, scale)
                 return
         if c.kind.family in ("keras", "tf2onnx_keras"):
-            raise Decline("a Keras attention core whose projections or output are not in a known form")
+            raise Refused("a Keras attention core whose projections or output are not in a known form")
         self._read_bnsd(graph, c, scale)
 
     def _read_bsh(
@@ -486,10 +484,10 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             if flat:
                 split = _target(graph, c, m["split"], f"{role} head split")
                 if split[1] <= 0:
-                    raise Decline(f"the {role} split {split} does not give the sequence length of its flattened input")
+                    raise Refused(f"the {role} split {split} does not give the sequence length of its flattened input")
                 attrs.setdefault("query_length" if role == "query" else "key_length", split[1])
         if len(shapes) != 1:
-            raise Decline(f"query, key and value split into different heads {sorted(shapes)}")
+            raise Refused(f"query, key and value split into different heads {sorted(shapes)}")
         heads, size = shapes.pop()
         attrs.update(_read_output(graph, c, output, kind, heads, size, flat))
         attrs.update(num_heads=heads, head_size=size, scale=scale if scale is not None else 1.0 / math.sqrt(size))
@@ -504,12 +502,12 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         q_t = c.core.inputs[0]
         reshape = _producer_reshape(graph, q_t)
         if reshape is None or len(reshape.inputs) < 2:
-            raise Decline("the query heads come from no Reshape, so the head count is unknown")
+            raise Refused("the query heads come from no Reshape, so the head count is unknown")
         if c.kind.scores == "k_t":
-            raise Decline("the key reaches the scores already transposed, from a projection in no known form")
+            raise Refused("the key reaches the scores already transposed, from a projection in no known form")
         parts = shape_parts(graph, reshape.inputs[1])
         if parts is None:
-            raise Decline(f"the query split {reshape.name} has a computed target that is no concatenation of parts")
+            raise Refused(f"the query split {reshape.name} has a computed target that is no concatenation of parts")
         direct = reshape.name == q_t[0] and len(parts) == 4
         heads = parts[1] if direct and parts[1] is not None else None
         size = parts[-1] if parts[-1] is not None and parts[-1] > 0 else None
@@ -520,7 +518,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             if size is None and heads is not None and width is not None and width % heads == 0:
                 size = width // heads
         if heads is None or size is None or heads <= 0 or size <= 0:
-            raise Decline(f"the head count and size are not known from constants (query split {parts})")
+            raise Refused(f"the head count and size are not known from constants (query split {parts})")
         if scale is None:
             scale = 1.0 / math.sqrt(size)
         c.layout = "BNSD"
@@ -551,13 +549,10 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         for scope in innermost:
             products = sum(1 for n in scope.all_nodes if n.op_type in PRODUCTS)
             why = f"scope {scope.name} is named like attention and holds {products} matrix products but no Softmax"
-            out.append(ScopesResult(nodes=[scope.all_nodes[-1].name], captures={"refuse": why}))
+            out.append(ScopesResult(nodes=[scope.all_nodes[-1].name], refusal=why))
         return out
 
     def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        if "refuse" in result.captures:
-            result.invalidate(result.captures["refuse"])
-            return
         c: Candidate = result.captures["candidate"]
         last = c.output if c.output is not None else c.core
         output = last.outputs[0]

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from scopefusion.fusion_rules.anchored import AnchoredDataflowPass, downstream
+from scopefusion.fusion_rules.base.anchored import AnchoredDataflowPass, downstream
 from scopefusion.scope import DataflowPattern, FusionScopesResult, Match, ScopeGraph
 
 __all__ = ["PASS", "SwishFusion"]

@@ -1,4 +1,4 @@
-"""Reshape targets of attention head splits and merges, read in every spelling that computes the same shape.
+"""Reshape targets (attention head splits and merges, moments of normalizations), read in every spelling that computes the same shape.
 
 A target is read entry by entry: a constant; a ``Concat`` / ``ConcatV2`` / ``Pack`` of parts (constants, or
 scalars computed at run time such as ``tf.shape(x)[0]`` or ONNX's ``Unsqueeze(Gather(Shape(x)))``), through
@@ -19,22 +19,12 @@ import numpy as np
 
 from scopefusion.scope import ScopeGraph
 
-__all__ = ["const_of", "reshape_target", "shape_parts"]
+from .constants import const_value
+
+__all__ = ["reshape_target", "shape_parts"]
 
 Tensor = tuple[str, int]
 _THROUGH = ("Identity", "Cast")
-
-
-def const_of(graph: ScopeGraph, tensor: Tensor) -> np.ndarray | None:
-    """The constant value of ``tensor`` (through Identity and Cast), or None."""
-    node = graph.node(tensor[0])
-    for _ in range(8):
-        if node.value is not None:
-            return np.asarray(node.value)
-        if node.op_type not in _THROUGH or not node.inputs:
-            return None
-        node = graph.node(node.inputs[0][0])
-    return None
 
 
 def _producer(graph: ScopeGraph, tensor: Tensor) -> Any:
@@ -49,7 +39,7 @@ def _producer(graph: ScopeGraph, tensor: Tensor) -> Any:
 def shape_parts(graph: ScopeGraph, tensor: Tensor) -> list[int | None] | None:
     """The entries of a reshape target: ints where constant, None where computed; None when the target is
     no constant and no concatenation of parts."""
-    value = const_of(graph, tensor)
+    value = const_value(graph, tensor)
     if value is not None:
         return [int(v) for v in value.reshape(-1)]
     node = _producer(graph, tensor)
@@ -65,7 +55,7 @@ def shape_parts(graph: ScopeGraph, tensor: Tensor) -> list[int | None] | None:
         return None
     parts: list[int | None] = []
     for piece in pieces:
-        known = const_of(graph, piece)
+        known = const_value(graph, piece)
         if known is not None:
             parts.extend(int(v) for v in known.reshape(-1))
             continue
@@ -84,14 +74,14 @@ def _entries(graph: ScopeGraph, piece: Tensor) -> int | None:
     if node.op_type in ("Unsqueeze", "ExpandDims"):
         return 1
     if node.op_type == "Slice" and 3 <= len(node.inputs) and graph.source.framework == "onnx":
-        bounds = [const_of(graph, t) for t in node.inputs[1:3]]
-        step = const_of(graph, node.inputs[4]) if len(node.inputs) > 4 else np.ones(1)
+        bounds = [const_value(graph, t) for t in node.inputs[1:3]]
+        step = const_value(graph, node.inputs[4]) if len(node.inputs) > 4 else np.ones(1)
         if any(b is None or b.size != 1 for b in bounds) or step is None or step.size != 1 or int(step.reshape(())) != 1:
             return None
         start, end = (int(b.reshape(())) for b in bounds)  # type: ignore[union-attr]
         return 1 if 0 <= start and end == start + 1 else None  # a longer slice may be cut short by its input
     if node.op_type in ("Gather", "GatherV2") and len(node.inputs) > 1:
-        indices = const_of(graph, node.inputs[1])
+        indices = const_value(graph, node.inputs[1])
         return None if indices is None or indices.ndim != 1 else int(indices.size)
     return None
 
@@ -106,7 +96,7 @@ def reshape_target(graph: ScopeGraph, reshape: Any) -> tuple[list[int], bool] | 
     parts = shape_parts(graph, reshape.inputs[1])
     if parts is None:
         return None
-    computed = const_of(graph, reshape.inputs[1]) is None
+    computed = const_value(graph, reshape.inputs[1]) is None
     unknown = [i for i, p in enumerate(parts) if p is None]
     if not unknown:
         return [int(p) for p in parts if p is not None], computed

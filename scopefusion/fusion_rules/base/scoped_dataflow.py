@@ -1,0 +1,178 @@
+"""The base of the rules whose fusions are dataflow matches and whose scope features find candidate
+regions (the normalization rules): :class:`ScopedDataflowPass`.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from scopefusion.scope import (
+    DataflowPattern,
+    FusionScopesResult,
+    Match,
+    PatternCheck,
+    Refused,
+    Scope,
+    ScopeBasePass,
+    ScopeGraph,
+    ScopesResult,
+    claimed_nodes,
+    map_ports,
+)
+
+__all__ = ["ScopedDataflowPass"]
+
+
+@dataclass
+class _Judged:
+    """What :meth:`ScopedDataflowPass.judge` made of one match: ``attrs`` to fuse it, the ``reason`` it
+    refused it, or neither (the match belongs to another rule and is left alone)."""
+
+    attrs: dict[str, Any] | None = None
+    reason: str | None = None
+
+    @property
+    def skips(self) -> bool:
+        return self.attrs is None and self.reason is None
+
+    @classmethod
+    def of(cls, rule: ScopedDataflowPass, graph: ScopeGraph, match: Match) -> _Judged:
+        try:
+            return cls(attrs=rule.judge(graph, match))
+        except Refused as refused:
+            return cls(reason=refused.reason)
+
+
+class ScopedDataflowPass(ScopeBasePass, abc.ABC):
+    """A rule whose fusions are dataflow matches and whose scope features find candidate regions: a match
+    in a region is named after it, a region without a match is refused with the nearest miss.
+
+    A subclass sets ``name``, ``fused_type``, ``what`` (``"a layer norm"``, for reasons), ``patterns``
+    (dataflow patterns tried in order, inputs = fused input ports, first output = fused output 0) and
+    implements :meth:`judge`; it may override :meth:`define_patterns`, :meth:`region` (the scope searched
+    for a matched scope: default itself) and :meth:`records_refusal` (whether a candidate region with no
+    dataflow match is reported: default yes).
+
+    Each match becomes one result: fused (``judge`` returns its attributes), refused with the reason
+    (``judge`` raises :class:`~scopefusion.scope.Refused`), or left alone (``judge`` returns None). A region where no pattern matches is
+    refused with the nearest miss of the pattern that came closest.
+    """
+
+    # A graph whose names carry no scopes is still searched (its dataflow at the root).
+    select_without_matches = True
+    general = True
+    fused_type = ""
+    what = ""
+    patterns: tuple[DataflowPattern, ...] = ()
+
+    # ------------------------------------------------------------------ what a rule overrides
+    @abc.abstractmethod
+    def judge(self, graph: ScopeGraph, match: Match) -> dict[str, Any] | None:
+        """The fused op's attributes when ``match`` is this rule's computation; None when it is another
+        rule's to judge.
+
+        Raises:
+            Refused: ``match`` looks like this rule's computation but is not; the reason, one sentence.
+        """
+
+    def region(self, graph: ScopeGraph, scope: Scope) -> Scope:
+        return scope
+
+    def records_refusal(self, region: Scope) -> bool:
+        return True
+
+    def required_ops(self, pattern: DataflowPattern) -> tuple[str, ...]:
+        """Op types that must all be present where ``pattern`` is searched (a cheap filter; default none)."""
+        return ()
+
+    # ------------------------------------------------------------------ candidates
+    def _search(self, graph: ScopeGraph, within: Scope | None) -> tuple[list[Match], str]:
+        found: list[Match] = []
+        taken: set[str] = set()
+        best = None
+        root = within is None or within.is_root
+        for pattern in self.patterns:
+            needed = self.required_ops(pattern)
+            if any(not graph.nodes_by_type(t) if root else within.op_count(t) < 0 for t in needed):  # type: ignore[union-attr]
+                continue
+            matches = pattern.find(graph, within=within)
+            for match in matches:
+                names = set(match.node_names)
+                if names & taken:
+                    continue
+                taken |= names
+                found.append(match)
+            miss = matches.near_miss
+            if miss is not None and (best is None or miss.depth > best[1].depth):
+                best = (pattern.name, miss)
+        where = "" if best is None else f"nearest miss of pattern {best[0]!r} {best[1]}"
+        return found, where
+
+    def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
+        regions: dict[str, Scope] = {}
+        for scope in matches:
+            region = self.region(graph, scope)
+            if not region.is_root:
+                regions.setdefault(region.name, region)
+        # One search of the whole graph; each match answers for the candidate region holding one of its
+        # nodes (tf.math.l2_normalize names its last op beside its scope, so "any node" rather than "all").
+        scope_of = graph.tree.scope_of
+        found, _ = self._search(graph, None)
+        judged: list[tuple[Match, _Judged, Scope | None]] = []
+        answered: dict[str, int] = {}
+        for match in found:
+            verdict = _Judged.of(self, graph, match)
+            home = next((r for r in regions.values() if any(r.contains(scope_of(n)) for n in match.node_names)), None)
+            if home is not None:  # a region answered only by other rules' matches is not refused either
+                answered[home.name] = answered.get(home.name, 0) + (0 if verdict.skips else 1)
+            judged.append((match, verdict, home))
+        results: list[ScopesResult] = []
+        for match, verdict, home in judged:
+            if verdict.skips:
+                continue
+            name = home.name.rstrip("/") if home is not None and answered[home.name] == 1 else None
+            results.append(self._candidate(graph, match, verdict, name))
+        for region in regions.values():
+            if region.name in answered or not self.records_refusal(region):
+                continue
+            _, miss = self._search(graph, region)
+            reason = f"{region.name} does not compute {self.what}: {miss or 'no candidate node'}"
+            results.append(ScopesResult(scopes=[region], refusal=reason))
+        return results
+
+    def _candidate(self, graph: ScopeGraph, match: Match, verdict: _Judged, name: str | None) -> ScopesResult:
+        nodes = claimed_nodes(graph, match)
+        output = match.outputs[0][0]
+        if name is None or (graph.get(name) is not None and name not in nodes):
+            name = output
+        captures = {"match": match, "verdict": verdict, "name": name}
+        return ScopesResult(nodes=nodes, captures=captures)
+
+    def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
+        match: Match = result.captures["match"]
+        verdict: _Judged = result.captures["verdict"]
+        result.name = result.captures["name"]
+        if verdict.reason is not None:
+            result.invalidate(f"{match.outputs[0][0]} is not {self.what}: {verdict.reason}")
+            return
+        result.op_type = self.fused_type
+        result.description = f"{self.pass_name}: pattern {match.pattern.name}"
+        result.attrs.update(verdict.attrs or {})
+        map_ports(result, graph, match)
+
+    # ------------------------------------------------------------------ the framework
+    def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
+        """The scope patterns on ``scope``; when none matches, also on its direct children, since a
+        candidate region is often the parent of the matched scope (``LayerNorm/`` of ``LayerNorm/moments/``)."""
+        checks = super().explain(scope, graph)
+        if any(c.matched for c in checks):
+            return checks
+        for child in scope.children:
+            if graph is None or self.region(graph, child) is not scope:
+                continue
+            for check in super().explain(child, graph):
+                if check.matched:
+                    checks.append(PatternCheck(f"sub-scope {child.name}: {check.where}", None))
+        return checks
