@@ -16,7 +16,8 @@ from typing import List, Optional
 
 import typer
 
-from .files import write_atomic
+from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES
+from .output_paths import check_output_paths, write_outputs
 
 __all__ = ["app", "main", "parse_input_shape"]
 
@@ -77,9 +78,22 @@ def parse_input_shape(text: str) -> dict[str, tuple[int, ...]]:
 
 def _fail(message: str) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}", markup=True)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", markup=True)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _check_convert_outputs(model: Path, rules: Optional[List[Path]], **outputs: Optional[Path]) -> None:
+    """Refuses unusable output paths before anything is converted (exit 2)."""
+    from .errors import ScopeFusionError
+
+    options = {"output": "-o", "report": "--report", "html": "--html"}
+    inputs = [("the model", model)] + [("rules file", r) for r in rules or []]
+    try:
+        check_output_paths([(options[k], v) for k, v in outputs.items()], inputs)
+    except ScopeFusionError as e:
+        _fail(str(e))
 
 
 @app.command()
@@ -103,6 +117,12 @@ def convert(
         "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
+    max_inlined_nodes: int = typer.Option(
+        DEFAULT_MAX_INLINED_NODES, "--max-inlined-nodes", min=0, help="Nodes that inlining TF function calls may make."
+    ),
+    max_folded_bytes: int = typer.Option(
+        DEFAULT_MAX_FOLDED_BYTES, "--max-folded-bytes", min=0, help="Bytes of one value computed at build time."
+    ),
 ) -> None:
     """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
     from .errors import ScopeFusionError
@@ -114,6 +134,7 @@ def convert(
         profiles = [parse_input_shape(text) for text in input_shape or []]
     except BadInput as e:
         _fail(str(e))
+    _check_convert_outputs(model, rules, output=output, report=report, html=html)
     from rich.console import Console
 
     from .convert import convert as run_convert
@@ -134,6 +155,8 @@ def convert(
                 tags=tag,
                 savedmodel_loader=savedmodel_loader,
                 progress=progress,
+                max_inlined_nodes=max_inlined_nodes,
+                max_folded_bytes=max_folded_bytes,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
             files = [(output, result.to_bytes(format))]
@@ -143,12 +166,9 @@ def convert(
                 from .html_report import render_html
 
                 files.append((html, render_html(result).encode("utf-8")))
-        for path, data in files:
-            write_atomic(path, data)
+        write_outputs(files)
     except ScopeFusionError as e:
         _fail(str(e))
-    except OSError as e:
-        _fail(f"cannot write the output ({e.strerror or e}: {e.filename or output}); check the directory exists and is writable")
     if not quiet:
         out = Console()
         for table in summary_tables(result, output, format):
@@ -206,7 +226,10 @@ def verify(
                           f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
     Console().print(table)
     if json_out is not None:
-        write_atomic(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())
+        try:
+            write_outputs([(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())])
+        except ScopeFusionError as e:
+            _fail(str(e))
     raise typer.Exit(0 if report.ok else 1)
 
 

@@ -12,6 +12,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, use_budgets
+from .errors import ModelLoadError
 from .model import Model
 
 __all__ = ["convert", "fusion_setup"]
@@ -32,6 +34,8 @@ def convert(
     tags: Sequence[str] | None = None,
     savedmodel_loader: str = "native",
     progress: ProgressFn | None = None,
+    max_inlined_nodes: int = DEFAULT_MAX_INLINED_NODES,
+    max_folded_bytes: int = DEFAULT_MAX_FOLDED_BYTES,
 ) -> Model:
     """Converts the model at ``path``.
 
@@ -47,10 +51,23 @@ def convert(
         savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
             ``"tensorflow"`` (TensorFlow loads and freezes it).
         progress: called as ``progress(stage, done, total)`` during long stages.
+        max_inlined_nodes: nodes that inlining TF function calls may make, over the whole model.
+        max_folded_bytes: bytes of one value computed at build time; larger values stay unfolded, and a
+            larger one-value constant becomes a ``Fill`` (see :mod:`scopefusion.budgets`).
 
     Raises:
         ScopeFusionError: any stage's error (ModelLoadError, ParseError, FusionError, InferenceError).
     """
+    try:
+        budgets = Budgets(max_inlined_nodes=max_inlined_nodes, max_folded_bytes=max_folded_bytes)
+    except ValueError as e:
+        raise ModelLoadError(f"{path}: {e}") from None
+    with use_budgets(budgets):
+        return _convert(path, input_shapes=input_shapes, enable=enable, disable=disable, rules=rules, strict=strict,
+                        model_format=model_format, signature=signature, tags=tags, progress=progress)
+
+
+def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, progress) -> Model:
     from .dialects import default_op_registry
     from .ir.types import IRContext
     from .ir_builder.build import build_graph

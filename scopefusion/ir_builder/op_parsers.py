@@ -33,6 +33,7 @@ from ..parser.source_graph import (
     is_back_edge_op_pair,
 )
 from .source_attrs import convert_attrs
+from .splat_consts import add_constant
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..parser.op_signatures import OpSignatures
@@ -153,7 +154,7 @@ class OpParserRegistry:
         if parser is not None:
             return ctx.emit(node, parser(ctx, node))
         if node.value is not None or node.op_type == INITIALIZER_OP:
-            value = ctx.graph.add_const(_array(node), node.name, unique=False)
+            value = add_constant(ctx.graph, _array(node), node.name)
             return ctx.emit(node, value.producer)
         if node.op_type in INPUT_OPS and not node.inputs:
             return ctx.emit(node, self._input(ctx, node))
