@@ -74,6 +74,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     from .ir_builder.memory_plan import plan_memory
     from .ir_builder.profiles import build_profile, normalize_input_shapes
     from .ir_builder.shape_inference import infer_graph
+    from .ir_builder.size_limits import check_arena, check_tensor_sizes
     from .parser import load
     from .scope import PassManager, ScopeGraph
 
@@ -121,9 +122,13 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
             build_profile(graph, i, shapes, strict=strict, progress=report_progress(f"profile {i}"))
             for i, shapes in enumerate(profiles_wanted or [{}])
         ]
+        check_tensor_sizes(graph)
+        for i, profile in enumerate(profiles):
+            check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
-        for profile in profiles:
+        for i, profile in enumerate(profiles):
             profile.memory_plan = plan_memory(profile.graph)
+            check_arena(int(profile.memory_plan.arena_bytes), f"profile {i}")
     return Model(
         graph=graph,
         profiles=profiles,

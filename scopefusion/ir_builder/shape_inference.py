@@ -27,6 +27,7 @@ from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
 from ..ir.opdef import InferContext, InputInfo
 from ..ir.types import TensorType
+from .consistency import check_contradictions
 
 __all__ = ["InferenceResult", "infer_graph"]
 
@@ -104,6 +105,7 @@ def infer_graph(
         ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
         node.opdef.infer(ctx)
         inferred = ctx.results()
+        check_contradictions(node, infos, inferred)
         folded = _try_fold(node, infos) if _fold_fits(node, inferred, result) else None
         for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
             if folded is not None and i < len(folded) and folded[i] is not None:

@@ -142,3 +142,70 @@ def tf_fill_bomb(elements: int = 250_000_000) -> bytes:
         _tf_node("y", "AddV2", ["x", "sum"], T=_float_type()),
     ]
     return tf_graph(nodes)
+
+
+def huge_dim_graph(dim: int = 1 << 62) -> bytes:
+    """A placeholder with a dim of ``dim`` feeding a Relu."""
+    return tf_graph([placeholder("x", (dim, 4)), _tf_node("y", "Relu", ["x"], T=_float_type())])
+
+
+def named_graph(name: str) -> bytes:
+    """A Relu whose node name is ``name`` (markup-looking text, odd characters)."""
+    return tf_graph([placeholder("x", (2,)), _tf_node(name, "Relu", ["x"], T=_float_type())])
+
+
+def const_without_value() -> bytes:
+    """A TF ``Const`` with a dtype and no ``value`` attribute."""
+    return tf_graph([placeholder("x", (2,)), _tf_node("c", "Const", dtype=_float_type()),
+                     _tf_node("y", "AddV2", ["x", "c"], T=_float_type())])
+
+
+def onnx_reshape_contradiction() -> bytes:
+    """``Reshape`` of 4 elements to ``[3]``."""
+    shape = numpy_helper.from_array(np.array([3], np.int64), "shape")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return onnx_graph([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], [x], [y], [shape])
+
+
+def tf_reshape_contradiction() -> bytes:
+    shape = tfpb.TensorProto(dtype=tfpb.DT_INT32, int_val=[3])
+    shape.tensor_shape.dim.add().size = 1
+    return tf_graph([placeholder("x", (4,)),
+                     _tf_node("shape", "Const", dtype=tfpb.AttrValue(type=tfpb.DT_INT32), value=tfpb.AttrValue(tensor=shape)),
+                     _tf_node("reshape", "Reshape", ["x", "shape"], T=_float_type(),
+                              Tshape=tfpb.AttrValue(type=tfpb.DT_INT32))])
+
+
+def onnx_range(delta: float) -> bytes:
+    """``Range(0, 10, delta)`` added to an input of one element."""
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("start", 0.0), ("limit", 10.0), ("delta", delta))]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+             helper.make_node("Add", ["x", "r"], ["y"], name="add")]
+    return onnx_graph(nodes, [x], [y], inits)
+
+
+def onnx_no_inputs() -> bytes:
+    """An ONNX model with no graph inputs: a constant through Relu."""
+    c = numpy_helper.from_array(np.ones(3, np.float32), "c")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    return onnx_graph([helper.make_node("Relu", ["c"], ["y"])], [], [y], [c])
+
+
+def onnx_relu(opset: int = ONNX_OPSET) -> bytes:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    return onnx_graph([helper.make_node("Relu", ["x"], ["y"])], [x], [y], opset=opset)
+
+
+def malformed_attr_graph(case: str) -> bytes:
+    """A TF node whose attribute has the wrong kind (``wrong_type``) or an ``N`` that does not match its inputs."""
+    if case == "wrong_type":
+        return tf_graph([placeholder("x", (1, 2, 2, 1)),
+                         _tf_node("pool", "MaxPool", ["x"], T=_float_type(), ksize=tfpb.AttrValue(s=b"oops"),
+                                  strides=tfpb.AttrValue(list=tfpb.AttrValue.ListValue(i=[1, 1, 1, 1])),
+                                  padding=tfpb.AttrValue(s=b"VALID"))])
+    return tf_graph([placeholder("x", (2,)), placeholder("z", (2,)),
+                     _tf_node("sum", "AddN", ["x", "z"], T=_float_type(), N=tfpb.AttrValue(i=5))])
