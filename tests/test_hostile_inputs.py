@@ -213,3 +213,61 @@ def test_python_api_errors_are_ours(tmp_path):
         (tmp_path / name).write_bytes(data)
         with pytest.raises(error):
             convert(tmp_path / name)
+
+
+_WRONG_PORTS_RULE = '''
+from scopefusion.scope import NodeOpTypeFeature, ScopeBasePass, ScopeFeature, ScopePattern
+
+
+class WrongPorts(ScopeBasePass):
+    name = "WrongPortsFusion"
+    general = True
+
+    def define_patterns(self):
+        return ScopePattern("act", NodeOpTypeFeature("Relu", 1), ScopeFeature("", 0, suffix="act"))
+
+    def generate_fusion_result(self, scopes, result, graph):
+        result.name = scopes[0].name.rstrip("/")
+        result.type = "LayerNorm"  # takes x, gamma and beta: one input port is too few
+        result.insert_inputs("Relu", [0])
+        result.insert_outputs("Relu", [0])
+
+
+FUSION_RULES = [WrongPorts]
+'''
+
+
+def test_a_rule_result_with_the_wrong_ports_names_the_rule_and_the_node(tmp_path):
+    rules = tmp_path / "rules.py"
+    rules.write_text(_WRONG_PORTS_RULE)
+    model = tmp_path / "m.pb"
+    model.write_bytes(hostile.named_graph("act/Relu"))
+    rc, _, stderr = run_limited("convert", str(model), "-o", str(tmp_path / "o.ge"), "--rules", str(rules), "-q")
+    assert rc == 2
+    message = " ".join(stderr.split())
+    assert "rule WrongPortsFusion" in message and "node 'act' (fused.LayerNorm) with 1 input" in message, message
+
+
+@pytest.mark.parametrize("code", ["import sys\nsys.exit(0)\n", "import sys\nsys.exit()\n", "import sys\nsys.exit(1)\n",
+                                  "import sys\n\ndef register(registry):\n    sys.exit(0)\n"])
+def test_sys_exit_in_a_rules_file_is_an_error_naming_the_file(code, tmp_path):
+    rules = tmp_path / "exiting_rules.py"
+    rules.write_text(code)
+    model = tmp_path / "m.pb"
+    model.write_bytes(hostile.named_graph("y"))
+    out = tmp_path / "o.ge"
+    rc, _, stderr = run_limited("convert", str(model), "-o", str(out), "--rules", str(rules), "-q")
+    assert rc == 2 and "exiting_rules.py" in stderr and "sys.exit" in stderr, stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case, words", [
+    ("wrong_type", "node 'pool' (tf.MaxPool): attribute 'ksize' must be list_int, found str 'oops'"),
+    ("N", "node 'sum' (tf.AddN): attribute 'N' is 5 but the node gives 2 'inputs' input(s)"),
+])
+def test_malformed_attributes_name_node_attribute_expected_and_found(case, words, tmp_path):
+    model = tmp_path / "m.pb"
+    model.write_bytes(hostile.malformed_attr_graph(case))
+    with pytest.raises(ParseError) as info:
+        convert(model)
+    assert words in str(info.value)
