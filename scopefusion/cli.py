@@ -242,10 +242,34 @@ def _load_inputs(items: List[str]) -> dict:
         if not sep or not name or not file:
             raise BadInput(f"--input {item!r} is not NAME=file.npy")
         try:
+            _check_npy_size(file)
             feeds[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, MemoryError) as e:
             raise BadInput(f"--input {item!r}: cannot read {file!r} as a .npy array ({e})") from None
     return feeds
+
+
+def _check_npy_size(file: str) -> None:
+    """Refuses a .npy whose header claims more data than the file holds (before allocating it)."""
+    import os
+
+    import numpy as np
+
+    with open(file, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        count = 1
+        for d in shape:
+            count *= d
+        needed = count * dtype.itemsize
+        available = os.fstat(f.fileno()).st_size - f.tell()
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects, which are not read")
+    if needed > available:
+        raise ValueError(f"its header claims shape {shape} ({needed:,} bytes) but the file holds {available:,} bytes")
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -271,3 +271,28 @@ def test_malformed_attributes_name_node_attribute_expected_and_found(case, words
     with pytest.raises(ParseError) as info:
         convert(model)
     assert words in str(info.value)
+
+
+def test_verify_on_a_folding_bomb_reports_memory_in_one_sentence(tmp_path):
+    model = tmp_path / "fill.pb"
+    model.write_bytes(hostile.tf_fill_bomb())
+    rc, _, stderr = run_limited("verify", str(model))
+    assert rc in (0, 1, 2), stderr
+    if rc == 2:
+        assert "ran out of memory" in stderr
+
+
+def test_an_npy_whose_header_claims_a_huge_shape_is_refused(tmp_path):
+    import numpy as np
+
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros(4, np.float32))
+    data = npy.read_bytes()
+    header_len = int.from_bytes(data[8:10], "little")
+    header = data[10:10 + header_len].replace(b"(4,)", b"(100000000000,)")
+    npy.write_bytes(data[:8] + len(header).to_bytes(2, "little") + header + data[10 + header_len:])
+    model = tmp_path / "m.onnx"
+    model.write_bytes(hostile.onnx_relu())
+    rc, peak_kb, stderr = run_limited("verify", str(model), "--input", f"x={npy}")
+    assert rc == 2 and "its header claims shape (100000000000,)" in " ".join(stderr.split()), stderr
+    assert peak_kb <= PEAK_LIMIT_KB

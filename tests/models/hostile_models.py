@@ -71,13 +71,14 @@ def doubling_functions(depth: int) -> bytes:
     return tf_graph(nodes, functions)
 
 
-def splat_const(shape: tuple[int, ...], value: float = 1.5) -> bytes:
-    """A TF ``Const`` holding one float for ``shape`` (a splat), added to a placeholder of that shape."""
+def splat_const(shape: tuple[int, ...], value: float = 1.5, input_shape: tuple[int, ...] | None = None) -> bytes:
+    """A TF ``Const`` holding one float for ``shape`` (a splat), added to a placeholder of ``input_shape``
+    (default: the same shape)."""
     tensor = tfpb.TensorProto(dtype=tfpb.DT_FLOAT, float_val=[value])
     for d in shape:
         tensor.tensor_shape.dim.add().size = d
     nodes = [
-        placeholder("x", shape),
+        placeholder("x", shape if input_shape is None else input_shape),
         _tf_node("big", "Const", dtype=_float_type(), value=tfpb.AttrValue(tensor=tensor)),
         _tf_node("y", "AddV2", ["x", "big"], T=_float_type()),
     ]
