@@ -38,11 +38,16 @@ def check_contradictions(node: Node, infos: list[InputInfo | None], inferred) ->
             )
     elif op_type == "Range" and len(infos) == 3 and all(i is not None and i.data is not None for i in infos):
         start, limit, delta = (np.asarray(i.data).reshape(-1)[0].item() for i in infos)  # type: ignore[union-attr]
+        where = f"node {node.name!r} ({node.op})"
         if delta == 0:
-            raise InferenceError(f"node {node.name!r} ({node.op}): delta is 0, so the range from {start} to {limit} never ends")
-        length = math.ceil((limit - start) / delta)
-        if length > MAX_ELEMENTS or not math.isfinite((limit - start) / delta):
+            raise InferenceError(f"{where}: delta is 0, so the range from {start} to {limit} never ends")
+        try:
+            steps = (limit - start) / delta
+        except (OverflowError, ZeroDivisionError):
+            steps = math.inf
+        if not math.isfinite(steps):
+            raise InferenceError(f"{where}: the range from {start} to {limit} by {delta} has no finite length")
+        if steps > MAX_ELEMENTS:
             raise InferenceError(
-                f"node {node.name!r} ({node.op}): the range from {start} to {limit} by {delta} has {length:.3g} elements, "
-                "more than a tensor can hold"
+                f"{where}: the range from {start} to {limit} by {delta} has {steps:.3g} elements, more than a tensor can hold"
             )
