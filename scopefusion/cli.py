@@ -170,7 +170,7 @@ def convert(
     except ScopeFusionError as e:
         _fail(str(e))
     if not quiet:
-        out = Console()
+        out = Console(markup=False)  # names from the model are text, never markup
         for table in summary_tables(result, output, format):
             out.print(table)
 
@@ -224,7 +224,7 @@ def verify(
         for out in check.outputs:
             table.add_row(str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
                           f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
-    Console().print(table)
+    Console(markup=False).print(table)
     if json_out is not None:
         try:
             write_outputs([(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())])

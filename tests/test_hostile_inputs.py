@@ -296,3 +296,13 @@ def test_an_npy_whose_header_claims_a_huge_shape_is_refused(tmp_path):
     rc, peak_kb, stderr = run_limited("verify", str(model), "--input", f"x={npy}")
     assert rc == 2 and "its header claims shape (100000000000,)" in " ".join(stderr.split()), stderr
     assert peak_kb <= PEAK_LIMIT_KB
+
+
+def test_markup_in_op_types_is_printed_as_written_in_the_summary(tmp_path):
+    model = tmp_path / "m.pb"
+    model.write_bytes(hostile.tf_graph([hostile.placeholder("x", (2,)), hostile._tf_node("[/x]y", "[/x]Op", ["x"])]))
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200")
+    proc = subprocess.run([sys.executable, "-m", "scopefusion", "convert", str(model), "-o", str(tmp_path / "o.ge")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "tf.[/x]Op" in proc.stdout
