@@ -27,13 +27,17 @@ def workdir(tmp_path_factory):
 def cached_op_registry(monkeypatch):
     """Op definitions are built once per framework and opset for a whole test (building them dominates the
     conversion of a tiny model)."""
-    from scopefusion.ir_builder import ops
+    from scopefusion import dialects
 
-    original = ops.default_registry
+    original = dialects.default_op_registry
     build = functools.lru_cache(maxsize=None)(lambda framework, opset: original(_Source(framework, opset)))
-    monkeypatch.setattr(ops, "default_registry", lambda source=None, **kw: build(
-        source.framework if source is not None else None,
-        (source.opset_imports.get("", ops.DEFAULT_ONNX_OPSET) if source is not None and source.framework == "onnx" else 0)))
+
+    def cached(source=None, **kw):
+        framework = source.framework if source is not None else None
+        opset = source.opset_imports.get("", dialects.DEFAULT_ONNX_OPSET) if framework == "onnx" else 0
+        return build(framework, opset)
+
+    monkeypatch.setattr(dialects, "default_op_registry", cached)
 
 
 class _Source:

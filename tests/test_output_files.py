@@ -111,10 +111,10 @@ def test_outputs_get_the_mode_the_umask_gives(small_pb, tmp_path):
 def test_golden_files_get_the_mode_the_umask_gives(tmp_path):
     import numpy as np
 
-    from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
+    from scopefusion.ir import Graph, IRContext, OpRegistry, core_ops
     from scopefusion.testing.golden import write_golden
 
-    g = Graph("main", IRContext(), OpRegistry(builtin_ops()))
+    g = Graph("main", IRContext(), OpRegistry(core_ops()))
     g.set_outputs([g.add_const(np.ones(2, np.float32), "c")])
     old = os.umask(0o022)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..errors import ParseError
-from .opdef import OpDef, ParamType
+from ..ir.opdef import OpDef, ParamType
 
 __all__ = ["check_source_attrs"]
 

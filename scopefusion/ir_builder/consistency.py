@@ -14,8 +14,8 @@ import numpy as np
 
 from ..budgets import MAX_ELEMENTS
 from ..errors import InferenceError
-from .graph import Node
-from .opdef import InputInfo
+from ..ir.graph import Node
+from ..ir.opdef import InputInfo
 
 __all__ = ["check_contradictions"]
 

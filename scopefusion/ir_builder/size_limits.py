@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..budgets import MAX_ELEMENTS
 from ..errors import InferenceError
-from .graph import Graph
-from .types import TensorType
+from ..ir.graph import Graph
+from ..ir.types import TensorType
 
 __all__ = ["check_arena", "check_tensor_sizes"]
 

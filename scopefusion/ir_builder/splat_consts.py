@@ -12,7 +12,7 @@ import numpy as np
 
 from ..budgets import current_budgets
 from ..errors import ParseError
-from .graph import Graph, Value
+from ..ir.graph import Graph, Value
 
 __all__ = ["add_constant", "is_splat"]
 

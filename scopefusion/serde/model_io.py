@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from google.protobuf import text_format
 
-from ..ir_builder.attrs import LIST_STR
+from ..ir.attrs import LIST_STR
 from . import ge
 
 if TYPE_CHECKING:  # pragma: no cover

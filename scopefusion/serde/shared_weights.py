@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SerdeError
-from ..ir_builder.graph import CONST_OP, Graph
+from ..ir.graph import CONST_OP, Graph
 
 __all__ = ["MAX_MODEL_BYTES", "SHARED_WEIGHT_ATTR", "check_model_size", "restore_shared_weights", "share_weights"]
 
