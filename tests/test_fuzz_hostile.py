@@ -5,8 +5,6 @@ examples under a memory limit."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -30,20 +28,16 @@ def cached_op_registry(monkeypatch):
     from scopefusion import dialects
 
     original = dialects.default_op_registry
-    build = functools.lru_cache(maxsize=None)(lambda framework, opset: original(_Source(framework, opset)))
+    built: dict = {}
 
     def cached(source=None, **kw):
         framework = source.framework if source is not None else None
-        opset = source.opset_imports.get("", dialects.DEFAULT_ONNX_OPSET) if framework == "onnx" else 0
-        return build(framework, opset)
+        key = (framework, tuple(sorted(source.opset_imports.items())) if source is not None else ())
+        if kw or key not in built:
+            built[key] = original(source, **kw)
+        return built[key]
 
     monkeypatch.setattr(dialects, "default_op_registry", cached)
-
-
-class _Source:
-    def __init__(self, framework, opset):
-        self.framework = framework
-        self.opset_imports = {"": opset} if framework == "onnx" else {}
 
 
 def _only_ours(result) -> None:
