@@ -285,8 +285,8 @@ class FunctionLibrary:
             stack.pop()
             visiting.discard(fname)
             total = 0
-            for callee in self._call_list(fname):
-                total += 1 if callee is None or callee not in sizes else sizes[callee]
+            for called in self._call_list(fname):
+                total += 1 if called is None or called not in sizes else sizes[called]
             sizes[fname] = min(total, 1 << 62)
         return sizes[name]
 

@@ -11,7 +11,7 @@ anything is written (:func:`check_model_size`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def share_weights(graphs: Sequence[Graph], defs: Sequence) -> None:
 def restore_shared_weights(model) -> None:
     """Fills the data of every shared ``Const`` of ``model`` (a ``ModelDef``) back from the graph it names."""
     graphs = {g.name: g for g in model.graph}
-    index: dict[str, dict[str, object]] = {}
+    index: dict[str, dict[str, Any]] = {}
     for graph_def in model.graph:
         for op_def in graph_def.op:
             if SHARED_WEIGHT_ATTR not in op_def.attr:
@@ -104,7 +104,9 @@ def restore_shared_weights(model) -> None:
             if ops is None:
                 ops = index[source_name] = {o.name: o for o in source.op if o.type == "Const"}
             origin = ops.get(op_def.name)
-            if origin is None or "value" not in origin.attr:  # type: ignore[operator]
-                raise SerdeError(f"{where}: shares the weight of {source_name!r} op {op_def.name!r}, which is not a Const")
-            op_def.attr["value"].t.data = origin.attr["value"].t.data  # type: ignore[attr-defined]
+            if origin is None or "value" not in origin.attr:
+                raise SerdeError(
+                    f"{where}: shares the weight of {source_name!r} op {op_def.name!r}, which is not a Const"
+                )
+            op_def.attr["value"].t.data = origin.attr["value"].t.data
             del op_def.attr[SHARED_WEIGHT_ATTR]
