@@ -84,14 +84,13 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _check_convert_outputs(model: Path, rules: Optional[List[Path]], **outputs: Optional[Path]) -> None:
-    """Refuses unusable output paths before anything is converted (exit 2)."""
+def _check_outputs(outputs: List[tuple[str, Optional[Path]]], model: Path, rules: Optional[List[Path]]) -> None:
+    """Refuses unusable output paths (``(option, path)``) before anything is converted (exit 2)."""
     from .errors import ScopeFusionError
 
-    options = {"output": "-o", "report": "--report", "html": "--html"}
     inputs = [("the model", model)] + [("rules file", r) for r in rules or []]
     try:
-        check_output_paths([(options[k], v) for k, v in outputs.items()], inputs)
+        check_output_paths(outputs, inputs)
     except ScopeFusionError as e:
         _fail(str(e))
 
@@ -134,7 +133,7 @@ def convert(
         profiles = [parse_input_shape(text) for text in input_shape or []]
     except BadInput as e:
         _fail(str(e))
-    _check_convert_outputs(model, rules, output=output, report=report, html=html)
+    _check_outputs([("-o", output), ("--report", report), ("--html", html)], model, rules)
     from rich.console import Console
 
     from .convert import convert as run_convert
@@ -201,6 +200,7 @@ def verify(
         feeds = _load_inputs(input or [])
     except BadInput as e:
         _fail(str(e))
+    _check_outputs([("--json", json_out)], model, rules)
     from rich.console import Console
     from rich.table import Table
 

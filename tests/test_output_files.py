@@ -197,3 +197,33 @@ def test_a_signal_during_the_write_leaves_no_temporary(tmp_path, way, signum):
             proc.kill()
             proc.wait()
     assert list(out.parent.iterdir()) == []
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs (needs the right to mount; the monkeypatched test above covers the rest)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_really_full_disk_is_one_sentence_and_leaves_nothing(full_disk):
+    proc = run("convert", str(REPO / "testdata" / "bert_tiny.pb"), "-o", str(full_disk / "out.ge"),
+               "--report", str(full_disk / "r.json"), "-q")
+    assert proc.returncode == 2
+    assert "no space left on the device" in proc.stderr
+    _no_traceback(proc)
+    assert list(full_disk.iterdir()) == []
+
+
+def test_verify_json_is_checked_before_running(small_pb, tmp_path):
+    proc = run("verify", str(small_pb), "--json", str(small_pb))
+    assert proc.returncode == 2 and "--json" in proc.stderr and "same file as the model" in proc.stderr, proc.stderr
+    proc = run("verify", str(small_pb), "--json", "/dev/null")
+    assert proc.returncode == 2 and "is a character device" in proc.stderr
