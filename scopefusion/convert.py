@@ -64,10 +64,12 @@ def convert(
         raise ModelLoadError(f"{path}: {e}") from None
     with use_budgets(budgets):
         return _convert(path, input_shapes=input_shapes, enable=enable, disable=disable, rules=rules, strict=strict,
-                        model_format=model_format, signature=signature, tags=tags, progress=progress)
+                        model_format=model_format, signature=signature, tags=tags,
+                        savedmodel_loader=savedmodel_loader, progress=progress)
 
 
-def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, progress) -> Model:
+def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
+             progress) -> Model:
     from .dialects import default_op_registry
     from .ir.types import IRContext
     from .ir_builder.build import build_graph

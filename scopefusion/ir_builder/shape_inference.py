@@ -154,7 +154,7 @@ def _fold_fits(node: Node, inferred, result: InferenceResult) -> bool:
             if node.opdef is None or node.opdef.fold is None:
                 return False
             continue
-        itemsize = dtype.itemsize if dtype is not None and getattr(dtype, "itemsize", 0) else 8
+        itemsize = dtype.itemsize if isinstance(dtype, _dt.DType) else 8
         size = itemsize
         for d in shape:
             size *= d
