@@ -84,13 +84,14 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _check_outputs(outputs: List[tuple[str, Optional[Path]]], model: Path, rules: Optional[List[Path]]) -> None:
-    """Refuses unusable output paths (``(option, path)``) before anything is converted (exit 2)."""
+def _check_outputs(outputs: List[tuple[str, Optional[Path]]], model: Path, rules: Optional[List[Path]],
+                   binary: tuple[str, ...] = ()) -> None:
+    """Refuses unusable output paths (``(option, path)``; ``-`` is stdout) before anything is converted (exit 2)."""
     from .errors import ScopeFusionError
 
     inputs = [("the model", model)] + [("rules file", r) for r in rules or []]
     try:
-        check_output_paths(outputs, inputs)
+        check_output_paths(outputs, inputs, binary)
     except ScopeFusionError as e:
         _fail(str(e))
 
@@ -133,7 +134,8 @@ def convert(
         profiles = [parse_input_shape(text) for text in input_shape or []]
     except BadInput as e:
         _fail(str(e))
-    _check_outputs([("-o", output), ("--report", report), ("--html", html)], model, rules)
+    _check_outputs([("-o", output), ("--report", report), ("--html", html)], model, rules,
+                   binary=("-o",) if format != "ge-text" else ())
     from rich.console import Console
 
     from .convert import convert as run_convert
@@ -169,7 +171,8 @@ def convert(
     except ScopeFusionError as e:
         _fail(str(e))
     if not quiet:
-        out = Console(markup=False)  # names from the model are text, never markup
+        # Names from the model are text, never markup; with an output on stdout the summary goes to stderr.
+        out = Console(markup=False, stderr="-" in (str(output), str(report), str(html)))
         for table in summary_tables(result, output, format):
             out.print(table)
 

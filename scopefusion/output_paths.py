@@ -3,20 +3,24 @@
 An output path must be a regular file or not exist yet (a device, FIFO, socket or directory is refused),
 its directory must exist and be writable, and no two paths of one command may name the same file: not
 two outputs, and no output and an input (the model, a rules file), compared by resolved path and by
-inode so that links and ``./`` spellings cannot hide it.
+inode so that links and ``./`` spellings cannot hide it. The path ``-`` is standard output (one output
+at most); a binary output there is refused when standard output is a terminal.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 from os import PathLike
 from typing import Iterable, Sequence
 
 from .errors import SerdeError
 from .files import Data, describe_write_error, write_together
 
-__all__ = ["OutputPathError", "check_output_paths", "write_outputs"]
+__all__ = ["STDOUT", "OutputPathError", "check_output_paths", "write_outputs"]
+
+STDOUT = "-"
 
 
 class OutputPathError(SerdeError):
@@ -47,12 +51,14 @@ def _identity(path: str) -> tuple[str, tuple[int, int] | None]:
 
 
 def check_output_paths(outputs: Sequence[tuple[str, str | PathLike | None]],
-                       inputs: Iterable[tuple[str, str | PathLike]] = ()) -> None:
+                       inputs: Iterable[tuple[str, str | PathLike]] = (),
+                       binary: Iterable[str] = ()) -> None:
     """Refuses output paths that cannot be written, or that name an input or another output.
 
     Args:
         outputs: ``(option, path)`` pairs, e.g. ``("-o", "out.ge")``; a None path is skipped.
         inputs: ``(what, path)`` pairs of files the command reads (``("the model", ...)``).
+        binary: the options whose output is binary (refused on a terminal as ``-``).
 
     Raises:
         OutputPathError: naming the option, the path and what is wrong with it.
@@ -60,10 +66,20 @@ def check_output_paths(outputs: Sequence[tuple[str, str | PathLike | None]],
     seen: list[tuple[str, str, tuple[str, tuple[int, int] | None]]] = []
     for what, path in inputs:
         seen.append((what, os.fspath(path), _identity(os.fspath(path))))
+    to_stdout: list[str] = []
     for option, given in outputs:
         if given is None:
             continue
         path = os.fspath(given)
+        if path == STDOUT:
+            if to_stdout:
+                raise OutputPathError(f"{option} - and {to_stdout[0]} - both write to standard output; give one a file")
+            if option in binary and sys.stdout.isatty():
+                raise OutputPathError(
+                    f"{option} - would write a binary model to the terminal; redirect standard output or give a file"
+                )
+            to_stdout.append(option)
+            continue
         try:
             info = os.stat(path)
         except FileNotFoundError:
@@ -96,7 +112,17 @@ def write_outputs(files: Sequence[tuple[str | PathLike, Data]]) -> None:
     Raises:
         OutputPathError: one sentence naming the file that could not be written and why.
     """
+    on_disk = [(p, d) for p, d in files if os.fspath(p) != STDOUT]
     try:
-        write_together(files)
+        write_together(on_disk)
     except OSError as e:
-        raise OutputPathError(describe_write_error(e, files[0][0] if files else "")) from None
+        raise OutputPathError(describe_write_error(e, on_disk[0][0] if on_disk else "")) from None
+    for path, data in files:
+        if os.fspath(path) == STDOUT:
+            try:
+                sys.stdout.flush()
+                for chunk in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                    sys.stdout.buffer.write(chunk)
+                sys.stdout.buffer.flush()
+            except (BrokenPipeError, OSError) as e:
+                raise OutputPathError(f"cannot write to standard output ({e.strerror or e})") from None

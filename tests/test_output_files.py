@@ -227,3 +227,21 @@ def test_verify_json_is_checked_before_running(small_pb, tmp_path):
     assert proc.returncode == 2 and "--json" in proc.stderr and "same file as the model" in proc.stderr, proc.stderr
     proc = run("verify", str(small_pb), "--json", "/dev/null")
     assert proc.returncode == 2 and "is a character device" in proc.stderr
+
+
+def test_dash_writes_to_stdout_and_the_summary_goes_to_stderr(small_pb, tmp_path):
+    proc = run("convert", str(small_pb), "-o", "-", "--format", "ge-text", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('name: "main"') and "Shape profiles and memory plans" in proc.stderr
+    proc = run("convert", str(small_pb), "-o", str(tmp_path / "m.ge"), "--report", "-", "-q")
+    assert proc.returncode == 0 and '"framework": "tensorflow"' in proc.stdout
+    proc = run("convert", str(small_pb), "-o", "-", "--report", "-", "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "both write to standard output" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.ge"]
+
+
+def test_a_binary_model_is_not_written_to_a_terminal(monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    with pytest.raises(OutputPathError, match="binary model to the terminal"):
+        check_output_paths([("-o", "-")], binary=("-o",))
+    check_output_paths([("--report", "-")], binary=("-o",))
