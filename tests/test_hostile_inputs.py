@@ -306,3 +306,15 @@ def test_markup_in_op_types_is_printed_as_written_in_the_summary(tmp_path):
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "tf.[/x]Op" in proc.stdout
+
+
+def test_an_impossible_inferred_shape_is_an_inference_error(tmp_path):
+    from scopefusion.parser.proto import tf_framework_pb2 as tfpb
+    from tests.models import hostile_strategies as hs
+
+    nodes = [hostile.placeholder("x", (0, 1 << 20, 0)), hs._const("m", [1, -1, 1], tfpb.DT_INT64, (3,)),
+             hostile._tf_node("t", "Tile", ["x", "m"], T=hs._attr_type(), Tmultiples=hs._attr_type(tfpb.DT_INT64))]
+    model = tmp_path / "tile.pb"
+    model.write_bytes(hostile.tf_graph(nodes))
+    with pytest.raises(InferenceError, match=r"node 't' \(tf.Tile\): output 0 would get shape \[0, -1048576, 0\]"):
+        convert(model)

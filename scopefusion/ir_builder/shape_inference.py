@@ -113,7 +113,14 @@ def infer_graph(
                 result.known_values[id(value)] = array
                 folded_dtype = _dt.from_numpy(array.dtype)
                 shape, dtype = array.shape, dtype or folded_dtype
-            value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+            try:
+                value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+            except (TypeError, ValueError) as e:
+                # An op's inference (or a hostile input: a negative Tile multiple) produced an impossible shape.
+                raise InferenceError(
+                    f"node {node.name!r} ({node.op}): output {i} would get shape {list(shape or ())}, which is "
+                    f"impossible ({e}); the model's inputs contradict the op"
+                ) from None
         if folded is not None:
             result.folded += 1
     if progress is not None:
