@@ -38,7 +38,7 @@ def main() -> int:
     limit = int(args.memory_gb * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    from hypothesis import HealthCheck, given, seed, settings
+    from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from scopefusion.errors import ScopeFusionError
     from tests.models import hostile_strategies as hs
@@ -51,7 +51,8 @@ def main() -> int:
         directory = Path(tmp)
         def runner(strategy, counts):
             @seed(args.seed)
-            @settings(max_examples=per_strategy, deadline=None, database=None,
+            # No shrinking: a failure is reported at once with the example that raised it.
+            @settings(max_examples=per_strategy, deadline=None, database=None, phases=(Phase.generate,),
                       suppress_health_check=list(HealthCheck))
             @given(model=strategy)
             def run(model) -> None:
