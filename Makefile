@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROTOC := $(PY) -m grpc_tools.protoc
 
-.PHONY: test lint demo install proto bench bench-large clean
+.PHONY: test lint demo install proto bench bench-large bench-fuzz clean
 
 DEMO_MODEL := testdata/bert_tiny.pb
 DEMO_SHAPES := --input-shape "input_ids:1,32;input_mask:1,32;token_type_ids:1,32" \
@@ -49,6 +49,10 @@ bench-large: $(STAMP)
 	$(PY) bench/bench_parser.py
 	$(PY) bench/bench_convert.py
 	$(PY) bench/bench_savedmodel.py
+
+# Hostile-model fuzzing: 10,000 examples under a 4 GiB address-space limit, peak memory under 1.5 GiB.
+bench-fuzz: $(STAMP)
+	$(PY) bench/fuzz_hostile.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

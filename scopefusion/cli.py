@@ -16,7 +16,8 @@ from typing import List, Optional
 
 import typer
 
-from .files import write_atomic
+from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES
+from .output_paths import check_output_paths, write_outputs
 
 __all__ = ["app", "main", "parse_input_shape"]
 
@@ -77,9 +78,22 @@ def parse_input_shape(text: str) -> dict[str, tuple[int, ...]]:
 
 def _fail(message: str) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}", markup=True)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", markup=True)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _check_outputs(outputs: List[tuple[str, Optional[Path]]], model: Path, rules: Optional[List[Path]],
+                   binary: tuple[str, ...] = ()) -> None:
+    """Refuses unusable output paths (``(option, path)``; ``-`` is stdout) before anything is converted (exit 2)."""
+    from .errors import ScopeFusionError
+
+    inputs = [("the model", model)] + [("rules file", r) for r in rules or []]
+    try:
+        check_output_paths(outputs, inputs, binary)
+    except ScopeFusionError as e:
+        _fail(str(e))
 
 
 @app.command()
@@ -103,6 +117,12 @@ def convert(
         "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
+    max_inlined_nodes: int = typer.Option(
+        DEFAULT_MAX_INLINED_NODES, "--max-inlined-nodes", min=0, help="Nodes that inlining TF function calls may make."
+    ),
+    max_folded_bytes: int = typer.Option(
+        DEFAULT_MAX_FOLDED_BYTES, "--max-folded-bytes", min=0, help="Bytes of one value computed at build time."
+    ),
 ) -> None:
     """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
     from .errors import ScopeFusionError
@@ -114,6 +134,8 @@ def convert(
         profiles = [parse_input_shape(text) for text in input_shape or []]
     except BadInput as e:
         _fail(str(e))
+    _check_outputs([("-o", output), ("--report", report), ("--html", html)], model, rules,
+                   binary=("-o",) if format != "ge-text" else ())
     from rich.console import Console
 
     from .convert import convert as run_convert
@@ -134,6 +156,8 @@ def convert(
                 tags=tag,
                 savedmodel_loader=savedmodel_loader,
                 progress=progress,
+                max_inlined_nodes=max_inlined_nodes,
+                max_folded_bytes=max_folded_bytes,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
             files = [(output, result.to_bytes(format))]
@@ -143,14 +167,12 @@ def convert(
                 from .html_report import render_html
 
                 files.append((html, render_html(result).encode("utf-8")))
-        for path, data in files:
-            write_atomic(path, data)
+        write_outputs(files)
     except ScopeFusionError as e:
         _fail(str(e))
-    except OSError as e:
-        _fail(f"cannot write the output ({e.strerror or e}: {e.filename or output}); check the directory exists and is writable")
     if not quiet:
-        out = Console()
+        # Names from the model are text, never markup; with an output on stdout the summary goes to stderr.
+        out = Console(markup=False, stderr="-" in (str(output), str(report), str(html)))
         for table in summary_tables(result, output, format):
             out.print(table)
 
@@ -181,6 +203,7 @@ def verify(
         feeds = _load_inputs(input or [])
     except BadInput as e:
         _fail(str(e))
+    _check_outputs([("--json", json_out)], model, rules)
     from rich.console import Console
     from rich.table import Table
 
@@ -204,9 +227,12 @@ def verify(
         for out in check.outputs:
             table.add_row(str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
                           f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
-    Console().print(table)
+    Console(markup=False).print(table)
     if json_out is not None:
-        write_atomic(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())
+        try:
+            write_outputs([(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())])
+        except ScopeFusionError as e:
+            _fail(str(e))
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -219,10 +245,34 @@ def _load_inputs(items: List[str]) -> dict:
         if not sep or not name or not file:
             raise BadInput(f"--input {item!r} is not NAME=file.npy")
         try:
+            _check_npy_size(file)
             feeds[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, MemoryError) as e:
             raise BadInput(f"--input {item!r}: cannot read {file!r} as a .npy array ({e})") from None
     return feeds
+
+
+def _check_npy_size(file: str) -> None:
+    """Refuses a .npy whose header claims more data than the file holds (before allocating it)."""
+    import os
+
+    import numpy as np
+
+    with open(file, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        count = 1
+        for d in shape:
+            count *= d
+        needed = count * dtype.itemsize
+        available = os.fstat(f.fileno()).st_size - f.tell()
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects, which are not read")
+    if needed > available:
+        raise ValueError(f"its header claims shape {shape} ({needed:,} bytes) but the file holds {available:,} bytes")
 
 
 def main(argv: Optional[List[str]] = None) -> None:

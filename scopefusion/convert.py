@@ -12,6 +12,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, use_budgets
+from .errors import ModelLoadError
 from .model import Model
 
 __all__ = ["convert", "fusion_setup"]
@@ -32,6 +34,8 @@ def convert(
     tags: Sequence[str] | None = None,
     savedmodel_loader: str = "native",
     progress: ProgressFn | None = None,
+    max_inlined_nodes: int = DEFAULT_MAX_INLINED_NODES,
+    max_folded_bytes: int = DEFAULT_MAX_FOLDED_BYTES,
 ) -> Model:
     """Converts the model at ``path``.
 
@@ -47,16 +51,32 @@ def convert(
         savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
             ``"tensorflow"`` (TensorFlow loads and freezes it).
         progress: called as ``progress(stage, done, total)`` during long stages.
+        max_inlined_nodes: nodes that inlining TF function calls may make, over the whole model.
+        max_folded_bytes: bytes of one value computed at build time; larger values stay unfolded, and a
+            larger one-value constant becomes a ``Fill`` (see :mod:`scopefusion.budgets`).
 
     Raises:
         ScopeFusionError: any stage's error (ModelLoadError, ParseError, FusionError, InferenceError).
     """
+    try:
+        budgets = Budgets(max_inlined_nodes=max_inlined_nodes, max_folded_bytes=max_folded_bytes)
+    except ValueError as e:
+        raise ModelLoadError(f"{path}: {e}") from None
+    with use_budgets(budgets):
+        return _convert(path, input_shapes=input_shapes, enable=enable, disable=disable, rules=rules, strict=strict,
+                        model_format=model_format, signature=signature, tags=tags,
+                        savedmodel_loader=savedmodel_loader, progress=progress)
+
+
+def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
+             progress) -> Model:
     from .dialects import default_op_registry
     from .ir.types import IRContext
     from .ir_builder.build import build_graph
     from .ir_builder.memory_plan import plan_memory
     from .ir_builder.profiles import build_profile, normalize_input_shapes
     from .ir_builder.shape_inference import infer_graph
+    from .ir_builder.size_limits import check_arena, check_tensor_sizes
     from .parser import load
     from .scope import PassManager, ScopeGraph
 
@@ -104,9 +124,13 @@ def convert(
             build_profile(graph, i, shapes, strict=strict, progress=report_progress(f"profile {i}"))
             for i, shapes in enumerate(profiles_wanted or [{}])
         ]
+        check_tensor_sizes(graph)
+        for i, profile in enumerate(profiles):
+            check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
-        for profile in profiles:
+        for i, profile in enumerate(profiles):
             profile.memory_plan = plan_memory(profile.graph)
+            check_arena(int(profile.memory_plan.arena_bytes), f"profile {i}")
     return Model(
         graph=graph,
         profiles=profiles,

@@ -98,11 +98,22 @@ def verify(
     """Converts ``path`` (``convert_options`` as for :func:`~scopefusion.convert.convert`) and compares it with
     the source framework on every shape profile (or on ``inputs`` alone when given)."""
     from .convert import convert
-    from .runtime.executor import Executor
-    from .runtime.source_runner import source_runner
 
     start = time.perf_counter()
     model = convert(path, **convert_options)
+    try:
+        return _run_and_compare(path, model, inputs, seed, rtol, atol, checked, start)
+    except MemoryError:
+        raise VerifyError(
+            f"{path}: running the model ran out of memory (its tensors are larger than this machine can hold); "
+            "verify it on smaller --input-shape profiles"
+        ) from None
+
+
+def _run_and_compare(path, model, inputs, seed: int, rtol: float, atol: float, checked: bool, start: float) -> VerifyReport:
+    from .runtime.executor import Executor
+    from .runtime.source_runner import source_runner
+
     executor = Executor(model, checked=checked)
     runner = source_runner(model.source)
     checks = []

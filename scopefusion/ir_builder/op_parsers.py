@@ -19,7 +19,7 @@ import numpy as np
 from ..dtypes import DType
 from ..errors import FusionError, ParseError
 from ..ir.attrs import LIST_STR, STR, AttrValue
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, GraphError, Node, Value
 from ..ir.opdef import ParamType
 from ..parser.source_graph import (
     ABSENT_INPUT,
@@ -32,7 +32,9 @@ from ..parser.source_graph import (
     SourceNode,
     is_back_edge_op_pair,
 )
+from .attr_checks import check_source_attrs
 from .source_attrs import convert_attrs
+from .splat_consts import add_constant
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..parser.op_signatures import OpSignatures
@@ -153,7 +155,7 @@ class OpParserRegistry:
         if parser is not None:
             return ctx.emit(node, parser(ctx, node))
         if node.value is not None or node.op_type == INITIALIZER_OP:
-            value = ctx.graph.add_const(_array(node), node.name, unique=False)
+            value = add_constant(ctx.graph, _array(node), node.name)
             return ctx.emit(node, value.producer)
         if node.op_type in INPUT_OPS and not node.inputs:
             return ctx.emit(node, self._input(ctx, node))
@@ -183,6 +185,7 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         plain = {k: v for k, v in node.attrs.items() if k not in node.subgraphs}
         attrs, dropped = convert_attrs(plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"))
+        check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
             ctx.dropped_attrs[node.name] = dropped
         inputs = [ctx.input_value(node, slot) for slot in range(len(node.inputs))]
@@ -242,9 +245,12 @@ class OpParserRegistry:
             ctx.dropped_attrs[fusion.name] = dropped
         typed["_original_nodes"] = AttrValue(LIST_STR, tuple(provenance["_original_nodes"]))
         name = fusion.name if fusion.name not in ctx.graph else ctx.graph.unique_name(fusion.name)
-        return ctx.graph.add_node(
-            op, inputs, name=name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
-        )
+        try:
+            return ctx.graph.add_node(
+                op, inputs, name=name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
+            )
+        except (GraphError, ValueError, TypeError) as e:
+            raise FusionError(_arity_message(fusion, name, op, len(inputs), num_outputs, e)) from None
 
     def convert_inner(
         self,
@@ -268,9 +274,21 @@ class OpParserRegistry:
         if dropped:
             ctx.dropped_attrs[inner.name] = dropped
         typed["_original_nodes"] = AttrValue(LIST_STR, tuple(provenance["_original_nodes"]))
-        return ctx.graph.add_node(
-            op, inputs, name=inner.name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
-        )
+        try:
+            return ctx.graph.add_node(
+                op, inputs, name=inner.name, attrs=typed, num_outputs=num_outputs, control_inputs=controls,
+                allow_unknown=True,
+            )
+        except (GraphError, ValueError, TypeError) as e:
+            raise FusionError(_arity_message(fusion, inner.name, op, len(inputs), num_outputs, e)) from None
+
+
+def _arity_message(fusion: "AcceptedFusion", node: str, op: str, n_in: int, n_out: int, error: Exception) -> str:
+    return (
+        f"rule {fusion.pass_name}: fusion {fusion.name!r} makes node {node!r} ({op}) with {n_in} input and {n_out} "
+        f"output port(s), which its op definition does not accept ({error}); fix the rule's insert_inputs / "
+        "insert_outputs"
+    )
 
 
 def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:

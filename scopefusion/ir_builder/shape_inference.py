@@ -21,11 +21,13 @@ from typing import Callable
 import numpy as np
 
 from .. import dtypes as _dt
+from ..budgets import current_budgets
 from ..errors import InferenceError
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
 from ..ir.opdef import InferContext, InputInfo
 from ..ir.types import TensorType
+from .consistency import check_contradictions
 
 __all__ = ["InferenceResult", "infer_graph"]
 
@@ -44,6 +46,7 @@ class InferenceResult:
     uninferred_nodes: list[str] = field(default_factory=list)
     dynamic_values: list[str] = field(default_factory=list)
     folded: int = 0
+    unfolded: list[str] = field(default_factory=list)  # nodes whose value is over max_folded_bytes
     known_values: dict[int, np.ndarray] = field(default_factory=dict)  # id(Value) -> value
 
     def known(self, value: Value) -> np.ndarray | None:
@@ -99,16 +102,25 @@ def infer_graph(
                 value.type = None
             continue
         infos = [input_info(v, None if v is None else result.known_values.get(id(v))) for v in node.inputs]
-        folded = _try_fold(node, infos)
         ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
         node.opdef.infer(ctx)
-        for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, ctx.results())):
+        inferred = ctx.results()
+        check_contradictions(node, infos, inferred)
+        folded = _try_fold(node, infos) if _fold_fits(node, inferred, result) else None
+        for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
             if folded is not None and i < len(folded) and folded[i] is not None:
                 array = np.asarray(folded[i])
                 result.known_values[id(value)] = array
                 folded_dtype = _dt.from_numpy(array.dtype)
                 shape, dtype = array.shape, dtype or folded_dtype
-            value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+            try:
+                value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+            except (TypeError, ValueError) as e:
+                # An op's inference (or a hostile input: a negative Tile multiple) produced an impossible shape.
+                raise InferenceError(
+                    f"node {node.name!r} ({node.op}): output {i} would get shape {list(shape or ())}, which is "
+                    f"impossible ({e}); the model's inputs contradict the op"
+                ) from None
         if folded is not None:
             result.folded += 1
     if progress is not None:
@@ -136,6 +148,27 @@ def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
     result.uninferred_nodes.append(node.name)
     for value in node.outputs:
         value.type = None
+
+
+def _fold_fits(node: Node, inferred, result: InferenceResult) -> bool:
+    """Whether folding ``node`` stays within the folded-value budget: every output's inferred shape is
+    known and its bytes are at most ``max_folded_bytes``. A larger value is left unfolded (it stays an op
+    with a known shape); the node is recorded in ``result.unfolded``."""
+    limit = current_budgets().max_folded_bytes
+    for shape, dtype, _ in inferred:
+        if shape is None or any(d is None or d < 0 for d in shape):
+            # An output whose shape inference cannot tell: only ops that fold from shapes alone are tried.
+            if node.opdef is None or node.opdef.fold is None:
+                return False
+            continue
+        itemsize = dtype.itemsize if isinstance(dtype, _dt.DType) else 8
+        size = itemsize
+        for d in shape:
+            size *= d
+        if size > limit:
+            result.unfolded.append(f"{node.name} ({size:,} bytes)")
+            return False
+    return True
 
 
 def _try_fold(node: Node, infos: list[InputInfo | None]) -> list[np.ndarray | None] | None:

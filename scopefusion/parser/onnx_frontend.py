@@ -365,6 +365,7 @@ def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tu
     if bad is not None:
         raise ParseError(f"{where}: the string field {bad} holds bytes that are not UTF-8; the file is corrupt")
     opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version) for o in model.opset_import}
+    _check_default_opset(opsets.get(""), where)
     external = ExternalData(base_dir if base_dir is not None else os.path.dirname(os.path.abspath(where)), where)
     builder = _Builder(where, views or {}, external, opsets)
     graph, _ = builder.graph(model.graph, ((7, 0),), frozenset())
@@ -402,3 +403,19 @@ def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, thre
     except _message.DecodeError as exc:
         raise ModelLoadError(f"{where}: not a valid ONNX model ({exc or 'protobuf decode error'}); the file is truncated or another format") from None
     return graph_from_model(model, where, _views(cuts, buffer), base_dir)
+
+
+def _check_default_opset(opset: int | None, where: str) -> None:
+    """The default domain's opset must be one the installed onnx knows (1..latest)."""
+    if opset is None:
+        return
+    from onnx import defs
+
+    latest = defs.onnx_opset_version()
+    if opset < 1:
+        raise ModelLoadError(f"{where}: the model imports ONNX opset {opset}; opsets start at 1, so the file is corrupt")
+    if opset > latest:
+        raise ModelLoadError(
+            f"{where}: the model imports ONNX opset {opset}, newer than the installed onnx knows (1..{latest}); "
+            "upgrade onnx or export the model at a lower opset"
+        )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..budgets import MAX_CALL_DEPTH, current_budgets
 from ..dtypes import DType
 from ..errors import ParseError
 from .op_signatures import OpSignatures, OutputArg
@@ -66,6 +67,10 @@ class FunctionLibrary:
         self._views = content_views or {}
         self._graphs: dict[str, SourceGraph] = {}
         self._building: list[str] = []
+        # Inlining budget: nodes made by inlining so far, and each function's node count once inlined.
+        self.max_inlined_nodes = current_budgets().max_inlined_nodes
+        self.inlined_nodes = 0
+        self._sizes: dict[str, int] = {}
 
     def __contains__(self, name: object) -> bool:
         return name in self._defs
@@ -92,6 +97,11 @@ class FunctionLibrary:
         if name in self._building:
             chain = " -> ".join(self._building + [name])
             raise ParseError(f"{self.where}: function {name!r} calls itself ({chain}); recursive functions cannot be inlined")
+        if len(self._building) >= MAX_CALL_DEPTH:
+            raise ParseError(
+                f"{self.where}: function calls nest more than {MAX_CALL_DEPTH} deep "
+                f"({self._building[0]} -> ... -> {name}); the function library is too deep to inline"
+            )
         self._building.append(name)
         try:
             graph = self._build(name)
@@ -252,8 +262,66 @@ class FunctionLibrary:
     def follow_control(self, tensor_map: dict, name: str) -> str:
         return self.follow(tensor_map, (name, 0))[0] if (name, 0) in tensor_map else name
 
+    def inlined_size(self, name: str) -> int:
+        """How many nodes inlining one call of function ``name`` makes (its calls inlined too), counted
+        from the FunctionDefs without building anything. A recursive call counts as one node (building
+        it is refused with its own message)."""
+        sizes = self._sizes
+        if name in sizes:
+            return sizes[name]
+        # Depth-first over the call graph with an explicit stack, so a deep library cannot exhaust Python's.
+        visiting: set[str] = set()
+        stack: list[tuple[str, list[str]]] = [(name, self._callees(name))]
+        visiting.add(name)
+        while stack:
+            fname, pending = stack[-1]
+            while pending and (pending[-1] in sizes or pending[-1] in visiting):
+                pending.pop()
+            if pending:
+                callee = pending.pop()
+                visiting.add(callee)
+                stack.append((callee, self._callees(callee)))
+                continue
+            stack.pop()
+            visiting.discard(fname)
+            total = 0
+            for called in self._call_list(fname):
+                total += 1 if called is None or called not in sizes else sizes[called]
+            sizes[fname] = min(total, 1 << 62)
+        return sizes[name]
+
+    def _call_list(self, fname: str) -> list[str | None]:
+        """Per body node of ``fname``: the library function it calls when inlined, else None."""
+        _, fdef = self._defs[fname]
+        out: list[str | None] = []
+        for node_def in fdef.node_def:
+            callee = None
+            if self.inline_calls:
+                if node_def.op in CALL_OPS and "f" in node_def.attr:
+                    target = node_def.attr["f"].func.name
+                    callee = target if target in self._defs else None
+                elif node_def.op in self._defs:
+                    callee = node_def.op
+            out.append(callee)
+        return out
+
+    def _callees(self, fname: str) -> list[str]:
+        return list(dict.fromkeys(c for c in self._call_list(fname) if c is not None))
+
+    def _charge(self, call: SourceNode, ref: FunctionRef, where: str) -> None:
+        size = self.inlined_size(ref.name)
+        total = self.inlined_nodes + size
+        if total > self.max_inlined_nodes:
+            raise ParseError(
+                f"{where}: inlining call node {call.name!r} (function {ref.name!r}, {size:,} nodes once its own calls "
+                f"are inlined) would make {total:,} inlined nodes, over the limit of {self.max_inlined_nodes:,}; "
+                "raise it with --max-inlined-nodes (max_inlined_nodes=) if the model is trusted"
+            )
+        self.inlined_nodes = total
+
     def _instantiate(self, call: SourceNode, ref: FunctionRef, taken: set[str], tensor_map: dict, call_sinks: dict,
                      where: str) -> list[SourceNode]:
+        self._charge(call, ref, where)
         body = self.graph(ref.name)
         if len(call.inputs) != len(body.inputs):
             raise ParseError(

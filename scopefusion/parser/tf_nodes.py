@@ -67,8 +67,12 @@ def decode_node_def(
     node = SourceNode(name=name, op_type=op, attrs=attrs, device=node_def.device)
     if op in CONST_OPS:
         value = attrs.get("value")
-        if isinstance(value, np.ndarray):
-            node.value = value
+        if not isinstance(value, np.ndarray):
+            found = "no 'value' attribute" if value is None else f"a 'value' attribute of {type(value).__name__}"
+            raise ParseError(
+                f"{where}: constant node {name!r} ({op}) has {found}; expected a tensor, so the model is incomplete or corrupt"
+            )
+        node.value = value
     elif op in ENTER_OPS:
         frame = attrs.get("frame_name")
         if isinstance(frame, str):

@@ -140,6 +140,12 @@ class PassRegistry:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
+        except SystemExit as exc:
+            sys.modules.pop(module_name, None)
+            raise FusionError(
+                f"cannot load fusion rules from {path}: the file calls sys.exit({exc.code!r}) while it is imported; "
+                "a rules file must only define rules"
+            ) from None
         except Exception as exc:
             sys.modules.pop(module_name, None)
             raise FusionError(f"cannot load fusion rules from {path}: {type(exc).__name__}: {exc}; fix the file") from exc
@@ -188,6 +194,10 @@ class PassRegistry:
             register(self)
         except FusionError:
             raise
+        except SystemExit as exc:
+            raise FusionError(
+                f"register(registry) from {where} calls sys.exit({exc.code!r}); it must only register rules"
+            ) from None
         except Exception as exc:
             raise FusionError(f"register(registry) from {where} failed: {type(exc).__name__}: {exc}") from exc
         return [e for e in self._entries() if id(e) not in before]

@@ -227,13 +227,21 @@ class ScopeTree:
         scope = self._scopes.get(key)
         if scope is not None:
             return scope
+        # The missing ancestors, innermost first; then created outermost first (no recursion, so a name
+        # with thousands of scope levels is fine).
+        missing = [key]
         cut = key.rfind("/", 0, len(key) - 1)
-        parent = self._ensure(key[: cut + 1]) if cut >= 0 else self.root
-        scope = Scope(key, parent, self)
-        parent._children[key] = scope
-        self._scopes[key] = scope
-        self._order.append(scope)
-        return scope
+        while cut >= 0 and key[: cut + 1] not in self._scopes:
+            missing.append(key[: cut + 1])
+            cut = key.rfind("/", 0, cut)
+        parent = self._scopes[key[: cut + 1]] if cut >= 0 else self.root
+        for name in reversed(missing):
+            scope = Scope(name, parent, self)
+            parent._children[name] = scope
+            self._scopes[name] = scope
+            self._order.append(scope)
+            parent = scope
+        return parent
 
     # ------------------------------------------------------------------ queries
     def all_scopes(self) -> list[Scope]:

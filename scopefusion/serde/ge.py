@@ -25,6 +25,10 @@ flat in the same way, into its own reserved attribute ``_subgraphs`` (a list of 
 back every graph of the model that no op names is a top-level graph: ``graphs[0]``, then the others
 in file order.
 
+Top-level graphs after the first (shape profiles) share the main graph's equal constants: their data
+is written once (layout in :mod:`scopefusion.serde.shared_weights`), and a model too large for one
+protobuf file is refused before it is written.
+
 Writing is deterministic: same IR, same bytes (maps sorted, ``deterministic=True``).
 """
 
@@ -46,6 +50,7 @@ from ..ir.opdef import OpRegistry
 from ..ir.types import IRContext
 from . import ge_ir_pb2 as pb
 from .attr_serializers import AttrSerializerRegistry, SerdeContext, default_serializer_registry
+from .shared_weights import SHARED_WEIGHT_ATTR, check_model_size, restore_shared_weights, share_weights
 from .tensors import value_type_from_desc, value_type_to_desc
 
 __all__ = [
@@ -76,7 +81,7 @@ GRAPH_NAME_ATTR = "_graph_name"
 SUBGRAPHS_ATTR = "_subgraphs"
 # Input slots that read a later op: TF1 loop back edges (NextIteration -> Merge), the one cycle a graph may hold.
 BACK_EDGES_ATTR = "_back_edges"
-RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR})
+RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR, SHARED_WEIGHT_ATTR})
 RESERVED_GRAPH_ATTRS = frozenset({GRAPH_NAME_ATTR, SUBGRAPHS_ATTR})
 _VT = pb.AttrDef.ListValue
 _INDEX = re.compile(r"-?[0-9]+")
@@ -123,10 +128,12 @@ def model_to_proto(
         model.custom_version = custom_version
     except (TypeError, ValueError) as e:
         raise SerdeError(f"invalid model name or version ({e}); the version is a uint32") from None
+    check_model_size(graphs)
     defs = [model.graph.add() for _ in graphs]
     sink = _BodySink(model.graph, set(names))
     for graph, graph_def in zip(graphs, defs):
         _write_graph(graph, graph_def, graph.name, sink, ctx)
+    share_weights(graphs, defs)
     for key, value in sorted((attrs or {}).items()):
         where = f"model attribute {key!r}"
         try:
@@ -157,6 +164,7 @@ def model_from_proto(
     referenced = {s for g in model.graph for op in g.op for s in op.subgraph_name}
     if names[0] in referenced:
         raise SerdeError(f"the main graph {names[0]!r} is named as a subgraph of an op; graph[0] must be the main graph")
+    restore_shared_weights(model)
     top = [g for i, g in enumerate(model.graph) if i == 0 or g.name not in referenced]
     bodies = _BodySource({g.name: g for g in model.graph if g.name in referenced}, "the model")
     graphs = tuple(_read_graph(g, bodies, ctx) for g in top)

@@ -10,10 +10,12 @@ a forwarded buffer; the arena size is the graph attribute ``_arena_bytes``. Valu
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from google.protobuf import text_format
 
+from ..ir.attrs import LIST_STR
 from . import ge
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,13 +28,13 @@ def model_to_proto(model: "Model"):
     profiles = list(model.profiles)
     for profile in profiles:
         plan = profile.memory_plan
-        profile.graph.attrs.set_attr("_profile_inputs", [f"{k}:{'*' if v is None else ','.join(map(str, v))}" for k, v in profile.inputs.items()])
+        profile.graph.attrs.set_attr("_profile_inputs", [f"{k}:{'*' if v is None else ','.join(map(str, v))}" for k, v in profile.inputs.items()], LIST_STR)
         if plan is not None:
             profile.graph.attrs.set_attr("_arena_bytes", int(plan.arena_bytes))
     proto = ge.model_to_proto(
         [model.graph] + [p.graph for p in profiles],
         name=model.graph.name,
-        attrs={"_source": model.source.path or "", "_framework": model.source.framework or ""},
+        attrs={"_source": os.path.basename(os.path.normpath(model.source.path)) if model.source.path else "", "_framework": model.source.framework or ""},
     )
     for profile, graph_def in zip(profiles, list(proto.graph)[1 : 1 + len(profiles)]):
         plan = profile.memory_plan

@@ -11,13 +11,12 @@ text. Updating writes the file only when its text would change.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from os import PathLike
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import SerdeError
+from ..files import write_atomic
 from ..ir.graph import Graph
 from .assertions import as_graph, graph_diff
 
@@ -63,15 +62,7 @@ def write_golden(path: str | PathLike, graph: Any) -> bool:
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".golden-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text.encode("utf-8"))
     return True
 
 

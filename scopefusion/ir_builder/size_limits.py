@@ -1,0 +1,36 @@
+"""Tensor sizes must fit int64: a dim of 2**62 is read, but a tensor whose element count or bytes, or a
+memory plan whose arena, would not fit is an :class:`~scopefusion.errors.InferenceError` naming it."""
+
+from __future__ import annotations
+
+from ..budgets import MAX_ELEMENTS
+from ..errors import InferenceError
+from ..ir.graph import Graph
+from ..ir.types import TensorType
+
+__all__ = ["check_arena", "check_tensor_sizes"]
+
+
+def check_tensor_sizes(graph: Graph, where: str = "") -> None:
+    """Raises InferenceError for the first value whose static bytes do not fit int64."""
+    for node in graph.nodes:
+        for value in node.outputs:
+            t = value.type
+            if not isinstance(t, TensorType) or not t.is_static:
+                continue
+            nbytes = t.nbytes
+            if nbytes is not None and nbytes > MAX_ELEMENTS:
+                raise InferenceError(
+                    f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}: "
+                    f"{nbytes:,} bytes, more than a tensor size can hold (int64); check the model's or --input-shape's dims"
+                )
+        for body in node.subgraphs.values():
+            check_tensor_sizes(body, where)
+
+
+def check_arena(arena_bytes: int, where: str) -> None:
+    if arena_bytes > MAX_ELEMENTS:
+        raise InferenceError(
+            f"{where}: the memory plan needs {arena_bytes:,} bytes, more than a size can hold (int64); "
+            "check the model's or --input-shape's dims"
+        )
