@@ -16,6 +16,7 @@ from typing import List, Optional
 
 import typer
 
+from .cli_checks import BadInput
 from .files import write_atomic
 
 __all__ = ["app", "main", "parse_input_shape"]
@@ -31,20 +32,25 @@ app = typer.Typer(
 EXIT_BAD_INPUT = 2
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    """Convert TensorFlow and ONNX models into a fused, typed, shape-inferred IR."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from . import __version__
 
         typer.echo(f"scopefusion {__version__}")
         raise typer.Exit(0)
 
 
-class BadInput(Exception):
-    """A command-line value that cannot be used; reported as one sentence with exit code 2."""
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
+) -> None:
+    """Convert TensorFlow and ONNX models into a fused, typed, shape-inferred IR."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def parse_input_shape(text: str) -> dict[str, tuple[int, ...]]:
@@ -86,7 +92,9 @@ def _fail(message: str) -> None:
 def convert(
     model: Path = typer.Argument(..., help="SavedModel directory, frozen GraphDef .pb, text .pbtxt, or .onnx file."),
     output: Path = typer.Option(..., "-o", "--output", help="Where to write the converted model."),
-    format: str = typer.Option("ge", "--format", help="Output format: ge, ge-text or onnx."),
+    format: Optional[str] = typer.Option(
+        None, "--format", help="Output format: ge, ge-text or onnx (default: from the output's suffix, else ge)."
+    ),
     input_shape: Optional[List[str]] = typer.Option(
         None, "--input-shape", help='One shape profile, "NAME:D,D;NAME:D,D"; repeat for more profiles.'
     ),
@@ -94,7 +102,7 @@ def convert(
     disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Turn off a general fusion pass."),
     rules: Optional[List[Path]] = typer.Option(None, "--rules", help="A Python file of user fusion rules (repeatable)."),
     strict: bool = typer.Option(False, "--strict", help="Fail on a raising pass or an op without a definition."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write the JSON report here."),
+    report: Optional[str] = typer.Option(None, "--report", help="Write the JSON report here ('-': to stdout, the summary to stderr)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     input_format: Optional[str] = typer.Option(None, "--input-format", help="Force the model format: savedmodel, pb, pbtxt, onnx."),
     signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature (default serving_default)."),
@@ -102,26 +110,30 @@ def convert(
     savedmodel_loader: str = typer.Option(
         "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary and no progress."),
 ) -> None:
     """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
+    from .cli_checks import check_pass_names, output_format
     from .errors import ScopeFusionError
     from .model import SAVE_FORMATS
 
-    if format not in SAVE_FORMATS:
-        _fail(f"--format {format!r} is not one of {', '.join(SAVE_FORMATS)}")
+    # Everything that can be checked without the model is checked before it is read.
     try:
+        fmt = output_format(output, format, SAVE_FORMATS)
         profiles = [parse_input_shape(text) for text in input_shape or []]
+        check_pass_names(enable_pass or (), disable_pass or (), rules or ())
     except BadInput as e:
+        _fail(str(e))
+    except ScopeFusionError as e:
         _fail(str(e))
     from rich.console import Console
 
+    from .cli_progress import progress_display
     from .convert import convert as run_convert
-    from .summary import progress_display, summary_tables
 
-    console = Console(stderr=True)
+    report_to_stdout = report == "-"
     try:
-        with progress_display(console, enabled=not quiet) as progress:
+        with progress_display(Console(stderr=True), enabled=not quiet) as progress:
             result = run_convert(
                 model,
                 input_shapes=profiles or None,
@@ -136,23 +148,31 @@ def convert(
                 progress=progress,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
-            files = [(output, result.to_bytes(format))]
-            if report is not None:
-                files.append((report, (json.dumps(result.report(), indent=2, sort_keys=True) + "\n").encode()))
+            files = [(output, result.to_bytes(fmt))]
+            report_text = json.dumps(result.report(), indent=2, sort_keys=True) + "\n"
+            if report is not None and not report_to_stdout:
+                files.append((Path(report), report_text.encode()))
             if html is not None:
                 from .html_report import render_html
 
                 files.append((html, render_html(result).encode("utf-8")))
-        for path, data in files:
-            write_atomic(path, data)
+            for done, (path, data) in enumerate(files):
+                if progress is not None:
+                    progress("write", done, len(files), str(path))
+                write_atomic(path, data)
+            if progress is not None:
+                progress("write", len(files), len(files), "")
     except ScopeFusionError as e:
         _fail(str(e))
     except OSError as e:
         _fail(f"cannot write the output ({e.strerror or e}: {e.filename or output}); check the directory exists and is writable")
+    if report_to_stdout:
+        sys.stdout.write(report_text)
+        sys.stdout.flush()
     if not quiet:
-        out = Console()
-        for table in summary_tables(result, output, format):
-            out.print(table)
+        from .summary import print_summary
+
+        print_summary(result.report(), str(output), fmt, to_stderr=report_to_stdout)
 
 
 @app.command()

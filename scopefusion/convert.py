@@ -10,13 +10,12 @@ import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .model import Model
+from .progress import ProgressFn, stage_progress
 
 __all__ = ["convert", "fusion_setup"]
-
-ProgressFn = Callable[[str, int, int], None]
 
 
 def convert(
@@ -46,7 +45,8 @@ def convert(
         signature / tags: the SavedModel signature and tag set.
         savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
             ``"tensorflow"`` (TensorFlow loads and freezes it).
-        progress: called as ``progress(stage, done, total)`` during long stages.
+        progress: called as ``progress(stage, done, total, detail)`` as the stages go
+            (:mod:`scopefusion.progress` lists them); None reports nothing.
 
     Raises:
         ScopeFusionError: any stage's error (ModelLoadError, ParseError, FusionError, InferenceError).
@@ -70,11 +70,6 @@ def convert(
         finally:
             timings[name] = round(timings.get(name, 0.0) + time.perf_counter() - start, 6)
 
-    def report_progress(name: str) -> Callable[[int, int], None] | None:
-        if progress is None:
-            return None
-        return lambda done, total: progress(name, done, total)
-
     profiles_wanted = normalize_input_shapes(input_shapes)
     options: dict[str, Any] = {}
     if model_format:
@@ -86,27 +81,35 @@ def convert(
     if savedmodel_loader != "native":
         options["savedmodel_loader"] = savedmodel_loader
     with stage("load"):
-        source = load(path, **options)
+        source = load(path, progress=progress, **options)
     with stage("scope"):
         scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
         ops = default_op_registry(source)
         manager = PassManager(registry, strict=strict, ops=ops)
-        fusion_run = manager.run(scope_graph)
+        fusion_run = manager.run(scope_graph, progress=progress)
     context = IRContext()
     with stage("build"):
+        if progress is not None:
+            progress("build", 0, 1, "")
         built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
+        if progress is not None:
+            progress("build", 1, 1, "")
     graph = built.graph
     with stage("infer"):
-        main_inference = infer_graph(graph, strict=strict, progress=report_progress("infer"))
-        profiles = [
-            build_profile(graph, i, shapes, strict=strict, progress=report_progress(f"profile {i}"))
-            for i, shapes in enumerate(profiles_wanted or [{}])
-        ]
+        main_inference = infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
+        profiles = []
+        for i, shapes in enumerate(profiles_wanted or [{}]):
+            report = stage_progress(progress, f"profile {i}", _shapes(shapes))
+            profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report))
     with stage("memory_plan"):
-        for profile in profiles:
+        for done, profile in enumerate(profiles):
+            if progress is not None:
+                progress("memory plan", done, len(profiles), f"profile {profile.index}")
             profile.memory_plan = plan_memory(profile.graph)
+        if progress is not None:
+            progress("memory plan", len(profiles), len(profiles), "")
     return Model(
         graph=graph,
         profiles=profiles,
@@ -116,6 +119,10 @@ def convert(
         dropped_attrs=built.dropped_attrs,
         timings=timings,
     )
+
+
+def _shapes(shapes: Mapping[str, Sequence[int]]) -> str:
+    return "; ".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items()) or "the model's own shapes"
 
 
 def fusion_setup(
