@@ -83,7 +83,8 @@ def summarise_weights(model: pb.ModelDef) -> int:
         digest = hashlib.sha256(tensor.SerializeToString(deterministic=True)).hexdigest()
         dtype = dtype_from_ge(tensor.desc.dtype, where)
         shape = ",".join(str(int(d)) for d in tensor.desc.shape.dim)
-        summary = np.array(f"{SUMMARY_PREFIX}{dtype.short}[{shape}] sha256:{digest}", dtype=object)
+        summary = np.empty((), dtype=object)
+        summary[()] = f"{SUMMARY_PREFIX}{dtype.short}[{shape}] sha256:{digest}"
         tensor.Clear()
         array_to_tensor_def(summary, tensor, where)
         count += 1
