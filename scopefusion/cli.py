@@ -122,9 +122,7 @@ def convert(
         fmt = output_format(output, format, SAVE_FORMATS)
         profiles = [parse_input_shape(text) for text in input_shape or []]
         check_pass_names(enable_pass or (), disable_pass or (), rules or ())
-    except BadInput as e:
-        _fail(str(e))
-    except ScopeFusionError as e:
+    except (BadInput, ScopeFusionError) as e:
         _fail(str(e))
     from rich.console import Console
 
@@ -194,12 +192,14 @@ def verify(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison as JSON here."),
 ) -> None:
     """Run MODEL in its framework and the converted, fused IR on the same inputs; exit 0 on match, 1 on mismatch."""
+    from .cli_checks import check_pass_names
     from .errors import ScopeFusionError
 
     try:
         profiles = [parse_input_shape(text) for text in input_shape or []]
         feeds = _load_inputs(input or [])
-    except BadInput as e:
+        check_pass_names(enable_pass or (), disable_pass or (), rules or ())
+    except (BadInput, ScopeFusionError) as e:
         _fail(str(e))
     from rich.console import Console
     from rich.table import Table

@@ -175,3 +175,9 @@ def test_the_progress_display_draws_only_in_a_terminal():
         progress("load", 3 << 20, 10 << 20, "model.pb")
         progress("fusion", 2, 11, "GeluFusion")
         progress("load", 0, 0, "SavedModel")
+
+
+def test_verify_checks_pass_names_before_loading(load_spy, tf_bert_pb):
+    result = CliRunner().invoke(app, ["verify", str(tf_bert_pb), "--enable-pass", "LayerNorm"])
+    assert result.exit_code == 2 and load_spy == []
+    assert "did you mean 'LayerNormFusion'" in " ".join(result.output.split())
