@@ -201,9 +201,6 @@ def verify(
         check_pass_names(enable_pass or (), disable_pass or (), rules or ())
     except (BadInput, ScopeFusionError) as e:
         _fail(str(e))
-    from rich.console import Console
-    from rich.table import Table
-
     from .verify import verify as run_verify
 
     options: dict = {"input_shapes": profiles or None, "enable": enable_pass or (), "disable": disable_pass or (), "rules": rules or ()}
@@ -217,14 +214,17 @@ def verify(
         report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
     except ScopeFusionError as e:
         _fail(str(e))
-    table = Table(title=f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)", title_justify="left")
-    for col in ("profile", "output", "shape", "max abs", "max rel", "result"):
-        table.add_column(col, justify="right" if col.startswith("max") else "left")
-    for check in report.checks:
-        for out in check.outputs:
-            table.add_row(str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
-                          f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
-    Console().print(table)
+    from .summary import Section, print_sections
+
+    rows = [
+        (str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
+         f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")
+        for check in report.checks
+        for out in check.outputs
+    ]  # fmt: skip
+    title = f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
+    columns = ("profile", "output", "shape", "max abs", "max rel", "result")
+    print_sections([Section(title, columns, rows, frozenset({"max abs", "max rel"}))])
     if json_out is not None:
         write_atomic(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())
     raise typer.Exit(0 if report.ok else 1)

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Section", "print_summary", "summary_sections", "summary_tables", "summary_text"]
+__all__ = ["Section", "print_sections", "print_summary", "summary_sections", "summary_tables", "summary_text"]
 
 
 @dataclass(frozen=True)
@@ -138,11 +138,15 @@ def _narrowest(section: Section) -> int:
 
 def print_summary(report: Mapping[str, Any], output: str, fmt: str, *, to_stderr: bool = False) -> None:
     """Prints the summary on stdout (stderr with ``to_stderr``): tables in a terminal, plain text otherwise."""
+    print_sections(summary_sections(report, output, fmt), to_stderr=to_stderr)
+
+
+def print_sections(sections: Sequence[Section], *, to_stderr: bool = False) -> None:
+    """Prints sections on stdout (stderr with ``to_stderr``): tables in a terminal, plain text otherwise."""
     import sys
 
     from rich.console import Console
 
-    sections = summary_sections(report, output, fmt)
     console = Console(stderr=to_stderr, highlight=False)
     if console.is_terminal and not console.is_dumb_terminal:
         for renderable in summary_tables(sections, console.width):
