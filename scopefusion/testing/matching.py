@@ -203,6 +203,7 @@ class _Matcher:
         self.attrs: list[AttrDifference] = []
         self.types: list[TypeDifference] = []
         self.extra_a: list[UnmatchedNode] = []
+        self.extra_unlisted = 0
         self.extra_b: list[UnmatchedNode] = []
 
     # ------------------------------------------------------------------ driver
@@ -521,6 +522,7 @@ class _Matcher:
                 ).run()  # fmt: skip
                 self.interface.extend(sub.interface)
                 self.extra_a.extend(sub.unmatched_a)
+                self.extra_unlisted += sub.unlisted
                 self.extra_b.extend(sub.unmatched_b)
                 self.attrs.extend(sub.attrs)
                 self.types.extend(sub.types)
@@ -578,6 +580,7 @@ class _Matcher:
             unmatched_a.append(UnmatchedNode(ra, reason, rb))
             unmatched_b.append(UnmatchedNode(rb, reason, ra))
         left_a, left_b = self._reported_leftovers()
+        unlisted = len(self._left(a)) - len(left_a) + len(self._left(b)) - len(left_b)
         sides = (
             (a, b, unmatched_a, self.hints_a, self.counterpart_a, left_a),
             (b, a, unmatched_b, self.hints_b, self.counterpart_b, left_b),
@@ -596,6 +599,7 @@ class _Matcher:
             tuple(self.types),
             tuple(self.interface),
             matched=len(self.order) - bad_pairs,
+            unlisted=unlisted + self.extra_unlisted,
         )
 
 

@@ -51,6 +51,7 @@ def test_a_one_op_change_is_the_first_and_only_entry(spec, op, nth, change):
     assert [u.node.name for u in diff.unmatched_a] == [name_a], diff.format()
     assert [u.node.name for u in diff.unmatched_b] == [name_b], diff.format()
     assert not diff.attrs and not diff.types and not diff.interface
+    assert diff.matched + 1 + diff.unlisted // 2 == len(spec.ops)
     first = diff.format().splitlines()[1]
     assert first.startswith(f"first unmatched node in a: %{name_a} = {change['op']}")
 
