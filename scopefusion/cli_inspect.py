@@ -66,6 +66,7 @@ def inspect(
     if input_format is None and _inspect_converted(model, depth, only):
         return
 
+    from .cli_checks import check_pass_names
     from .convert import fusion_setup
     from .dialects import default_op_registry
     from .errors import ScopeFusionError
@@ -76,6 +77,7 @@ def inspect(
     options = _options(enable_pass, disable_pass, rules, input_format, signature, tag)
     load_options: dict[str, Any] = {k: v for k, v in (("format", input_format), ("signature", signature), ("tags", tuple(tag or ()))) if v}
     try:
+        check_pass_names(options["enable"], options["disable"], options["rules"])  # before the model is read
         source = load(model, **load_options)
         graph = ScopeGraph.build(source)
         scope = graph.tree[explain] if explain is not None else None
@@ -83,7 +85,7 @@ def inspect(
         manager = PassManager(registry, ops=default_op_registry(source))
         run = manager.run(graph)
         explanations = manager.explain(scope, graph) if scope is not None else []
-    except ScopeFusionError as e:
+    except (BadInput, ScopeFusionError) as e:
         _fail(str(e))
     notes = scope_notes(run, graph.tree)
     console = Console(highlight=False)

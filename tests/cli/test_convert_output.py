@@ -181,3 +181,9 @@ def test_verify_checks_pass_names_before_loading(load_spy, tf_bert_pb):
     result = CliRunner().invoke(app, ["verify", str(tf_bert_pb), "--enable-pass", "LayerNorm"])
     assert result.exit_code == 2 and load_spy == []
     assert "did you mean 'LayerNormFusion'" in " ".join(result.output.split())
+
+
+def test_inspect_checks_pass_names_before_loading(load_spy, tf_bert_pb):
+    result = CliRunner().invoke(app, ["inspect", str(tf_bert_pb), "--disable-pass", "GeluFusionn"])
+    assert result.exit_code == 2 and load_spy == []
+    assert "did you mean 'GeluFusion'" in " ".join(result.output.split())
