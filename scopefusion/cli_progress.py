@@ -49,8 +49,8 @@ class _CountColumn(ProgressColumn):
 @contextmanager
 def progress_display(console: Console, *, enabled: bool = True) -> Iterator[ProgressFn | None]:
     """Yields the ``progress`` callable to pass to :func:`~scopefusion.convert.convert`, or None when
-    ``enabled`` is false or ``console`` is not an interactive terminal (a pipe, a CI log)."""
-    if not enabled or not console.is_terminal or console.is_dumb_terminal:
+    ``enabled`` is false or ``console`` is not an interactive terminal (a pipe, a CI log, ``TTY_INTERACTIVE=0``)."""
+    if not enabled or not console.is_interactive:
         yield None
         return
     columns = (
