@@ -235,22 +235,32 @@ def _read_onnx(path: Path, data: bytes) -> ConvertedModel:
 
 
 def _onnx_type(type_proto: Any) -> str:
-    from onnx import helper
 
     if not type_proto.HasField("tensor_type"):
         return "?"
-    from . import dtypes
-
     tensor = type_proto.tensor_type
-    try:
-        dt = dtypes.from_numpy(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-        short = dt.short if dt is not None else "?"
-    except (KeyError, TypeError, ValueError):
-        short = "?"
+    short = _onnx_dtype(tensor.elem_type)
     if not tensor.HasField("shape"):
         return f"{short}[*]"
     dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim]
     return f"{short}[{','.join(dims)}]"
+
+
+def _onnx_dtype(data_type: int) -> str:
+    """The short name of an ONNX element type (``f32``), ``?`` for one the IR has no dtype for."""
+    from onnx import helper
+
+    from . import dtypes
+
+    try:
+        dt = dtypes.from_numpy(helper.tensor_dtype_to_np_dtype(data_type))
+    except (KeyError, TypeError, ValueError):
+        return "?"
+    return dt.short if dt is not None else "?"
+
+
+def _onnx_weight(data_type: int, dims: list[int]) -> str:
+    return f"{_onnx_dtype(data_type)}[{','.join(map(str, dims))}]"
 
 
 def _onnx_lines(graph: Any, depth: int, body: str, out: list[OpLine]) -> None:
@@ -266,13 +276,15 @@ def _onnx_lines(graph: Any, depth: int, body: str, out: list[OpLine]) -> None:
                               body=body if first else ""))  # fmt: skip
             first = False
     for tensor in graph.initializer:
-        array = numpy_helper.to_array(tensor)
         line = OpLine(tensor.name, "initializer", depth=depth, body=body if first else "")
         first = False
-        if array.size > INLINE_ELEMENTS:
-            line.weight = _tensor_summary(array)
+        elements = 1
+        for dim in tensor.dims:
+            elements *= dim
+        if elements > INLINE_ELEMENTS:  # from the header alone: the data may be large, or stored outside
+            line.weight = _onnx_weight(tensor.data_type, list(tensor.dims))
         else:
-            line.value = str(array.tolist())
+            line.value = str(numpy_helper.to_array(tensor).tolist())
         out.append(line)
     for node in graph.node:
         for i, name in enumerate(node.output):
