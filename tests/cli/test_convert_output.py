@@ -187,3 +187,26 @@ def test_inspect_checks_pass_names_before_loading(load_spy, tf_bert_pb):
     result = CliRunner().invoke(app, ["inspect", str(tf_bert_pb), "--disable-pass", "GeluFusionn"])
     assert result.exit_code == 2 and load_spy == []
     assert "did you mean 'GeluFusion'" in " ".join(result.output.split())
+
+
+def test_quiet_prints_nothing(tf_bert_pb, tmp_path):
+    proc = run("convert", str(tf_bert_pb), "-o", str(tmp_path / "m.ge"), "--quiet")
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert (tmp_path / "m.ge").stat().st_size > 0
+
+
+def test_the_file_reader_reports_the_bytes_read(tmp_path):
+    from scopefusion.parser.wire import FileReader
+
+    path = tmp_path / "big.bin"
+    path.write_bytes(bytes(range(256)) * (12 << 12))  # 12 MiB
+    seen: list[tuple[int, int]] = []
+    with open(path, "rb") as f:
+        reader = FileReader(f.fileno(), path.stat().st_size, progress=lambda done, total: seen.append((done, total)))
+        for start in range(0, len(reader), 1 << 18):
+            reader[start:start + 100]
+            reader[start + 100]
+        reader[len(reader) - 1]
+    size = path.stat().st_size
+    assert seen[-1] == (size, size)
+    assert len(seen) >= 10 and all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
