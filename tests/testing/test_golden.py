@@ -113,3 +113,16 @@ def test_a_bert_golden_is_about_the_size_of_its_printed_graph(tf_bert_pb, tmp_pa
     size = path.stat().st_size
     assert size < 4 * len(format_graph(model.graph)) and size * 3 < len(golden_text(model, keep_weights=True))
     assert_matches_golden(model, path)
+
+
+@pytest.mark.parametrize("fixture", ["onnx_control_flow", "tf_rnn_pb", "tf2_control_flow_pb"])
+def test_goldens_of_models_with_bodies_and_loops_read_back(fixture, request, tmp_path):
+    from scopefusion.convert import convert
+
+    model = convert(request.getfixturevalue(fixture))
+    path = tmp_path / "m.golden.txt"
+    write_golden(path, model)
+    assert_matches_golden(model, path, check_names=True)
+    full = tmp_path / "full.golden.txt"
+    write_golden(full, model, keep_weights=True)
+    assert_matches_golden(model, full, check_names=True, atol=1e-9)  # by value: the bytes are there
