@@ -345,7 +345,7 @@ def _matches(line: OpLine, pattern: str) -> bool:
 
 def format_line(line: OpLine) -> str:
     """One op as one line of text (see the module docstring)."""
-    indent = "  " * line.depth
+    indent = "    " * line.depth
     if line.weight:
         return f"{indent}%{line.name} = weight {line.weight}"
     if line.value:
@@ -374,7 +374,7 @@ def format_lines(model: ConvertedModel, *, depth: int = 3, pattern: str | None =
         yield f"profile p{index}: {shapes}"
     for line in shown:
         if line.body and (pattern is None):
-            yield "  " * (line.depth - 1) + f"  body {line.body}:"
+            yield "    " * (line.depth - 1) + f"  body {line.body}:"
         yield format_line(line)
     hidden = len([line for line in model.lines if line.depth > depth])
     more = f"; {hidden} ops in bodies deeper than --depth {depth}" if hidden else ""
