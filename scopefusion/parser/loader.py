@@ -61,8 +61,8 @@ def load(
             (needs ``savedmodel_loader="tensorflow"``).
         savedmodel_loader: SavedModel only: ``"native"`` freezes the variables without TensorFlow,
             ``"tensorflow"`` lets TensorFlow load and freeze the SavedModel.
-        progress: called as ``progress("load", bytes_read, size, path)`` while a file is read (a
-            SavedModel reports its step with 0 / 0); see :mod:`scopefusion.progress`.
+        progress: called as ``progress("load", bytes_read, size, path)`` while a file is read; a SavedModel
+            reports each step with 0 / 0 (reading saved_model.pb, freezing); see :mod:`scopefusion.progress`.
 
     Raises:
         ModelLoadError: missing, empty, unreadable or mistyped file, wrong options, no such signature.
@@ -83,9 +83,6 @@ def load(
             from .savedmodel import DEFAULT_SIGNATURE, load_saved_model
 
             directory = where if os.path.isdir(where) else os.path.dirname(os.path.abspath(where))
-            if progress is not None:
-                step = "TensorFlow loads and freezes" if savedmodel_loader == "tensorflow" else "reading and freezing"
-                progress("load", 0, 0, f"SavedModel: {step} the signature")
             return load_saved_model(
                 directory,
                 signature=signature or DEFAULT_SIGNATURE,
@@ -93,6 +90,7 @@ def load(
                 inline_functions=inline_functions,
                 lower_control_flow=lower_control_flow,
                 loader=savedmodel_loader,
+                step=None if progress is None else (lambda text: progress("load", 0, 0, f"SavedModel: {text}")),
             )
         if os.path.isdir(where):
             raise ModelLoadError(f"{where}: is a directory, but format {fmt!r} is a file; pass the model file")

@@ -210,3 +210,11 @@ def test_the_file_reader_reports_the_bytes_read(tmp_path):
     size = path.stat().st_size
     assert seen[-1] == (size, size)
     assert len(seen) >= 10 and all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+
+
+def test_a_savedmodel_load_reports_its_steps(saved_model_keras):
+    seen: list[tuple[str, int, int, str]] = []
+    convert(saved_model_keras, progress=lambda *a: seen.append(a))
+    steps = [detail for stage, _, _, detail in seen if stage == "load"]
+    assert steps[:2] == ["SavedModel: reading saved_model.pb", "SavedModel: reading the checkpoint and freezing the variables"]
+    assert [s for s, *_ in seen][-1] == "memory plan"
