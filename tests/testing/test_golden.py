@@ -67,11 +67,21 @@ def test_the_plugin_option_is_the_golden_option():
     assert pytest_plugin.UPDATE_OPTION == UPDATE_OPTION
 
 
-def test_the_keras_cnn_golden_is_small_and_names_a_changed_weight(tf_convnet_pb, tmp_path):
+@pytest.fixture(scope="module")
+def zoo_keras_cnn_pb(model_store):
+    """The zoo's Keras CNN (``keras_activation_cnn``: Conv2D, BatchNormalization, swish, hard swish, Dense)."""
+    from tests.e2e.zoo import BY_NAME
+
+    model = BY_NAME["keras_activation_cnn"]
+    return model_store.file(model.file_name, model.builder)
+
+
+@pytest.mark.parametrize("fixture", ["zoo_keras_cnn_pb", "tf_convnet_pb"])
+def test_the_keras_cnn_golden_is_small_and_names_a_changed_weight(fixture, request, tmp_path):
     from scopefusion.convert import convert
     from scopefusion.serde.ge import model_from_proto, model_to_proto
 
-    model = convert(tf_convnet_pb)
+    model = convert(request.getfixturevalue(fixture))
     path = tmp_path / "convnet.golden.txt"
     write_golden(path, model)
     size = path.stat().st_size
