@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import typer
 
 from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES
-from .output_paths import check_output_paths, write_outputs
+from .cli_checks import BadInput
+from .output_paths import STDOUT, check_output_paths, write_outputs
 
 __all__ = ["app", "main", "parse_input_shape"]
 
@@ -32,20 +33,25 @@ app = typer.Typer(
 EXIT_BAD_INPUT = 2
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    """Convert TensorFlow and ONNX models into a fused, typed, shape-inferred IR."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from . import __version__
 
         typer.echo(f"scopefusion {__version__}")
         raise typer.Exit(0)
 
 
-class BadInput(Exception):
-    """A command-line value that cannot be used; reported as one sentence with exit code 2."""
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
+) -> None:
+    """Convert TensorFlow and ONNX models into a fused, typed, shape-inferred IR."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def parse_input_shape(text: str) -> dict[str, tuple[int, ...]]:
@@ -84,7 +90,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _check_outputs(outputs: List[tuple[str, Optional[Path]]], model: Path, rules: Optional[List[Path]],
+def _check_outputs(outputs: List[tuple[str, Union[str, Path, None]]], model: Path, rules: Optional[List[Path]],
                    binary: tuple[str, ...] = ()) -> None:
     """Refuses unusable output paths (``(option, path)``; ``-`` is stdout) before anything is converted (exit 2)."""
     from .errors import ScopeFusionError
@@ -100,7 +106,9 @@ def _check_outputs(outputs: List[tuple[str, Optional[Path]]], model: Path, rules
 def convert(
     model: Path = typer.Argument(..., help="SavedModel directory, frozen GraphDef .pb, text .pbtxt, or .onnx file."),
     output: Path = typer.Option(..., "-o", "--output", help="Where to write the converted model."),
-    format: str = typer.Option("ge", "--format", help="Output format: ge, ge-text or onnx."),
+    format: Optional[str] = typer.Option(
+        None, "--format", help="Output format: ge, ge-text or onnx (default: from the output's suffix, else ge)."
+    ),
     input_shape: Optional[List[str]] = typer.Option(
         None, "--input-shape", help='One shape profile, "NAME:D,D;NAME:D,D"; repeat for more profiles.'
     ),
@@ -108,7 +116,7 @@ def convert(
     disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Turn off a general fusion pass."),
     rules: Optional[List[Path]] = typer.Option(None, "--rules", help="A Python file of user fusion rules (repeatable)."),
     strict: bool = typer.Option(False, "--strict", help="Fail on a raising pass or an op without a definition."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write the JSON report here."),
+    report: Optional[str] = typer.Option(None, "--report", help="Write the JSON report here ('-': to stdout, the summary to stderr)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     input_format: Optional[str] = typer.Option(None, "--input-format", help="Force the model format: savedmodel, pb, pbtxt, onnx."),
     signature: Optional[str] = typer.Option(None, "--signature", help="SavedModel signature (default serving_default)."),
@@ -116,7 +124,7 @@ def convert(
     savedmodel_loader: str = typer.Option(
         "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no summary and no progress."),
     max_inlined_nodes: int = typer.Option(
         DEFAULT_MAX_INLINED_NODES, "--max-inlined-nodes", min=0, help="Nodes that inlining TF function calls may make."
     ),
@@ -125,25 +133,27 @@ def convert(
     ),
 ) -> None:
     """Convert MODEL, apply the fusion passes, infer shapes per profile, plan memory, and write OUT."""
+    from .cli_checks import check_pass_names, output_format
     from .errors import ScopeFusionError
     from .model import SAVE_FORMATS
 
-    if format not in SAVE_FORMATS:
-        _fail(f"--format {format!r} is not one of {', '.join(SAVE_FORMATS)}")
+    # Everything that can be checked without the model is checked before it is read.
     try:
+        fmt = output_format(output, format, SAVE_FORMATS)
         profiles = [parse_input_shape(text) for text in input_shape or []]
-    except BadInput as e:
+        check_pass_names(enable_pass or (), disable_pass or (), rules or ())
+    except (BadInput, ScopeFusionError) as e:
         _fail(str(e))
     _check_outputs([("-o", output), ("--report", report), ("--html", html)], model, rules,
-                   binary=("-o",) if format != "ge-text" else ())
+                   binary=("-o",) if fmt != "ge-text" else ())
     from rich.console import Console
 
+    from .cli_progress import progress_display
     from .convert import convert as run_convert
-    from .summary import progress_display, summary_tables
 
-    console = Console(stderr=True)
+    to_stdout = STDOUT in (str(output), str(report), str(html))
     try:
-        with progress_display(console, enabled=not quiet) as progress:
+        with progress_display(Console(stderr=True), enabled=not quiet) as progress:
             result = run_convert(
                 model,
                 input_shapes=profiles or None,
@@ -160,21 +170,25 @@ def convert(
                 max_folded_bytes=max_folded_bytes,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
-            files = [(output, result.to_bytes(format))]
+            files: list[tuple[Union[str, Path], bytes]] = [(output, result.to_bytes(fmt))]
             if report is not None:
                 files.append((report, (json.dumps(result.report(), indent=2, sort_keys=True) + "\n").encode()))
             if html is not None:
                 from .html_report import render_html
 
                 files.append((html, render_html(result).encode("utf-8")))
-        write_outputs(files)
+            if progress is not None:
+                progress("write", 0, len(files), str(output))
+            write_outputs(files)
+            if progress is not None:
+                progress("write", len(files), len(files), "")
     except ScopeFusionError as e:
         _fail(str(e))
     if not quiet:
-        # Names from the model are text, never markup; with an output on stdout the summary goes to stderr.
-        out = Console(markup=False, stderr="-" in (str(output), str(report), str(html)))
-        for table in summary_tables(result, output, format):
-            out.print(table)
+        from .summary import print_summary
+
+        # With an output on stdout, the summary goes to stderr.
+        print_summary(result.report(), str(output), fmt, to_stderr=to_stdout)
 
 
 @app.command()
@@ -196,17 +210,16 @@ def verify(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison as JSON here."),
 ) -> None:
     """Run MODEL in its framework and the converted, fused IR on the same inputs; exit 0 on match, 1 on mismatch."""
+    from .cli_checks import check_pass_names
     from .errors import ScopeFusionError
 
     try:
         profiles = [parse_input_shape(text) for text in input_shape or []]
         feeds = _load_inputs(input or [])
-    except BadInput as e:
+        check_pass_names(enable_pass or (), disable_pass or (), rules or ())
+    except (BadInput, ScopeFusionError) as e:
         _fail(str(e))
     _check_outputs([("--json", json_out)], model, rules)
-    from rich.console import Console
-    from rich.table import Table
-
     from .verify import verify as run_verify
 
     options: dict = {"input_shapes": profiles or None, "enable": enable_pass or (), "disable": disable_pass or (), "rules": rules or ()}
@@ -220,14 +233,17 @@ def verify(
         report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
     except ScopeFusionError as e:
         _fail(str(e))
-    table = Table(title=f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)", title_justify="left")
-    for col in ("profile", "output", "shape", "max abs", "max rel", "result"):
-        table.add_column(col, justify="right" if col.startswith("max") else "left")
-    for check in report.checks:
-        for out in check.outputs:
-            table.add_row(str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
-                          f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")  # fmt: skip
-    Console(markup=False).print(table)
+    from .summary import Section, print_sections
+
+    rows = [
+        (str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
+         f"{out.max_rel:.3g}", "ok" if out.ok else "MISMATCH")
+        for check in report.checks
+        for out in check.outputs
+    ]  # fmt: skip
+    title = f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
+    columns = ("profile", "output", "shape", "max abs", "max rel", "result")
+    print_sections([Section(title, columns, rows, frozenset({"max abs", "max rel"}))])
     if json_out is not None:
         try:
             write_outputs([(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())])

@@ -10,15 +10,14 @@ import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, use_budgets
 from .errors import ModelLoadError
 from .model import Model
+from .progress import ProgressFn, stage_progress
 
 __all__ = ["convert", "fusion_setup"]
-
-ProgressFn = Callable[[str, int, int], None]
 
 
 def convert(
@@ -50,7 +49,8 @@ def convert(
         signature / tags: the SavedModel signature and tag set.
         savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
             ``"tensorflow"`` (TensorFlow loads and freezes it).
-        progress: called as ``progress(stage, done, total)`` during long stages.
+        progress: called as ``progress(stage, done, total, detail)`` as the stages go
+            (:mod:`scopefusion.progress` lists them); None reports nothing.
         max_inlined_nodes: nodes that inlining TF function calls may make, over the whole model.
         max_folded_bytes: bytes of one value computed at build time; larger values stay unfolded, and a
             larger one-value constant becomes a ``Fill`` (see :mod:`scopefusion.budgets`).
@@ -90,11 +90,6 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         finally:
             timings[name] = round(timings.get(name, 0.0) + time.perf_counter() - start, 6)
 
-    def report_progress(name: str) -> Callable[[int, int], None] | None:
-        if progress is None:
-            return None
-        return lambda done, total: progress(name, done, total)
-
     profiles_wanted = normalize_input_shapes(input_shapes)
     options: dict[str, Any] = {}
     if model_format:
@@ -106,31 +101,39 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     if savedmodel_loader != "native":
         options["savedmodel_loader"] = savedmodel_loader
     with stage("load"):
-        source = load(path, **options)
+        source = load(path, progress=progress, **options)
     with stage("scope"):
         scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
         ops = default_op_registry(source)
         manager = PassManager(registry, strict=strict, ops=ops)
-        fusion_run = manager.run(scope_graph)
+        fusion_run = manager.run(scope_graph, progress=progress)
     context = IRContext()
     with stage("build"):
+        if progress is not None:
+            progress("build", 0, 1, "")
         built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
+        if progress is not None:
+            progress("build", 1, 1, "")
     graph = built.graph
     with stage("infer"):
-        main_inference = infer_graph(graph, strict=strict, progress=report_progress("infer"))
-        profiles = [
-            build_profile(graph, i, shapes, strict=strict, progress=report_progress(f"profile {i}"))
-            for i, shapes in enumerate(profiles_wanted or [{}])
-        ]
+        main_inference = infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
+        profiles = []
+        for i, shapes in enumerate(profiles_wanted or [{}]):
+            report = stage_progress(progress, f"profile {i}", _shapes(shapes))
+            profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report))
         check_tensor_sizes(graph)
         for i, profile in enumerate(profiles):
             check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
-        for i, profile in enumerate(profiles):
+        for done, profile in enumerate(profiles):
+            if progress is not None:
+                progress("memory plan", done, len(profiles), f"profile {profile.index}")
             profile.memory_plan = plan_memory(profile.graph)
-            check_arena(int(profile.memory_plan.arena_bytes), f"profile {i}")
+            check_arena(int(profile.memory_plan.arena_bytes), f"profile {profile.index}")
+        if progress is not None:
+            progress("memory plan", len(profiles), len(profiles), "")
     return Model(
         graph=graph,
         profiles=profiles,
@@ -140,6 +143,10 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         dropped_attrs=built.dropped_attrs,
         timings=timings,
     )
+
+
+def _shapes(shapes: Mapping[str, Sequence[int]]) -> str:
+    return "; ".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items()) or "the model's own shapes"
 
 
 def fusion_setup(

@@ -7,7 +7,8 @@
   the returned model as read-only. Under pytest-xdist each worker has its own cache.
 * ``assert_matches_golden`` (fixture): ``assert_matches_golden(graph, "name.golden.txt", **compare)``
   compares ``graph`` structurally with a golden file beside the test module (a relative name is resolved
-  against the test file's directory); see :mod:`scopefusion.testing.golden` for what the file holds.
+  against the test file's directory); see :mod:`scopefusion.testing.golden` for what the file holds
+  (weights as dtype, shape and content hash; ``keep_weights=True`` keeps their bytes).
 * ``--scopefusion-update-golden``: the golden checks rewrite their files instead of comparing, and the
   run ends with the list of files rewritten.
 
@@ -141,7 +142,7 @@ def assert_matches_golden(request: pytest.FixtureRequest) -> Callable[..., None]
         __tracebackhide__ = True
         path = Path(name) if Path(name).is_absolute() else directory / name
         if update:
-            if golden.write_golden(path, graph):
+            if golden.write_golden(path, graph, keep_weights=bool(compare.get("keep_weights", False))):
                 rewritten.append(path)
             return
         golden.assert_matches_golden(graph, path, **compare)

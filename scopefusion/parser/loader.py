@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ModelLoadError, ScopeFusionError
 from .detect import FORMATS, format_from_path, sniff
 from .source_graph import SourceGraph
 from .wire import FileReader
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..progress import ProgressFn
 
 __all__ = ["FORMATS", "load"]
 
@@ -43,6 +46,7 @@ def load(
     inline_functions: bool = True,
     lower_control_flow: bool = False,
     savedmodel_loader: str = "native",
+    progress: ProgressFn | None = None,
 ) -> SourceGraph:
     """Reads a model into a SourceGraph.
 
@@ -57,6 +61,8 @@ def load(
             (needs ``savedmodel_loader="tensorflow"``).
         savedmodel_loader: SavedModel only: ``"native"`` freezes the variables without TensorFlow,
             ``"tensorflow"`` lets TensorFlow load and freeze the SavedModel.
+        progress: called as ``progress("load", bytes_read, size, path)`` while a file is read; a SavedModel
+            reports each step with 0 / 0 (reading saved_model.pb, freezing); see :mod:`scopefusion.progress`.
 
     Raises:
         ModelLoadError: missing, empty, unreadable or mistyped file, wrong options, no such signature.
@@ -84,10 +90,12 @@ def load(
                 inline_functions=inline_functions,
                 lower_control_flow=lower_control_flow,
                 loader=savedmodel_loader,
+                step=None if progress is None else (lambda text: progress("load", 0, 0, f"SavedModel: {text}")),
             )
         if os.path.isdir(where):
             raise ModelLoadError(f"{where}: is a directory, but format {fmt!r} is a file; pass the model file")
-        return _load_file(where, fmt, forced=format is not None, outputs=outputs, inline_functions=inline_functions)
+        return _load_file(where, fmt, forced=format is not None, outputs=outputs, inline_functions=inline_functions,
+                          progress=progress)
     except ScopeFusionError:
         raise
     except MemoryError:
@@ -101,7 +109,8 @@ def load(
         ) from exc
 
 
-def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
+def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool,
+               progress: ProgressFn | None = None) -> SourceGraph:
     try:
         file = open(where, "rb")
     except OSError as exc:
@@ -115,8 +124,12 @@ def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[s
             mapped: Any = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"{where}: cannot map the file ({exc}); is it a regular file?") from None
-        reader = FileReader(file.fileno(), size)
-        return _parse(where, fmt, forced, mapped, reader, outputs, inline_functions)
+        read = None if progress is None else (lambda done, total: progress("load", done, total, where))
+        reader = FileReader(file.fileno(), size, progress=read)
+        graph = _parse(where, fmt, forced, mapped, reader, outputs, inline_functions)
+        if progress is not None:
+            progress("load", size, size, where)
+        return graph
 
 
 def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileReader,

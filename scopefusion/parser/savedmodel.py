@@ -21,7 +21,7 @@ named by the signature's keys.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from google.protobuf import message as _message
 from google.protobuf import text_format
@@ -108,12 +108,14 @@ def load_saved_model(
     inline_functions: bool = True,
     lower_control_flow: bool = False,
     loader: str = "native",
+    step: Callable[[str], None] | None = None,
 ) -> SourceGraph:
     """Loads one signature of a SavedModel, variables frozen, as a SourceGraph.
 
     Args:
         loader: ``"native"`` (no TensorFlow) or ``"tensorflow"`` (TensorFlow's own loading and freezing).
         lower_control_flow: ``tensorflow`` loader only: lower ``While`` / ``If`` to TF1 control flow.
+        step: called with what the loader starts next (``"reading saved_model.pb"``...), for a progress display.
 
     Raises:
         ModelLoadError: not a SavedModel, no such tag set or signature (the message lists those there
@@ -125,6 +127,8 @@ def load_saved_model(
         raise ModelLoadError(f"{directory}: unknown SavedModel loader {loader!r}; expected one of {', '.join(SAVEDMODEL_LOADERS)}")
     if loader == "native" and lower_control_flow:
         raise ModelLoadError(f"{directory}: lowering control flow needs TensorFlow; pass --savedmodel-loader tensorflow with it")
+    if step is not None:
+        step("reading saved_model.pb")
     proto = read_saved_model_proto(directory)
     meta = select_meta_graph(proto, directory, tags)
     signatures = sorted(k for k in meta.signature_def if k != _INIT_OP_KEY)
@@ -147,6 +151,8 @@ def load_saved_model(
         from .savedmodel_freeze import freeze_tf1, freeze_tf2
 
         freeze = freeze_tf2 if object_based else freeze_tf1
+        if step is not None:
+            step("reading the checkpoint and freezing the variables")
         graph = freeze(directory, meta, signature, sig, inline_functions=inline_functions)
         graph.metadata.update(metadata)
         return graph
@@ -157,6 +163,8 @@ def load_saved_model(
             f"{directory}: freezing a SavedModel's variables needs TensorFlow, which is not installed; "
             "pip install 'scopefusion[tf]' or pass a frozen GraphDef"
         ) from None
+    if step is not None:
+        step("TensorFlow loads and freezes the signature")
     try:
         if object_based:
             graph_def_bytes, inputs, outputs = _freeze_tf2(directory, tag_list, signature, lower_control_flow)
@@ -170,6 +178,8 @@ def load_saved_model(
             f"{directory}: TensorFlow could not load and freeze signature {signature!r} "
             f"({type(exc).__name__}: {first}); check that the SavedModel loads with tf.saved_model.load"
         ) from exc
+    if step is not None:
+        step("reading the frozen graph")
     graph_def, node_views, func_views = parse_graph_def_buffer(graph_def_bytes, directory)
     return graph_from_graph_def(
         graph_def,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Callable, Union
 
 __all__ = ["CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "iter_fields", "read_varint", "strip"]
 
@@ -47,12 +47,16 @@ class FileReader:
     Supports what the walker needs: ``len()``, ``reader[i]`` (an int) and ``reader[a:b]`` (bytes).
     """
 
-    def __init__(self, fd: int, size: int, chunk: int = 1 << 16) -> None:
+    def __init__(
+        self, fd: int, size: int, chunk: int = 1 << 16, progress: Callable[[int, int], None] | None = None
+    ) -> None:
         self._fd = fd
         self._size = size
         self._chunk = chunk
         self._start = 0
         self._data = b""
+        self._progress = progress  # called as progress(furthest byte read, size) when a chunk is loaded
+        self._furthest = 0
 
     def __len__(self) -> int:
         return self._size
@@ -60,6 +64,15 @@ class FileReader:
     def _load(self, pos: int) -> None:
         self._start = pos - pos % self._chunk
         self._data = os.pread(self._fd, self._chunk, self._start)
+        if self._progress is not None:
+            self._advance(self._start + len(self._data))
+
+    def _advance(self, end: int) -> None:
+        """Reports the furthest byte read, at most once per 1 MiB of progress."""
+        report = self._progress
+        if report is not None and (end >= self._furthest + (1 << 20) or (end == self._size and end > self._furthest)):
+            self._furthest = end
+            report(end, self._size)
 
     def __getitem__(self, key):
         if isinstance(key, slice):
@@ -70,6 +83,8 @@ class FileReader:
                 return b""
             if self._start <= start and stop <= self._start + len(self._data):
                 return self._data[start - self._start:stop - self._start]
+            if self._progress is not None:
+                self._advance(stop)
             return os.pread(self._fd, stop - start, start)
         if key < 0:
             key += self._size

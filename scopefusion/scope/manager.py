@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
 from ..errors import FusionError
 from .accepted import AcceptedFusion, PatternCheck, Refusal
@@ -22,6 +22,9 @@ from .op_types import KnownOpTypes, OpDefinitionLike, framework_dialect
 from .plan import FusionPlan
 from .registry import PassRegistry
 from .tree import Scope, ScopeTree
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..progress import ProgressFn
 
 __all__ = ["Explanation", "PassManager", "PassReport", "RunReport"]
 
@@ -145,9 +148,10 @@ class PassManager:
             self._known = known_types.__contains__
         self._last: tuple[ScopeGraph, RunReport, dict[str, set[str]]] | None = None
 
-    def run(self, graph: ScopeGraph) -> RunReport:
+    def run(self, graph: ScopeGraph, progress: ProgressFn | None = None) -> RunReport:
         """Runs every enabled pass on ``graph`` (whose sub_types are cleared first) and returns the
-        per-pass reports with the fusion plan."""
+        per-pass reports with the fusion plan; ``progress("fusion", done, total, pass_name)`` is called
+        before each pass and once at the end (see :mod:`scopefusion.progress`)."""
         start = time.perf_counter()
         graph.tree.reset_sub_types()
         known: KnownOpTypes | Callable[[str], bool] | None = self._known
@@ -156,7 +160,10 @@ class PassManager:
         plan = FusionPlan(graph, known)
         reports: list[PassReport] = []
         matched_by_pass: dict[str, set[str]] = {}
-        for entry in self.registry.enabled_passes():
+        enabled = self.registry.enabled_passes()
+        for done, entry in enumerate(enabled):
+            if progress is not None:
+                progress("fusion", done, len(enabled), entry.name)
             report = PassReport(entry.name, entry.source)
             reports.append(report)
             t0 = time.perf_counter()
@@ -186,6 +193,8 @@ class PassManager:
                     report.results_accepted.append(recorded.name)
             report.status = CHANGED if report.results_accepted else NOT_CHANGED
             report.seconds = time.perf_counter() - t0
+        if progress is not None:
+            progress("fusion", len(enabled), len(enabled), "")
         replaced = [str(r) for r in self.registry.replacements]
         run = RunReport(reports, plan, time.perf_counter() - start, replaced)
         self._last = (graph, run, matched_by_pass)

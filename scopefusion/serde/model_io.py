@@ -62,4 +62,10 @@ def model_to_bytes(model: "Model") -> bytes:
 
 
 def model_to_text(model: "Model") -> str:
-    return text_format.MessageToString(model_to_proto(model))
+    """The text form: as the binary one, but a profile graph equal to the main graph is written once
+    (:mod:`.ge_profiles_text`)."""
+    from .ge_profiles_text import merge_profiles_equal_to_main
+
+    proto = model_to_proto(model)
+    merge_profiles_equal_to_main(proto, len(model.profiles))
+    return text_format.MessageToString(proto)

@@ -68,7 +68,8 @@ class TypeDifference:
 class GraphDiff:
     """How graph ``a`` differs from graph ``b``; ``equal`` when it does not.
 
-    Lists are in discovery order: nearest to a graph output first.
+    Lists are in discovery order: nearest to a graph output first. ``unlisted`` counts the unpaired nodes
+    left out of the lists because the other side has their twins (the weights a changed op reads).
     """
 
     unmatched_a: tuple[UnmatchedNode, ...] = ()
@@ -77,6 +78,7 @@ class GraphDiff:
     types: tuple[TypeDifference, ...] = ()
     interface: tuple[str, ...] = ()
     matched: int = 0
+    unlisted: int = 0
 
     @property
     def equal(self) -> bool:
@@ -95,7 +97,8 @@ class GraphDiff:
             parts.append(_count(len(self.attrs), "attribute difference"))
         if self.types:
             parts.append(_count(len(self.types), "type difference"))
-        return f"graphs differ: {', '.join(parts)} ({self.matched} nodes matched)"
+        unlisted = f"; {self.unlisted} unpaired nodes with twins on the other side not listed" if self.unlisted else ""
+        return f"graphs differ: {', '.join(parts)} ({self.matched} nodes matched{unlisted})"
 
     def format(self, limit: int = 8) -> str:
         """The difference as text, smallest first; at most ``limit`` rows per section."""

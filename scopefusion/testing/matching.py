@@ -31,6 +31,13 @@ Then, in order:
 Finally every pair's inputs, control inputs and the graph outputs are checked against the pairing, so
 the verdict does not depend on the heuristics above: they only decide how fast a pairing is found and
 which difference is reported first (nearest to a graph output).
+
+NOTE: what is reported. A node left unpaired only because its consumer changed is not a difference
+of its own: the weights a changed op reads (equal constants such as zero biases or unit scales, and
+their ``Identity`` reads) may have twins elsewhere that leave them no unique counterpart. So an
+unpaired node whose input cone (its signature and, recursively, its producers', down to paired
+nodes) an unpaired node of the other side also has is left out of the lists, as long as some other
+difference remains to be reported; the verdict is the same either way.
 """
 
 from __future__ import annotations
@@ -196,6 +203,7 @@ class _Matcher:
         self.attrs: list[AttrDifference] = []
         self.types: list[TypeDifference] = []
         self.extra_a: list[UnmatchedNode] = []
+        self.extra_unlisted = 0
         self.extra_b: list[UnmatchedNode] = []
 
     # ------------------------------------------------------------------ driver
@@ -514,9 +522,51 @@ class _Matcher:
                 ).run()  # fmt: skip
                 self.interface.extend(sub.interface)
                 self.extra_a.extend(sub.unmatched_a)
+                self.extra_unlisted += sub.unlisted
                 self.extra_b.extend(sub.unmatched_b)
                 self.attrs.extend(sub.attrs)
                 self.types.extend(sub.types)
+
+    def _reported_leftovers(self) -> tuple[list[Node], list[Node]]:
+        """The unpaired nodes worth reporting on each side (see the module NOTE on what is reported)."""
+        left_a, left_b = self._left(self.a), self._left(self.b)
+        if not left_a or not left_b:
+            return left_a, left_b
+        cone_a, cone_b = self._cone_keys(self.a, left_a), self._cone_keys(self.b, left_b)
+        keep_a = _excess(left_a, cone_a, Counter(cone_b[n] for n in left_b))
+        keep_b = _excess(left_b, cone_b, Counter(cone_a[n] for n in left_a))
+        if keep_a or keep_b or self.bad or self.attrs or self.types or self.interface:
+            return keep_a, keep_b
+        return left_a, left_b
+
+    def _cone_keys(self, side: _Side, left: list[Node]) -> dict[Node, int]:
+        """A hash per unpaired node of its input cone: its signature and its producers' cone keys (a
+        paired producer by its pair id), computed without recursion; a cycle is cut at the repeated node."""
+        pid = self.pid_a if side is self.a else self.pid_b
+        keys: dict[Node, int] = {}
+        open_nodes: set[Node] = set()
+
+        def ref(p: Node) -> int:
+            if p in pid:
+                return hash(("p", pid[p]))
+            return keys.get(p, hash(("cycle", side.signature(p))))
+
+        for root in left:
+            stack = [(root, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if node in keys:
+                    continue
+                if not expanded:
+                    open_nodes.add(node)
+                    stack.append((node, True))
+                    producers = [v.producer for v in node.inputs if v is not None] + list(node.control_inputs)
+                    stack.extend((p, False) for p in producers if p not in pid and p not in keys and p not in open_nodes)
+                    continue
+                open_nodes.discard(node)
+                inputs = tuple(None if v is None else (ref(v.producer), v.index) for v in node.inputs)
+                keys[node] = hash((side.signature(node), inputs, tuple(sorted(ref(c) for c in node.control_inputs))))
+        return keys
 
     def _result(self) -> GraphDiff:
         # Nearest to a graph output first: disagreeing pairs, then nodes without a counterpart.
@@ -529,9 +579,14 @@ class _Matcher:
             ra, rb = a.ref(na), b.ref(nb)
             unmatched_a.append(UnmatchedNode(ra, reason, rb))
             unmatched_b.append(UnmatchedNode(rb, reason, ra))
-        sides = ((a, b, unmatched_a, self.hints_a, self.counterpart_a), (b, a, unmatched_b, self.hints_b, self.counterpart_b))
-        for side, other, out, hints, counterparts in sides:
-            left = sorted(self._left(side), key=lambda n: (side.depth(n), side.position[n]))
+        left_a, left_b = self._reported_leftovers()
+        unlisted = len(self._left(a)) - len(left_a) + len(self._left(b)) - len(left_b)
+        sides = (
+            (a, b, unmatched_a, self.hints_a, self.counterpart_a, left_a),
+            (b, a, unmatched_b, self.hints_b, self.counterpart_b, left_b),
+        )
+        for side, other, out, hints, counterparts, leftovers in sides:
+            left = sorted(leftovers, key=lambda n: (side.depth(n), side.position[n]))
             for n in left:
                 reason = hints.get(n, "no node of the other graph corresponds to it")
                 counterpart = counterparts.get(n)
@@ -544,6 +599,7 @@ class _Matcher:
             tuple(self.types),
             tuple(self.interface),
             matched=len(self.order) - bad_pairs,
+            unlisted=unlisted + self.extra_unlisted,
         )
 
 

@@ -21,5 +21,5 @@ def test_load_signature():
 
     params = inspect.signature(parser.load).parameters
     assert list(params) == ["path", "format", "signature", "tags", "outputs", "inline_functions", "lower_control_flow",
-                            "savedmodel_loader"]
+                            "savedmodel_loader", "progress"]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in params.items() if name != "path")
