@@ -168,7 +168,7 @@ def test_hostile_cases_exit_0_or_2_with_one_sentence(case, strict, tmp_path):
     name, build, extra, code, words = CASES[case]
     model = tmp_path / name
     model.write_bytes(build())
-    out = tmp_path / "out.ge"
+    out = tmp_path / ("out.ge.txt" if "ge-text" in extra else "out.ge")
     rc, _, stderr = run_limited("convert", str(model), "-o", str(out), "-q", *extra, *(["--strict"] if strict else []))
     assert rc == code, stderr
     assert words in " ".join(stderr.split())
