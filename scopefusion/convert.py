@@ -63,9 +63,15 @@ def convert(
     except ValueError as e:
         raise ModelLoadError(f"{path}: {e}") from None
     with use_budgets(budgets):
-        return _convert(path, input_shapes=input_shapes, enable=enable, disable=disable, rules=rules, strict=strict,
-                        model_format=model_format, signature=signature, tags=tags,
-                        savedmodel_loader=savedmodel_loader, progress=progress)
+        try:
+            return _convert(path, input_shapes=input_shapes, enable=enable, disable=disable, rules=rules,
+                            strict=strict, model_format=model_format, signature=signature, tags=tags,
+                            savedmodel_loader=savedmodel_loader, progress=progress)
+        except MemoryError:
+            raise ModelLoadError(
+                f"{path}: converting the model ran out of memory; lower --max-inlined-nodes / --max-folded-bytes "
+                "(max_inlined_nodes= / max_folded_bytes=) to refuse such models early, or convert on a larger machine"
+            ) from None
 
 
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,

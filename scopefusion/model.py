@@ -73,6 +73,16 @@ class Model:
 
     # ------------------------------------------------------------------ output
     def to_bytes(self, format: str = "ge") -> bytes:
+        """The model in ``format``; SerdeError when the format is unknown or the bytes do not fit in memory."""
+        try:
+            return self._render(format)
+        except MemoryError:
+            raise SerdeError(
+                f"writing the model as {format} ran out of memory ({len(self.graph.nodes):,} nodes, "
+                f"{len(self.profiles)} profile(s)); write fewer profiles or convert on a larger machine"
+            ) from None
+
+    def _render(self, format: str) -> bytes:
         if format == "ge":
             from .serde.model_io import model_to_bytes
 

@@ -147,7 +147,7 @@ def print_sections(sections: Sequence[Section], *, to_stderr: bool = False) -> N
 
     from rich.console import Console
 
-    console = Console(stderr=to_stderr, highlight=False)
+    console = Console(stderr=to_stderr, highlight=False, markup=False)  # model names are text, never markup
     if console.is_terminal and not console.is_dumb_terminal:
         for renderable in summary_tables(sections, console.width):
             console.print(renderable)

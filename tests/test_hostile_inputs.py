@@ -318,3 +318,20 @@ def test_an_impossible_inferred_shape_is_an_inference_error(tmp_path):
     model.write_bytes(hostile.tf_graph(nodes))
     with pytest.raises(InferenceError, match=r"node 't' \(tf.Tile\): output 0 would get shape \[0, -1048576, 0\]"):
         convert(model)
+
+
+def test_markup_in_op_types_is_printed_as_written_in_a_terminal(tmp_path, monkeypatch, capsys):
+    import rich.console
+
+    from scopefusion.summary import print_summary
+
+    class Terminal(rich.console.Console):
+        def __init__(self, **options):
+            super().__init__(force_terminal=True, width=150, **options)
+
+    model = tmp_path / "m.pb"
+    model.write_bytes(hostile.tf_graph([hostile.placeholder("x", (2,)), hostile._tf_node("[/x]y", "[/x]Op", ["x"])]))
+    result = convert(model)
+    monkeypatch.setattr(rich.console, "Console", Terminal)
+    print_summary(result.report(), "o.ge", "ge")
+    assert "[/x]Op" in capsys.readouterr().out
