@@ -26,6 +26,7 @@ which has LayerNormalization, Gelu and Attention).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import onnx
@@ -37,6 +38,8 @@ from ..ir.types import TensorType
 from .onnx_attrs import type_proto
 from .onnx_fused import FusedExporterRegistry, default_fused_exporters
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
+from .onnx_lowering import LoweringRegistry, default_lowerings
+from .onnx_optimize import optimize_graph
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
@@ -47,6 +50,7 @@ __all__ = [
     "graph_to_onnx",
     "model_to_onnx",
     "model_to_onnx_bytes",
+    "unlowered_message",
 ]
 
 DEFAULT_EXPORT_OPSET = 23
@@ -66,7 +70,13 @@ def model_to_onnx_bytes(model: "Model", **options: Any) -> bytes:
 
 
 def model_to_onnx(
-    model: "Model", *, opset: int | None = None, exporters: FusedExporterRegistry | None = None
+    model: "Model",
+    *,
+    opset: int | None = None,
+    exporters: FusedExporterRegistry | None = None,
+    lowerings: LoweringRegistry | None = None,
+    keep_tf_ops: bool = False,
+    optimize: bool = True,
 ) -> onnx.ModelProto:
     """The ONNX ``ModelProto`` of ``model``'s main graph.
 
@@ -75,6 +85,10 @@ def model_to_onnx(
         opset: the default-domain opset for a model without one of its own (TF-born); an ONNX-born model
             is exported at its own opset (see the module NOTE), and another value is an error.
         exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+        lowerings: ``tf`` op lowerings (default: :func:`~.onnx_lowering.default_lowerings`).
+        keep_tf_ops: write ``tf`` ops without a lowering in domain ``tf`` instead of failing (the file
+            will not run in onnxruntime).
+        optimize: clean the lowered graph up (identities, transposes, constants; :mod:`.onnx_optimize`).
 
     Raises:
         SerdeError: something in the IR has no ONNX form; the message names it.
@@ -103,6 +117,9 @@ def model_to_onnx(
         functions=functions,
         graph_name=(source.name if source.is_onnx and source.name else None),
         profiles=[p.graph for p in model.profiles],
+        lowerings=lowerings,
+        keep_tf_ops=keep_tf_ops,
+        optimize=optimize and source.framework != "onnx",
     )
     if source.is_onnx:
         meta = source.metadata
@@ -123,6 +140,9 @@ def graph_to_onnx(
     functions: Iterable[onnx.FunctionProto] = (),
     graph_name: str | None = None,
     profiles: Iterable[Graph] = (),
+    lowerings: LoweringRegistry | None = None,
+    keep_tf_ops: bool = False,
+    optimize: bool = False,
 ) -> onnx.ModelProto:
     """An ONNX ``ModelProto`` of one IR graph (what :func:`model_to_onnx` does without a ``Model``).
 
@@ -135,6 +155,9 @@ def graph_to_onnx(
         functions: model-local functions to include.
         graph_name: the ONNX graph's name (default: the IR graph's).
         profiles: inferred copies of ``graph`` whose input and output types may complete the graph's own.
+        lowerings: ``tf`` op lowerings (default: :func:`~.onnx_lowering.default_lowerings`).
+        keep_tf_ops: write ``tf`` ops without a lowering in domain ``tf`` instead of failing.
+        optimize: clean the graph up after writing it (:mod:`.onnx_optimize`).
 
     Raises:
         SerdeError: something in the graph has no ONNX form; the message names it.
@@ -143,8 +166,15 @@ def graph_to_onnx(
     latest = onnx.defs.onnx_opset_version()
     if not isinstance(opset, int) or not 1 <= opset <= latest:
         raise SerdeError(f"ONNX opset {opset!r} is not one the installed onnx {onnx.__version__} knows (1..{latest}); pick one in that range")
-    writer = GraphWriter(opset, exporters if exporters is not None else default_fused_exporters(), domain_versions)
+    if not 17 <= opset and _has_tf_ops(graph):
+        raise SerdeError(f"ONNX opset {opset} is below 17, the lowest a TensorFlow model is exported at; pick 17..{latest}")
+    writer = GraphWriter(opset, exporters if exporters is not None else default_fused_exporters(), domain_versions,
+                         lowerings=lowerings if lowerings is not None else default_lowerings())
     body = _guard(lambda: writer.write(graph, dim_params=dim_params), f"graph {graph.name!r}")
+    if writer.unlowered and not keep_tf_ops:
+        raise SerdeError(unlowered_message(writer.unlowered))
+    if optimize:
+        _guard(lambda: optimize_graph(body), f"graph {graph.name!r} (clean-up)")
     if graph_name:
         body.name = graph_name
     functions = list(functions)
@@ -164,6 +194,23 @@ def graph_to_onnx(
 
 
 # ----------------------------------------------------------------------------- helpers
+def unlowered_message(unlowered: list[tuple[str, str, str]]) -> str:
+    """One sentence naming each TF op type without an ONNX form, its count, and one reason."""
+    counts = Counter(op for op, _, _ in unlowered)
+    reasons: dict[str, str] = {}
+    for op, node, why in unlowered:
+        reasons.setdefault(op, f"{node!r}: {why}")
+    parts = [f"tf.{op} x{n} ({reasons[op]})" for op, n in sorted(counts.items())]
+    return (
+        f"{sum(counts.values())} TensorFlow op(s) have no ONNX lowering: {'; '.join(parts)}; pass --keep-tf-ops "
+        "(keep_tf_ops=True) to write them in domain 'tf', which onnxruntime cannot run"
+    )
+
+
+def _has_tf_ops(graph: Graph) -> bool:
+    return any(n.dialect == "tf" for n in graph.nodes)
+
+
 def _own_opset(imports: Mapping[str, int]) -> int | None:
     version = imports.get("", imports.get("ai.onnx"))
     return int(version) if version is not None else None

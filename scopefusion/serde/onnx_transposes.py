@@ -1,0 +1,225 @@
+"""Transposes of a lowered ONNX graph pushed down, composed and cancelled (see :mod:`.onnx_optimize`).
+
+TensorFlow's channels-last convolutions are lowered as ``Transpose → Conv → Transpose`` (to channels first
+and back). Between two convolutions the back-and-forth pair meets once the transpose after the first
+has moved below every layout-agnostic op in between:
+
+* ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
+* ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
+  where the constant ``c`` is broadcast to the rank and permuted by the inverse of ``p`` (``c'``); the same
+  for ``Reduce*`` (axes mapped through ``p``; without ``keepdims`` the remaining dims get their own
+  permutation), ``Pad`` (pads permuted), ``Concat`` and ``Softmax`` / ``LogSoftmax`` (axis mapped).
+  A move is made when it removes at least as many transposes as it adds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+from onnx import helper
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .onnx_optimize import GraphIndex
+
+__all__ = ["push_transposes"]
+
+_UNARY = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu", "Exp", "Log", "Sqrt", "Neg", "Abs", "Cast", "Erf",
+          "Softplus", "Softsign", "HardSigmoid", "HardSwish", "Not", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
+          "Sin", "Cos", "IsNaN", "IsInf", "Clip", "Identity", "Gelu", "Celu", "ThresholdedRelu", "Mish"}
+_BROADCAST = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Equal", "Less", "Greater", "LessOrEqual",
+              "GreaterOrEqual", "And", "Or", "Xor", "Where", "Sum", "Mean", "PRelu", "Mod", "BitwiseAnd",
+              "BitwiseOr", "BitwiseXor"}
+_REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceSumSquare", "ReduceLogSumExp"}
+_AXIS = {"Concat", "Softmax", "LogSoftmax"}
+
+
+def push_transposes(index: "GraphIndex") -> bool:
+    """One sweep over the graph in order; True when something changed."""
+    changed = False
+    for node in list(index.graph.node):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type == "Transpose":
+            changed |= _compose(index, node)
+        elif node.op_type in _UNARY or node.op_type in _BROADCAST or node.op_type in _REDUCE or \
+                node.op_type in _AXIS or node.op_type == "Pad":
+            changed |= _push_through(index, node)
+    return changed
+
+
+def _perm(node: onnx.NodeProto) -> list[int] | None:
+    for a in node.attribute:
+        if a.name == "perm":
+            return list(a.ints)
+    return None
+
+
+def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
+    for k, a in enumerate(node.attribute):
+        if a.name == name:
+            del node.attribute[k]
+            break
+    node.attribute.append(helper.make_attribute(name, value))
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    inner = index.producer.get(node.input[0])
+    if inner is None or inner.op_type != "Transpose" or inner.domain not in ("", "ai.onnx"):
+        return False
+    p, q = _perm(inner), _perm(node)
+    if p is None or q is None or len(p) != len(q):
+        return False
+    combined = [p[i] for i in q]
+    if combined == list(range(len(combined))):
+        out = node.output[0]
+        if index.free(out):
+            index.replace_uses(out, inner.input[0])
+            node.input[0] = ""  # dead now; removed by the dead-node sweep
+            node.op_type = "Identity"
+            del node.attribute[:]
+            del node.input[:]
+            node.input.append(inner.input[0])
+            index.rebuild()
+            return True
+        node.op_type = "Identity"
+        del node.attribute[:]
+        node.input[0] = inner.input[0]
+        index.rebuild()
+        return True
+    node.input[0] = inner.input[0]
+    _set_attr(node, "perm", combined)
+    index.rebuild()
+    return True
+
+
+def _inverse(p: list[int]) -> list[int]:
+    inv = [0] * len(p)
+    for i, d in enumerate(p):
+        inv[d] = i
+    return inv
+
+
+def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    """Moves the transposes feeding ``node`` below it (see the module docstring)."""
+    perm: list[int] | None = None
+    data_slots = _data_slots(node)
+    sources: dict[int, str] = {}
+    constants: dict[int, np.ndarray] = {}
+    removable = 0
+    for slot in data_slots:
+        name = node.input[slot] if slot < len(node.input) else ""
+        if not name:
+            continue
+        producer = index.producer.get(name)
+        if producer is not None and producer.op_type == "Transpose" and producer.domain in ("", "ai.onnx"):
+            p = _perm(producer)
+            if p is None or (perm is not None and p != perm):
+                return False
+            perm = p
+            sources[slot] = producer.input[0]
+            if len(index.readers.get(name, [])) == 1 and index.free(name):
+                removable += 1
+            continue
+        value = index.constant(name)
+        if value is None:
+            return False
+        constants[slot] = value
+    if perm is None or removable < len([o for o in node.output if o]):
+        return False
+    rank = len(perm)
+    inv = _inverse(perm)
+    if any(c.ndim > rank for c in constants.values()):
+        return False
+    extra_transform = _rewrite_attributes(index, node, perm, rank)
+    if extra_transform is False:
+        return False
+    for slot, source in sources.items():
+        node.input[slot] = source
+    for slot, value in constants.items():
+        if value.ndim == 0 or value.size == 1 and value.ndim <= 1:
+            continue
+        full = value.reshape((1,) * (rank - value.ndim) + value.shape)
+        node.input[slot] = index.add_initializer(np.transpose(full, inv), index.fresh(node.input[slot] + "_nchw"))
+    out_perm = extra_transform if isinstance(extra_transform, list) else perm
+    for k, out in enumerate(node.output):
+        if not out:
+            continue
+        inner = index.fresh(out + "_pre")
+        node.output[k] = inner
+        if out_perm == list(range(len(out_perm))):
+            after = helper.make_node("Identity", [inner], [out], name=index.fresh(node.name + "_out"))
+        else:
+            after = helper.make_node("Transpose", [inner], [out], name=index.fresh(node.name + "_T"), perm=out_perm)
+        _insert_after(index, node, after)
+    index.rebuild()
+    return True
+
+
+def _data_slots(node: onnx.NodeProto) -> list[int]:
+    op = node.op_type
+    if op in _BROADCAST or op == "Concat":
+        return list(range(len(node.input)))
+    return [0]
+
+
+def _rewrite_attributes(index: "GraphIndex", node: onnx.NodeProto, perm: list[int], rank: int):
+    """Adjusts axes / pads for data now in the source layout; returns the output permutation when it differs
+    from ``perm`` (a reduction without keepdims), True when unchanged, False when the node cannot move."""
+    op = node.op_type
+    if op in _REDUCE:
+        axes = _attr(node, "axes")
+        from_input = axes is None and len(node.input) > 1 and node.input[1]
+        if from_input:
+            value = index.constant(node.input[1])
+            if value is None:
+                return False
+            axes = [int(a) for a in value.reshape(-1)]
+        if axes is None or len(axes) == 0:
+            if _attr(node, "noop_with_empty_axes", 0):
+                return True
+            axes = list(range(rank))
+        axes = sorted(a % rank for a in axes)
+        mapped = sorted(perm[a] for a in axes)
+        if from_input:
+            node.input[1] = index.add_initializer(np.asarray(mapped, np.int64), index.fresh(node.input[1] + "_nchw"))
+        else:
+            _set_attr(node, "axes", mapped)
+        if _attr(node, "keepdims", 1):
+            return True
+        kept = [perm[i] for i in range(rank) if i not in axes]
+        order = sorted(kept)
+        return [order.index(d) for d in kept]
+    if op in _AXIS:
+        axis = _attr(node, "axis", -1 if op != "Concat" else None)
+        if axis is None:
+            return False
+        _set_attr(node, "axis", perm[axis % rank])
+        return True
+    if op == "Pad":
+        if _attr(node, "axes") is not None or (len(node.input) > 3 and node.input[3]):
+            return False
+        pads = index.constant(node.input[1]) if len(node.input) > 1 else None
+        if pads is None or pads.size != 2 * rank:
+            return False
+        inv = _inverse(perm)
+        begins, ends = pads[:rank], pads[rank:]
+        new = np.concatenate([[begins[inv[d]] for d in range(rank)], [ends[inv[d]] for d in range(rank)]])
+        node.input[1] = index.add_initializer(new.astype(np.int64), index.fresh(node.input[1] + "_nchw"))
+        return True
+    return True
+
+
+def _insert_after(index: "GraphIndex", node: onnx.NodeProto, new: onnx.NodeProto) -> None:
+    """Appends ``new``; the sweep's caller restores the topological order (:func:`.onnx_optimize.toposort`)."""
+    del node
+    index.graph.node.append(new)
