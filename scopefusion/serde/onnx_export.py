@@ -46,14 +46,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "DEFAULT_EXPORT_OPSET",
+    "ONNX_TARGETS",
     "FALLBACK_DOMAIN",
     "graph_to_onnx",
     "model_to_onnx",
     "model_to_onnx_bytes",
+    "onnx_summary",
     "unlowered_message",
 ]
 
 DEFAULT_EXPORT_OPSET = 23
+# "onnxruntime" may use com.microsoft contrib ops where measured faster on CPU; none is yet (bench/bench_onnx_export.py
+# measured the standard forms at least as fast), so both targets write the same graph today.
+ONNX_TARGETS = ("standard", "onnxruntime")
 PRODUCER = "scopefusion"
 
 
@@ -77,6 +82,7 @@ def model_to_onnx(
     lowerings: LoweringRegistry | None = None,
     keep_tf_ops: bool = False,
     optimize: bool = True,
+    target: str = "standard",
 ) -> onnx.ModelProto:
     """The ONNX ``ModelProto`` of ``model``'s main graph.
 
@@ -89,10 +95,14 @@ def model_to_onnx(
         keep_tf_ops: write ``tf`` ops without a lowering in domain ``tf`` instead of failing (the file
             will not run in onnxruntime).
         optimize: clean the lowered graph up (identities, transposes, constants; :mod:`.onnx_optimize`).
+        target: ``"standard"`` (default-domain ops only) or ``"onnxruntime"`` (may use ``com.microsoft``
+            contrib ops where onnxruntime runs them faster; see :data:`ONNX_TARGETS`).
 
     Raises:
         SerdeError: something in the IR has no ONNX form; the message names it.
     """
+    if target not in ONNX_TARGETS:
+        raise SerdeError(f"ONNX target {target!r} is not one of {', '.join(ONNX_TARGETS)}")
     source = model.source
     own = _own_opset(source.opset_imports) if source.is_onnx else None
     if own is not None and opset is not None and opset != own:
@@ -191,6 +201,37 @@ def graph_to_onnx(
     proto.ir_version = max(helper.find_min_ir_version_for(imports, ignore_unknown=True), 8 if functions else 3)
     _complete_io_types(proto, graph, list(profiles))
     return proto
+
+
+# ----------------------------------------------------------------------------- summary
+NOT_RUNNABLE = "the file has nodes in domain 'tf', which onnxruntime and other ONNX runtimes will not run"
+
+
+def onnx_summary(data: "bytes | onnx.ModelProto") -> dict[str, Any]:
+    """The report's ``onnx`` field: opset, nodes per domain (bodies included), Transpose count, node count;
+    ``warning`` in words when a node is in domain ``tf``."""
+    proto = onnx.load_from_string(data) if isinstance(data, bytes) else data
+    domains: Counter = Counter()
+    transposes = 0
+    nodes = 0
+
+    def walk(graph: onnx.GraphProto) -> None:
+        nonlocal transposes, nodes
+        for node in graph.node:
+            nodes += 1
+            domains[node.domain or "ai.onnx"] += 1
+            transposes += node.op_type == "Transpose" and node.domain in ("", "ai.onnx")
+            for attr in node.attribute:
+                for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                    walk(body)
+
+    walk(proto.graph)
+    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+    summary: dict[str, Any] = {"opset": opset, "domains": dict(sorted(domains.items())), "transposes": transposes,
+                               "nodes": nodes}
+    if "tf" in domains:
+        summary["warning"] = NOT_RUNNABLE
+    return summary
 
 
 # ----------------------------------------------------------------------------- helpers
