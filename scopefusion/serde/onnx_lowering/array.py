@@ -116,7 +116,13 @@ def _where(e: LoweringEmitter) -> None:
 def _unique(e: LoweringEmitter) -> None:
     if e.rank(0) != 1:
         e.decline("its input is not a vector")
-    y, _, inverse = e.op("Unique", [e.input(0)], outputs=[e.outputs[0], "", None], sorted=0)
+    x, dtype = e.input(0), e.dtype(0)
+    carried = dtype.numpy in (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int8))
+    if not carried:  # onnxruntime's Unique has kernels for these types only; the others go through int64
+        x = e.cast(x, np.int64)
+    y, _, inverse = e.op("Unique", [x], outputs=[e.outputs[0] if carried else None, "", None], sorted=0)
+    if not carried:
+        e.cast(y, dtype, out=e.outputs[0])
     if e.used(1):
         e.cast(inverse, e.out_dtype(1), out=e.outputs[1])
 

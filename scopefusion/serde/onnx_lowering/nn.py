@@ -82,8 +82,9 @@ def _pads(e: LoweringEmitter, kernel: Sequence[int], strides: Sequence[int], dil
         e.decline(f"padding {padding!r} is not VALID, SAME or EXPLICIT")
     t = e.input_type(0)
     dims = _spatial(t.shape, rank, channels_last) if t is not None and t.rank is not None else []
-    if not dims or any(d < 0 for d in dims):
-        return {"auto_pad": "SAME_UPPER"}
+    if (not dims or any(d < 0 for d in dims)) and any(s != 1 for s in strides):
+        return {"auto_pad": "SAME_UPPER"}  # TF allows no dilation with strides, and onnxruntime none with auto_pad
+    dims = dims if dims and all(d >= 0 for d in dims) else [1] * len(kernel)  # stride 1: pads are size-free
     begin, end = [], []
     for size, k, s, d in zip(dims, kernel, strides, dilations):
         out = -(-size // s)

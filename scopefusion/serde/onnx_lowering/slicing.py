@@ -213,9 +213,25 @@ def _gather_nd(e: LoweringEmitter) -> None:
     e.result("GatherND", [e.input(0), e.int64(1)])
 
 
+_ONE_HOT_VALUES = (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.int32))
+
+
 def _one_hot(e: LoweringEmitter) -> None:
-    values = e.op("Concat", [e.unsqueeze(e.input(3), [0]), e.unsqueeze(e.input(2), [0])], axis=0)[0]
-    e.result("OneHot", [e.input(0), e.int64(1), values], axis=int(e.attr("axis", -1)))
+    on, off = e.input(2), e.input(3)
+    dtype = e.dtype(2)
+    carried = dtype.numpy in _ONE_HOT_VALUES  # the value types onnxruntime's OneHot has kernels for
+    if not carried:
+        on, off = e.cast(on, np.float32), e.cast(off, np.float32)
+    values = e.op("Concat", [e.unsqueeze(off, [0]), e.unsqueeze(on, [0])], axis=0)[0]
+    depth = e.op("Reshape", [e.int64(1), e.ints([], "scalar")])[0]
+    indices = e.int64(0)
+    # TF gives an all-off row for a negative index; ONNX counts it from the end, so move it out of range.
+    indices = e.op("Where", [e.op("Less", [indices, e.ints([0], "zero")])[0], depth, indices])[0]
+    axis = int(e.attr("axis", -1))
+    if carried:
+        e.result("OneHot", [indices, depth, values], axis=axis)
+    else:
+        e.cast(e.op("OneHot", [indices, depth, values], axis=axis)[0], dtype, out=e.outputs[0])
 
 
 def _scatter_nd(e: LoweringEmitter) -> None:
