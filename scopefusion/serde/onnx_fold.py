@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir_builder.graph import CONST_OP, Graph, Value
+from ..ir.graph import CONST_OP, Graph, Value
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constants"]
 

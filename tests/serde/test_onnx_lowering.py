@@ -17,7 +17,7 @@ from scopefusion import SerdeError
 from scopefusion.convert import convert
 from scopefusion.runtime.source_runner import source_runner
 from scopefusion.serde.onnx_export import model_to_onnx
-from scopefusion.serde.onnx_lowering import LoweringRegistry, default_lowerings
+from scopefusion.serde.onnx_lowering import default_lowerings
 
 RNG = np.random.default_rng(7)
 

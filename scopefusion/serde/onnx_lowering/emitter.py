@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ...dtypes import DType
-from ...ir_builder.graph import CONST_OP, Node, Value
-from ...ir_builder.types import TensorType
+from ...ir.graph import CONST_OP, Node, Value
+from ...ir.types import TensorType
 from ..onnx_attrs import onnx_elem_type
 from ..onnx_fused import FusedEmitter
 
