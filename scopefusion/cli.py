@@ -213,6 +213,7 @@ def verify(
         "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
     ),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison as JSON here."),
+    runtime: str = typer.Option("reference", "--runtime", help="What runs the converted model: reference or onnxruntime."),
 ) -> None:
     """Run MODEL in its framework and the converted, fused IR on the same inputs; exit 0 on match, 1 on mismatch."""
     from .cli_checks import check_pass_names
@@ -235,7 +236,7 @@ def verify(
     if savedmodel_loader != "native":
         options["savedmodel_loader"] = savedmodel_loader
     try:
-        report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
+        report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, runtime=runtime, **options)
     except ScopeFusionError as e:
         _fail(str(e))
     from .summary import Section, print_sections
@@ -246,7 +247,7 @@ def verify(
         for check in report.checks
         for out in check.outputs
     ]  # fmt: skip
-    title = f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
+    title = f"verify {model} in {runtime} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
     columns = ("profile", "output", "shape", "max abs", "max rel", "result")
     print_sections([Section(title, columns, rows, frozenset({"max abs", "max rel"}))])
     if json_out is not None:

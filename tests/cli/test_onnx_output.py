@@ -85,3 +85,19 @@ def test_save_picks_the_format_from_the_name(tf_bert_pb, tmp_path):
     model.save(tmp_path / "m.onnx", opset=18)
     assert onnx.load(str(tmp_path / "m.onnx")).opset_import[0].version == 18
     assert model.report()["onnx"]["opset"] == 18
+
+
+def test_verify_runs_the_onnx_export_in_onnxruntime_per_profile(tf_bert_pb, tmp_path):
+    from scopefusion import VerifyError
+    from scopefusion.verify import verify
+
+    shapes = [{n: (b, 8) for n in ("input_ids", "input_mask", "token_type_ids")} for b in (1, 4)]
+    report = verify(tf_bert_pb, runtime="onnxruntime", input_shapes=shapes)
+    assert report.ok and [c.profile for c in report.checks] == [0, 1]
+    assert [c.inputs["input_ids"] for c in report.checks] == [(1, 8), (4, 8)]
+    with pytest.raises(VerifyError, match="runtime 'tvm' is not one of reference, onnxruntime"):
+        verify(tf_bert_pb, runtime="tvm")
+    out = tmp_path / "v.json"
+    proc = run("verify", tf_bert_pb, "--runtime", "onnxruntime", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "in onnxruntime" in one_line(proc.stdout) and json.loads(out.read_text())["ok"] is True
