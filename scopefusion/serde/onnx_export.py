@@ -184,7 +184,7 @@ def graph_to_onnx(
     if writer.unlowered and not keep_tf_ops:
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
-        _guard(lambda: optimize_graph(body), f"graph {graph.name!r} (clean-up)")
+        _guard(lambda: optimize_graph(body, opset), f"graph {graph.name!r} (clean-up)")
     if graph_name:
         body.name = graph_name
     functions = list(functions)

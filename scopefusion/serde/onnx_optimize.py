@@ -37,7 +37,40 @@ class GraphIndex:
         self.inputs = {i.name for i in graph.input}
         self.pinned = _names_read_by_bodies(graph)
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
+        for info in list(graph.value_info) + list(graph.input) + list(graph.output):
+            t = info.type.tensor_type
+            if info.type.HasField("tensor_type") and t.HasField("shape"):
+                self.shapes[info.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        for t in graph.initializer:
+            self.shapes[t.name] = list(t.dims)
         self.rebuild()
+
+    def infer_shapes(self, opset: int) -> None:
+        """Completes :attr:`shapes` with ONNX's shape inference (data propagation on: shape vectors computed
+        from ``Shape`` are followed), run on a copy of the graph without its large weights."""
+        light = onnx.GraphProto()
+        light.node.extend(self.graph.node)
+        light.input.extend(self.graph.input)
+        light.output.extend(self.graph.output)
+        light.value_info.extend(self.graph.value_info)
+        for t in self.graph.initializer:
+            if np.prod(t.dims, dtype=np.int64) <= 64:
+                light.initializer.append(t)
+            else:
+                light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        model = helper.make_model(light, opset_imports=[helper.make_opsetid("", opset)])
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:  # inference is only a hint here
+            return
+        for info in inferred.graph.value_info:
+            t = info.type.tensor_type
+            if info.type.HasField("tensor_type") and t.HasField("shape"):
+                known = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+                old = self.shapes.get(info.name)
+                if old is None or sum(d is None for d in known) < sum(d is None for d in old):
+                    self.shapes[info.name] = known
 
     def rebuild(self) -> None:
         self.producer: dict[str, onnx.NodeProto] = {}
@@ -83,18 +116,54 @@ class GraphIndex:
         """True when ``name`` is an ordinary intermediate: no graph output or input, not read by a body."""
         return name not in self.outputs and name not in self.inputs and name not in self.pinned
 
+    def set_input(self, node: onnx.NodeProto, slot: int, name: str) -> None:
+        """Makes ``node`` read ``name`` at ``slot``, keeping the readers index current."""
+        old = node.input[slot]
+        if old == name:
+            return
+        node.input[slot] = name
+        if old and old not in node.input:
+            self.readers[old] = [r for r in self.readers[old] if r is not node]
+        if name and not any(r is node for r in self.readers[name]):
+            self.readers[name].append(node)
+
+    def set_output(self, node: onnx.NodeProto, k: int, name: str) -> None:
+        """Renames ``node``'s output ``k`` to ``name``, keeping the producers index current."""
+        old = node.output[k]
+        node.output[k] = name
+        if self.producer.get(old) is node:
+            del self.producer[old]
+        self.producer[name] = node
+
+    def add_node(self, node: onnx.NodeProto) -> onnx.NodeProto:
+        """Appends ``node`` (out of order: the caller restores it with :func:`toposort`); returns the graph's copy."""
+        self.graph.node.append(node)
+        added = self.graph.node[len(self.graph.node) - 1]
+        for name in added.output:
+            if name:
+                self.producer[name] = added
+        for name in added.input:
+            if name:
+                self.readers[name].append(added)
+        return added
+
     def replace_uses(self, old: str, new: str) -> None:
-        for node in self.readers.get(old, []):
+        """Every reader of ``old`` reads ``new`` instead (the readers index follows)."""
+        moved = self.readers.pop(old, [])
+        for node in moved:
             for k, name in enumerate(node.input):
                 if name == old:
                     node.input[k] = new
+        known = self.readers[new]
+        known.extend(n for n in moved if not any(n is r for r in known))
 
 
-def optimize_graph(graph: onnx.GraphProto) -> None:
+def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     """Runs the clean-up (see the module docstring) on ``graph`` in place."""
     from .onnx_transposes import push_transposes
 
     index = GraphIndex(graph)
+    _shapes_for_transposes(index, opset)
     for _ in range(100):
         changed = _remove_identities(index)
         if push_transposes(index):
@@ -104,8 +173,17 @@ def optimize_graph(graph: onnx.GraphProto) -> None:
         changed |= _fold_initializer_ops(index)
         changed |= _remove_dead(index)
         if not changed:
-            break
+            _shapes_for_transposes(index, opset)
+            if not push_transposes(index, to_reshapes=True):
+                break
+            index.rebuild()
     _drop_stale_value_info(graph)
+
+
+def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:
+    """Runs shape inference when a transpose's input has no fully known shape (see :meth:`GraphIndex.infer_shapes`)."""
+    if any(n.op_type == "Transpose" and None in index.shapes.get(n.input[0], [None]) for n in index.graph.node):
+        index.infer_shapes(opset)
 
 
 def toposort(graph: onnx.GraphProto) -> None:
@@ -162,7 +240,7 @@ def _remove_identities(index: GraphIndex) -> bool:
         x, y = node.input[0], node.output[0]
         if index.free(y):
             index.replace_uses(y, x)
-            index.rebuild()
+            index.readers[x] = [r for r in index.readers.get(x, []) if r is not node]
             changed = True
             continue
         producer = index.producer.get(x)
@@ -170,8 +248,8 @@ def _remove_identities(index: GraphIndex) -> bool:
                 and all(r is node for r in index.readers.get(x, []))):
             for k, name in enumerate(producer.output):
                 if name == x:
-                    producer.output[k] = y
-            index.rebuild()
+                    index.set_output(producer, k, y)
+            index.readers.pop(x, None)
             changed = True
             continue
         keep.append(node)
@@ -244,13 +322,12 @@ def _remove_dead(index: GraphIndex) -> bool:
         _set_nodes(index, keep, rebuild=False)
         changed = True
     read = {name for node in _all_nodes(index.graph) for name in node.input} | index.outputs
-    unread = [t for t in index.graph.initializer if t.name not in read]
+    initializers = index.graph.initializer
+    unread = [k for k, t in enumerate(initializers) if t.name not in read]
+    for k in reversed(unread):  # in place: no copy of the weights
+        index.initializers.pop(initializers[k].name, None)
+        del initializers[k]
     if unread:
-        kept = [t for t in index.graph.initializer if t.name in read]
-        del index.graph.initializer[:]
-        index.graph.initializer.extend(kept)
-        for t in unread:
-            index.initializers.pop(t.name, None)
         changed = True
     index.rebuild()
     return changed

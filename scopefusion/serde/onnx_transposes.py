@@ -5,6 +5,8 @@ and back). Between two convolutions the back-and-forth pair meets once the trans
 has moved below every layout-agnostic op in between:
 
 * ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
+* A transpose that moves only dims of size 1 (its input's shape known) → ``Reshape`` (0 keeps the one
+  unknown dim, as it stays in place).
 * ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
   where the constant ``c`` is broadcast to the rank and permuted by the inverse of ``p`` (``c'``); the same
   for ``Reduce*`` (axes mapped through ``p``; without ``keepdims`` the remaining dims get their own
@@ -36,14 +38,17 @@ _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "R
 _AXIS = {"Concat", "Softmax", "LogSoftmax"}
 
 
-def push_transposes(index: "GraphIndex") -> bool:
-    """One sweep over the graph in order; True when something changed."""
+def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
+    """One sweep over the graph in order; True when something changed. ``to_reshapes`` also turns transposes
+    that move only dims of size 1 into reshapes (once the others have settled, so pairs cancel first)."""
     changed = False
     for node in list(index.graph.node):
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type == "Transpose":
-            changed |= _compose(index, node)
+            changed |= _compose(index, node) or (to_reshapes and _as_reshape(index, node))
+        elif node.op_type == "Reshape":
+            changed |= _merge_reshapes(index, node)
         elif node.op_type in _UNARY or node.op_type in _BROADCAST or node.op_type in _REDUCE or \
                 node.op_type in _AXIS or node.op_type == "Pad":
             changed |= _push_through(index, node)
@@ -80,25 +85,52 @@ def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     if p is None or q is None or len(p) != len(q):
         return False
     combined = [p[i] for i in q]
+    index.set_input(node, 0, inner.input[0])
     if combined == list(range(len(combined))):
-        out = node.output[0]
-        if index.free(out):
-            index.replace_uses(out, inner.input[0])
-            node.input[0] = ""  # dead now; removed by the dead-node sweep
-            node.op_type = "Identity"
-            del node.attribute[:]
-            del node.input[:]
-            node.input.append(inner.input[0])
-            index.rebuild()
-            return True
-        node.op_type = "Identity"
+        node.op_type = "Identity"  # removed by the identity sweep
         del node.attribute[:]
-        node.input[0] = inner.input[0]
-        index.rebuild()
-        return True
-    node.input[0] = inner.input[0]
-    _set_attr(node, "perm", combined)
-    index.rebuild()
+    else:
+        _set_attr(node, "perm", combined)
+    return True
+
+
+def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    shape = index.shapes.get(node.input[0])
+    perm = _perm(node)
+    if shape is None or perm is None or len(perm) != len(shape):
+        return False
+    moved = [d for d in perm if shape[d] != 1]
+    if moved != sorted(moved):
+        return False
+    target = [shape[d] for d in perm]
+    unknown = [i for i, d in enumerate(target) if d is None]
+    if len(unknown) > 1 or (unknown and perm[unknown[0]] != unknown[0]):
+        return False
+    dims = [0 if d is None else d for d in target]
+    name = index.add_initializer(np.asarray(dims, np.int64), index.fresh(node.output[0] + "_shape"))
+    node.op_type = "Reshape"
+    del node.attribute[:]
+    node.input.append(name)
+    index.readers[name].append(node)
+    index.shapes[node.output[0]] = target
+    return True
+
+
+def _merge_reshapes(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    """``Reshape(Reshape(x, s1), s2)`` → ``Reshape(x, s2)`` when each 0 of ``s2`` copies a dim ``s1`` copied
+    from ``x`` at the same place (constant shapes, no ``allowzero``)."""
+    inner = index.producer.get(node.input[0])
+    if inner is None or inner.op_type != "Reshape" or len(node.input) < 2 or len(inner.input) < 2:
+        return False
+    if _attr(node, "allowzero", 0) or _attr(inner, "allowzero", 0):
+        return False
+    s1, s2 = index.constant(inner.input[1]), index.constant(node.input[1])
+    if s1 is None or s2 is None:
+        return False
+    s1, s2 = [int(d) for d in s1.reshape(-1)], [int(d) for d in s2.reshape(-1)]
+    if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
+        return False
+    index.set_input(node, 0, inner.input[0])
     return True
 
 
@@ -127,7 +159,9 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
                 return False
             perm = p
             sources[slot] = producer.input[0]
-            if len(index.readers.get(name, [])) == 1 and index.free(name):
+            readers = index.readers.get(name, [])
+            # The transpose dies once this node moves, or once all its readers (each layout-agnostic) move.
+            if index.free(name) and all(r is node or _movable(r) for r in readers):
                 removable += 1
             continue
         value = index.constant(name)
@@ -144,25 +178,31 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     if extra_transform is False:
         return False
     for slot, source in sources.items():
-        node.input[slot] = source
+        index.set_input(node, slot, source)
     for slot, value in constants.items():
         if value.ndim == 0 or value.size == 1 and value.ndim <= 1:
             continue
         full = value.reshape((1,) * (rank - value.ndim) + value.shape)
-        node.input[slot] = index.add_initializer(np.transpose(full, inv), index.fresh(node.input[slot] + "_nchw"))
+        name = index.add_initializer(np.transpose(full, inv), index.fresh(node.input[slot] + "_nchw"))
+        index.set_input(node, slot, name)
     out_perm = extra_transform if isinstance(extra_transform, list) else perm
-    for k, out in enumerate(node.output):
+    for k, out in enumerate(list(node.output)):
         if not out:
             continue
         inner = index.fresh(out + "_pre")
-        node.output[k] = inner
+        index.set_output(node, k, inner)
         if out_perm == list(range(len(out_perm))):
             after = helper.make_node("Identity", [inner], [out], name=index.fresh(node.name + "_out"))
         else:
             after = helper.make_node("Transpose", [inner], [out], name=index.fresh(node.name + "_T"), perm=out_perm)
-        _insert_after(index, node, after)
-    index.rebuild()
+        index.add_node(after)
     return True
+
+
+def _movable(node: onnx.NodeProto) -> bool:
+    op = node.op_type
+    return node.domain in ("", "ai.onnx") and (op in _UNARY or op in _BROADCAST or op in _REDUCE or op in _AXIS
+                                               or op == "Pad")
 
 
 def _data_slots(node: onnx.NodeProto) -> list[int]:
@@ -191,7 +231,8 @@ def _rewrite_attributes(index: "GraphIndex", node: onnx.NodeProto, perm: list[in
         axes = sorted(a % rank for a in axes)
         mapped = sorted(perm[a] for a in axes)
         if from_input:
-            node.input[1] = index.add_initializer(np.asarray(mapped, np.int64), index.fresh(node.input[1] + "_nchw"))
+            name = index.add_initializer(np.asarray(mapped, np.int64), index.fresh(node.input[1] + "_nchw"))
+            index.set_input(node, 1, name)
         else:
             _set_attr(node, "axes", mapped)
         if _attr(node, "keepdims", 1):
@@ -214,12 +255,6 @@ def _rewrite_attributes(index: "GraphIndex", node: onnx.NodeProto, perm: list[in
         inv = _inverse(perm)
         begins, ends = pads[:rank], pads[rank:]
         new = np.concatenate([[begins[inv[d]] for d in range(rank)], [ends[inv[d]] for d in range(rank)]])
-        node.input[1] = index.add_initializer(new.astype(np.int64), index.fresh(node.input[1] + "_nchw"))
+        index.set_input(node, 1, index.add_initializer(new.astype(np.int64), index.fresh(node.input[1] + "_nchw")))
         return True
     return True
-
-
-def _insert_after(index: "GraphIndex", node: onnx.NodeProto, new: onnx.NodeProto) -> None:
-    """Appends ``new``; the sweep's caller restores the topological order (:func:`.onnx_optimize.toposort`)."""
-    del node
-    index.graph.node.append(new)

@@ -1,7 +1,7 @@
 """Every TensorFlow model of the zoo, from its frozen graph and from its SavedModel, exported to ONNX: the full
 checker passes, every node is in the default domain, onnxruntime's CPU provider runs it, and it matches
 TensorFlow within 1e-4 (max abs, or max rel where values exceed 1) at batch 1 and batch 4 where the batch is
-dynamic. The large CNNs are in the ``slow`` tier (still run by ``make test``)."""
+dynamic; the NHWC CNNs keep one Transpose. The large CNNs are in the ``slow`` tier (still run by ``make test``)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from tests.models.frozen_saved_model import saved_model_from_frozen
 
 TOLERANCE = 1e-4
 LARGE = {"resnet50", "efficientnet_b0"}
+# NHWC CNNs: one Transpose, where the NHWC input meets the NCHW body (their outputs are [batch, classes]).
+ONE_TRANSPOSE = {"resnet50", "mobilenet_v2", "efficientnet_b0", "small_convnet", "mobilenet_v3_small"}
 
 # (name, session fixture giving the frozen graph, the input whose first dim is the batch, or None)
 MODELS = [(m.name, m.fixture, m.unknown_batch) for m in ZOO if m.builder is not None]
@@ -100,6 +102,8 @@ def test_zoo_model_exports_to_onnx_that_onnxruntime_runs_like_tensorflow(name, f
     onnx.checker.check_model(proto, full_check=True)
     assert {n.domain for n in proto.graph.node} == {""}
     assert [o.domain for o in proto.opset_import] == [""]
+    if name in ONE_TRANSPOSE:
+        assert [n.op_type for n in proto.graph.node].count("Transpose") == 1
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     runner = source_runner(model.source)
     for batch in (1, 4) if dynamic_batch else (None,):
