@@ -332,8 +332,6 @@ class GraphWriter:
             return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
         if back_edge:
             return None, "it reads a TF1 loop back edge"
-        if node.subgraphs:
-            return None, "it has bodies, which this lowering does not write"
         return self._emit(node, scope, inputs, where, lowering, scope.folded)
 
     def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:
@@ -360,7 +358,8 @@ class GraphWriter:
                                    fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
         else:
             emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                      fresh_node=self._nodes.claim, folded=folded)
+                                      fresh_node=self._nodes.claim, folded=folded,
+                                      write_body=lambda g: self.write(g, parent=scope))
         try:
             exporter(emitter)
         except Unmapped as e:

@@ -63,14 +63,29 @@ def test_an_unknown_ending_writes_ge_and_says_so(tf_bert_pb, tmp_path):
     assert ge_ir_pb2.ModelDef.FromString(out.read_bytes()).graph
 
 
-def test_an_op_without_lowering_exits_2_naming_it_unless_kept(tf2_control_flow_pb, tmp_path):
-    out = tmp_path / "cf.onnx"
-    proc = run("convert", tf2_control_flow_pb, "-o", out, "-q")
+@pytest.fixture(scope="module")
+def atan2_pb(model_store) -> Path:
+    """``atan2(y, x) + y`` (tf.Atan2 has no ONNX lowering), frozen (inputs y, x float32 [3])."""
+
+    def build() -> bytes:
+        import tensorflow as tf
+
+        from tests.models.more_models import _freeze
+
+        specs = [tf.TensorSpec([3], tf.float32, name="y"), tf.TensorSpec([3], tf.float32, name="x")]
+        return _freeze(lambda y, x: (tf.math.atan2(y, x) + y, tf.math.atan2(x, y)), specs)
+
+    return model_store.file("atan2.pb", build)
+
+
+def test_an_op_without_lowering_exits_2_naming_it_unless_kept(atan2_pb, tmp_path):
+    out = tmp_path / "m.onnx"
+    proc = run("convert", atan2_pb, "-o", out, "-q")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and not out.exists()
     message = one_line(proc.stderr)
-    assert "have no ONNX lowering" in message and "tf.StatelessWhile x1" in message and "--keep-tf-ops" in message
+    assert "have no ONNX lowering" in message and "tf.Atan2 x2" in message and "--keep-tf-ops" in message
     report = tmp_path / "r.json"
-    kept = run("convert", tf2_control_flow_pb, "-o", out, "--keep-tf-ops", "--report", report)
+    kept = run("convert", atan2_pb, "-o", out, "--keep-tf-ops", "--report", report)
     assert kept.returncode == 0, kept.stderr
     assert "will not run" in one_line(kept.stderr) and "will NOT run in onnxruntime" in one_line(kept.stdout)
     field = json.loads(report.read_text())["onnx"]

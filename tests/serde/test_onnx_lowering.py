@@ -156,6 +156,22 @@ def test_lowered_ops_compute_what_tensorflow_computes(name, fn, feeds, dynamic, 
         _compare(ours[key], expected, f"{name} output {key} at opset {opset}")
 
 
+@pytest.mark.parametrize("opset", [17, 23])
+def test_while_if_and_case_become_loop_and_if(tf2_control_flow_pb, opset):
+    model = convert(tf2_control_flow_pb)
+    proto = model_to_onnx(model, opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {n.op_type for n in proto.graph.node} >= {"Loop", "If"}
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    runner = source_runner(model.source)
+    x = f32(2, 3)
+    for n in range(7):  # no iteration, several, the cond's two branches inside the loop, each case branch
+        feeds = {"x": x, "n": np.asarray(n, np.int32)}
+        ours = session.run(None, feeds)
+        (theirs,) = runner.run(feeds).values()
+        np.testing.assert_allclose(ours[0], theirs, rtol=1e-5, atol=1e-5, err_msg=f"n={n}")
+
+
 def test_the_registry_is_a_fresh_object_and_refuses_duplicates():
     registry = default_lowerings()
     assert "Conv2D" in registry and "StridedSlice" in registry and len(registry) > 150

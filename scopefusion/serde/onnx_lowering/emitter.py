@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+import onnx
 
 from ...dtypes import DType
-from ...ir.graph import CONST_OP, Node, Value
+from ...ir.graph import CONST_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from ..onnx_attrs import onnx_elem_type
 from ..onnx_fused import FusedEmitter
@@ -41,9 +42,43 @@ class LoweringEmitter(FusedEmitter):
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
                  *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
-                 folded: Mapping[int, np.ndarray]) -> None:
+                 folded: Mapping[int, np.ndarray], write_body: Callable[[Graph], onnx.GraphProto] | None = None) -> None:
         super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node)
         self._folded = folded
+        self._write_body = write_body
+
+    # ------------------------------------------------------------------ bodies
+    def body(self, key: str) -> Graph:
+        found = self.node.subgraphs.get(key)
+        if found is None:
+            self.decline(f"its body {key!r} is not in the IR")
+        return found
+
+    def inline(self, graph: Graph, inputs: Sequence[str], into: onnx.GraphProto | None = None) -> list[str]:
+        """Writes body ``graph`` (lowered) with its inputs bound to tensors ``inputs`` (by the inputs' ``index``
+        attribute, else their order); its nodes go to this emitter (or ``into``); returns its output names."""
+        if self._write_body is None:
+            self.decline("bodies cannot be written here")
+        proto = self._write_body(graph)
+        positions = []
+        for k, value in enumerate(graph.inputs):
+            index = value.producer.attrs.get("index")
+            positions.append(int(index) if index is not None else k)
+        if len(proto.input) != len(positions) or any(p >= len(inputs) for p in positions):
+            self.decline(f"body {graph.name!r} has {len(proto.input)} inputs for {len(inputs)} values")
+        renames = {info.name: inputs[p] for info, p in zip(proto.input, positions)}
+        _rename_reads(proto, renames)
+        outputs = [renames.get(o.name, o.name) for o in proto.output]
+        if into is not None:
+            into.node.extend(proto.node)
+            into.initializer.extend(proto.initializer)
+        else:
+            self.nodes.extend(proto.node)
+            self.initializers.extend(proto.initializer)
+        return outputs
+
+    def fresh(self, hint: str) -> str:
+        return self._fresh(f"{self.node.name}/{hint}")
 
     @property
     def where(self) -> str:
@@ -116,6 +151,17 @@ class LoweringEmitter(FusedEmitter):
     def typed_scalar(self, value: Any, dtype: DType | np.dtype, hint: str = "scalar") -> str:
         numpy = dtype.numpy if isinstance(dtype, DType) else np.dtype(dtype)
         return self.const(np.asarray(value, dtype=numpy), hint)
+
+
+def _rename_reads(graph: onnx.GraphProto, renames: Mapping[str, str]) -> None:
+    """Every read of a renamed tensor in ``graph`` and the bodies inside it reads the new name."""
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name in renames:
+                node.input[k] = renames[name]
+        for attr in node.attribute:
+            for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                _rename_reads(body, renames)
 
 
 def _numpy_code(dtype: np.dtype) -> int:
