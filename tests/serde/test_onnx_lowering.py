@@ -194,3 +194,11 @@ def test_an_op_without_lowering_is_named_with_its_count(tf_bert_pb):
     assert f"tf.MatMul x{count}" in message and "testing a refusal" in message and "\n" not in message
     kept = model_to_onnx(model, lowerings=registry, keep_tf_ops=True)
     assert sum(n.domain == "tf" for n in kept.graph.node) == count
+
+
+def test_an_unfused_tf1_loop_frame_fails_saying_what_to_do(tf1_cond_pb):
+    model = convert(tf1_cond_pb)
+    with pytest.raises(SerdeError) as info:
+        model_to_onnx(model)
+    message = str(info.value)
+    assert "tf.Enter x" in message and "TF1 control-flow frames" in message and "TF2 control flow" in message

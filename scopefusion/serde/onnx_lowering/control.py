@@ -10,6 +10,8 @@ its inputs bound to the operands' tensors (ONNX bodies read enclosing tensors by
   runs the last branch, as TF's default.
 * ``While(vars…)``: ``Loop(M = "", c0, vars…)`` where ``c0 = cond(vars)`` is computed before the loop and
   the loop body is ``vars' = body(vars); c = cond(vars')`` (TF checks the condition before each iteration).
+* TF1 frames (``Enter`` / ``Merge`` / ``Switch`` / ``NextIteration`` / ``Exit``) that no fusion rule replaced
+  decline with a reason that says so.
 """
 
 from __future__ import annotations
@@ -137,6 +139,13 @@ def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
     return e.op("Reshape", [name, e.ints([], "scalar")])[0]
 
 
+def _tf1_frame(e: LoweringEmitter) -> None:
+    e.decline(
+        "TF1 control-flow frames (Enter, Merge, Switch, NextIteration, Exit) that no fusion rule replaced are not "
+        "lowered to ONNX; export the model with TF2 control flow (While / If) instead"
+    )
+
+
 def _call(e: LoweringEmitter) -> None:
     keys = list(e.node.subgraphs)
     if len(keys) != 1:
@@ -150,4 +159,5 @@ def _call(e: LoweringEmitter) -> None:
 LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
     ("If", _if), ("StatelessIf", _if), ("Case", _case), ("StatelessCase", _case), ("While", _while),
     ("StatelessWhile", _while), ("PartitionedCall", _call), ("StatefulPartitionedCall", _call),
+    *((op, _tf1_frame) for op in ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond")),
 ]  # fmt: skip
