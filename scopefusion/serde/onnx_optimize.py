@@ -8,6 +8,8 @@ In this order, to a fixed point:
   vanishes when the result is the identity); a transpose moves below the layout-agnostic op it feeds
   (element-wise ops, reductions, Pad, Concat, Softmax) when that does not add transposes; a transpose,
   reshape, squeeze, unsqueeze or cast of an initializer is folded into a new initializer.
+* A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
+  (:mod:`.onnx_shapes`).
 * Nodes whose outputs nobody reads, and unread initializers, are removed.
 
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
@@ -160,6 +162,7 @@ class GraphIndex:
 
 def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     """Runs the clean-up (see the module docstring) on ``graph`` in place."""
+    from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
     index = GraphIndex(graph)
@@ -170,6 +173,7 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
             toposort(index.graph)
             index.rebuild()
             changed = True
+        changed |= constant_reshapes(index)
         changed |= _fold_initializer_ops(index)
         changed |= _remove_dead(index)
         if not changed:

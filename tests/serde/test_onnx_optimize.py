@@ -99,3 +99,23 @@ def test_transposes_of_initializers_fold_and_dead_nodes_and_initializers_go():
     proto = model(nodes, [f("x", [3, 2])], [f("y", [3, 2])], [("c", c), ("never", c)])
     optimized, ops = same_results(proto, {"x": np.ones((3, 2), np.float32)})
     assert ops == ["Add"] and [t.name for t in optimized.graph.initializer] == ["ct"]
+
+
+def test_a_reshape_target_computed_from_shape_becomes_a_constant():
+    nodes = [
+        helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=0),
+        helper.make_node("Shape", ["m"], ["s"]),
+        helper.make_node("Slice", ["s", "zero", "one"], ["batch"]),
+        helper.make_node("Concat", ["batch", "ones", "channels"], ["target"], axis=0),
+        helper.make_node("Reshape", ["m", "target"], ["y"]),
+    ]
+    m = helper.make_tensor_value_info("m", TensorProto.FLOAT, ["n", 5])
+    proto = model(nodes, [f("x", ["n", 3, 5])], [f("y", ["n", 1, 1, 5])],
+                  [("axes", np.asarray([1], np.int64)), ("zero", np.asarray([0], np.int64)),
+                   ("one", np.asarray([1], np.int64)), ("ones", np.asarray([1, 1], np.int64)),
+                   ("channels", np.asarray([5], np.int64))])
+    proto.graph.value_info.append(m)
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(5).standard_normal((4, 3, 5)).astype(np.float32)})
+    assert ops == ["ReduceMean", "Reshape"]
+    shape = {t.name: numpy_helper.to_array(t) for t in optimized.graph.initializer}[optimized.graph.node[1].input[1]]
+    assert shape.tolist() == [0, 1, 1, 5]
