@@ -4,7 +4,8 @@ TensorFlow graphs with an unknown batch compute reshape targets from ``Shape``: 
 ``Reshape(x, Pack(StridedSlice(Shape(x), 0), 1, 1, C))`` lowers to ``Shape → Slice → Squeeze → Unsqueeze →
 Concat → Cast → Reshape``. Each shape vector is followed symbolically — an entry is a known int, or "dim k of
 tensor y" — through ``Shape``, ``Cast``, ``Slice`` (constant, step 1, axis 0), ``Squeeze`` / ``Unsqueeze`` /
-``Reshape`` of a vector or scalar, ``Concat``, ``Gather`` (constant indices) and int initializers. A
+``Reshape`` of a vector or scalar, ``Concat``, ``Gather`` (constant indices), ``ReduceProd`` / ``Mul`` of
+known ints and int initializers. A
 ``Reshape(x, s)`` whose every entry of ``s`` is a known int or dim k of ``x`` itself at position k (0: copy),
 with at most one other entry (−1: the rest), gets the constant shape; the computation then dies.
 """
@@ -125,6 +126,25 @@ def _compute(index: "GraphIndex", name: str, cache: dict, depth: int) -> list[En
                 return None
             out.extend(inner)
         return out
+    if op in ("ReduceProd", "Mul"):
+        if op == "ReduceProd":
+            inner = _vector(index, node.input[0], cache, depth + 1)
+            axes = index.constant(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+            if axes is not None and axes.size == 0 and _attr(node, "noop_with_empty_axes", 0):
+                return inner
+            if inner is None or (len(node.input) > 1 and node.input[1] and axes is None):
+                return None
+            if _attr(node, "keepdims", 1) and len(inner) != 1:
+                return None
+            entries = inner
+        else:
+            a, b = (_vector(index, n, cache, depth + 1) for n in node.input[:2])
+            if a is None or b is None or len(a) != 1 or len(b) != 1:
+                return None
+            entries = a + b
+        if all(isinstance(v, int) and v >= 0 for v in entries):
+            return [int(np.prod(entries, dtype=np.int64))]
+        return [None]
     if op == "Gather":
         inner = _vector(index, node.input[0], cache, depth + 1)
         picks = index.constant(node.input[1])
