@@ -56,8 +56,10 @@ __all__ = [
 ]
 
 DEFAULT_EXPORT_OPSET = 23
-# "onnxruntime" may use com.microsoft contrib ops where measured faster on CPU; none is yet (bench/bench_onnx_export.py
-# measured the standard forms at least as fast), so both targets write the same graph today.
+# NOTE: "onnxruntime" may use com.microsoft contrib ops where onnxruntime runs them measurably faster on CPU. Measured
+# on the zoo's Keras transformer export (batch 4, 16 tokens, 2 threads, median of 300 interleaved runs):
+# com.microsoft.Gelu 0.181 ms against Gelu-20 0.181 ms; com.microsoft.MultiHeadAttention 0.223 ms against
+# Attention-23 0.185 ms. No contrib op is faster, so both targets write the standard form today.
 ONNX_TARGETS = ("standard", "onnxruntime")
 PRODUCER = "scopefusion"
 
