@@ -11,6 +11,8 @@ In this order, to a fixed point:
 * A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
   (:mod:`.onnx_shapes`).
 * Nodes whose outputs nobody reads, and unread initializers, are removed.
+* Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
+  (:mod:`.onnx_fuse_ops`).
 
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
 name and its producer. Value infos of tensors that no longer exist are dropped.
@@ -162,6 +164,7 @@ class GraphIndex:
 
 def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     """Runs the clean-up (see the module docstring) on ``graph`` in place."""
+    from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
@@ -178,8 +181,12 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
         changed |= _remove_dead(index)
         if not changed:
             _shapes_for_transposes(index, opset)
-            if not push_transposes(index, to_reshapes=True):
+            if push_transposes(index, to_reshapes=True):
+                index.rebuild()
+                continue
+            if not fuse_for_runtime(index):
                 break
+            toposort(index.graph)
             index.rebuild()
     _drop_stale_value_info(graph)
 

@@ -115,3 +115,19 @@ def test_zoo_model_exports_to_onnx_that_onnxruntime_runs_like_tensorflow(name, f
         for key, expected in theirs.items():
             error = max_error(ours[key], expected)
             assert error <= TOLERANCE, f"{name} ({source}) output {key} at batch {batch}: error {error:.3g}"
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+@pytest.mark.parametrize("name,fixture", [("keras_transformer", "keras_transformer_pb"), ("tf1_bert", "tf_bert_pb")])
+def test_transformers_export_at_older_opsets_through_exact_decompositions(name, fixture, opset, request):
+    model = convert(request.getfixturevalue(fixture))
+    proto = model_to_onnx(model, opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    ops = {n.op_type for n in proto.graph.node}
+    assert "Attention" not in ops and ("Gelu" in ops) == (opset >= 20) and "LayerNormalization" in ops
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = _batched(model, 4, seed=5)
+    ours = dict(zip([o.name for o in session.get_outputs()],
+                    session.run(None, {i.name: feeds[i.name] for i in session.get_inputs()})))
+    for key, expected in source_runner(model.source).run(feeds).items():
+        assert max_error(ours[key], expected) <= TOLERANCE

@@ -66,6 +66,12 @@ def _cases():
         tf.nn.depthwise_conv2d(x, tf.constant(f32(3, 3, 3, 2)), [1, 2, 2, 1], "SAME"),
         tf.nn.max_pool2d(x, 3, 2, "SAME"), tf.nn.avg_pool2d(x, 2, 2, "SAME"),
         tf.nn.bias_add(x, tf.constant(f32(3)))), f32(2, 7, 8, 3), dynamic=(0, 1, 2))
+    yield _case("pad_conv_global_pools", lambda x: (
+        tf.reduce_mean(tf.nn.relu(tf.nn.conv2d(tf.pad(x, [[0, 0], [1, 2], [0, 1], [0, 0]]), tf.constant(f32(3, 3, 3, 4)),
+                                               1, "VALID")), [1, 2]),
+        tf.reduce_max(tf.nn.conv2d(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), tf.constant(f32(3, 3, 3, 2)), 2,
+                                   [[0, 0], [1, 0], [0, 1], [0, 0]]), [1, 2], keepdims=True),
+        tf.nn.max_pool2d(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), 3, 2, "VALID")), f32(2, 7, 8, 3), dynamic=(0,))
     yield _case("matmul_transposes", lambda a, b: (tf.matmul(a, b, transpose_b=True), tf.matmul(a, b, transpose_a=True,
                                                                                                   transpose_b=False)
                                                    if False else tf.linalg.matmul(tf.transpose(a), a),

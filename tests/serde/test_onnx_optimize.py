@@ -52,14 +52,14 @@ def test_a_conv_chain_keeps_one_transpose_at_the_input_and_one_at_the_output():
         helper.make_node("Transpose", ["r"], ["s"], perm=NCHW_TO_NHWC),
         helper.make_node("ReduceMean", ["s", "axes"], ["y"], keepdims=0),
     ]
-    proto = model(nodes, [f("x", [2, 5, 5, 3])], [f("y", [2, 4])],
+    proto = model(nodes, [f("x", [2, 5, 5, 3])], [f("y", [2, 4])],  # the pad folds into the Conv, the mean pools
                   [("w", w), ("bias", bias), ("pads", np.asarray([0, 1, 0, 0, 0, 1, 2, 0], np.int64)),
                    ("w2", np.ones((4, 4, 1, 1), np.float32)),
                    ("axes", np.asarray([1, 2], np.int64))])
     feeds = {"x": np.random.default_rng(1).standard_normal((2, 5, 5, 3)).astype(np.float32)}
     optimized, ops = same_results(proto, feeds)
     assert ops.count("Transpose") == 1 and "Identity" not in ops
-    assert ops == ["Transpose", "Conv", "Add", "Relu", "Pad", "Conv", "ReduceMean"]
+    assert ops == ["Transpose", "Conv", "Add", "Relu", "Conv", "GlobalAveragePool", "Squeeze"]
 
 
 def test_a_reduction_without_keepdims_gets_its_own_permutation():
@@ -119,3 +119,19 @@ def test_a_reshape_target_computed_from_shape_becomes_a_constant():
     assert ops == ["ReduceMean", "Reshape"]
     shape = {t.name: numpy_helper.to_array(t) for t in optimized.graph.initializer}[optimized.graph.node[1].input[1]]
     assert shape.tolist() == [0, 1, 1, 5]
+
+
+def test_spatial_means_become_global_pools_and_zero_pads_fold_into_convs():
+    w = np.random.default_rng(6).standard_normal((2, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Conv", ["p", "w"], ["c"], pads=[0, 1, 0, 1]),
+             helper.make_node("ReduceMean", ["c", "axes"], ["y"], keepdims=0),
+             helper.make_node("ReduceMax", ["c", "axes"], ["z"], keepdims=1)]
+    proto = model(nodes, [f("x", [1, 3, 6, 6])], [f("y", [1, 2]), f("z", [1, 2, 1, 1])],
+                  [("pads", np.asarray([0, 0, 2, 1, 0, 0, 1, 0], np.int64)), ("w", w),
+                   ("axes", np.asarray([2, 3], np.int64))])
+    proto.graph.value_info.append(f("c", [1, 2, 7, 7]))
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(7).standard_normal((1, 3, 6, 6)).astype(np.float32)})
+    assert sorted(ops) == ["Conv", "GlobalAveragePool", "GlobalMaxPool", "Squeeze"]
+    conv = next(n for n in optimized.graph.node if n.op_type == "Conv")
+    assert list(conv.attribute[0].ints) == [2, 2, 1, 1]
