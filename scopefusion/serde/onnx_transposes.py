@@ -5,6 +5,8 @@ and back). Between two convolutions the back-and-forth pair meets once the trans
 has moved below every layout-agnostic op in between:
 
 * ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
+* ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` for a graph input ``x`` when nothing else reads the pad
+  (so it can fold into the first ``Conv``).
 * A transpose that moves only dims of size 1 (its input's shape known) → ``Reshape`` (0 keeps the one
   unknown dim, as it stays in place).
 * ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
@@ -46,7 +48,7 @@ def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type == "Transpose":
-            changed |= _compose(index, node) or (to_reshapes and _as_reshape(index, node))
+            changed |= _compose(index, node) or _above_pad(index, node) or (to_reshapes and _as_reshape(index, node))
         elif node.op_type == "Reshape":
             changed |= _merge_reshapes(index, node)
         elif node.op_type in _UNARY or node.op_type in _BROADCAST or node.op_type in _REDUCE or \
@@ -91,6 +93,34 @@ def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
         del node.attribute[:]
     else:
         _set_attr(node, "perm", combined)
+    return True
+
+
+def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    """``Transpose_p(Pad(x, pads))`` → ``Pad(Transpose_p(x), pads permuted)`` when the pad has no other reader
+    (a graph's NHWC input padded before its first convolution: the pad can then fold into the Conv)."""
+    pad = index.producer.get(node.input[0])
+    perm = _perm(node)
+    if pad is None or pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx") or perm is None:
+        return False
+    if len(index.readers.get(pad.output[0], [])) != 1 or not index.free(pad.output[0]):
+        return False
+    if pad.input[0] in index.producer:  # only a graph input's pad: inside, transposes move down through pads
+        return False
+    if _attr(pad, "axes") is not None or (len(pad.input) > 3 and pad.input[3]):
+        return False
+    pads = index.constant(pad.input[1]) if len(pad.input) > 1 else None
+    rank = len(perm)
+    if pads is None or pads.size != 2 * rank:
+        return False
+    begins, ends = pads[:rank], pads[rank:]
+    moved = np.concatenate([[begins[perm[i]] for i in range(rank)], [ends[perm[i]] for i in range(rank)]])
+    source, padded, out = pad.input[0], pad.output[0], node.output[0]
+    index.set_input(node, 0, source)
+    index.set_output(node, 0, padded)
+    index.set_input(pad, 0, padded)
+    index.set_input(pad, 1, index.add_initializer(moved.astype(np.int64), index.fresh(pad.input[1] + "_moved")))
+    index.set_output(pad, 0, out)
     return True
 
 

@@ -135,3 +135,14 @@ def test_spatial_means_become_global_pools_and_zero_pads_fold_into_convs():
     assert sorted(ops) == ["Conv", "GlobalAveragePool", "GlobalMaxPool", "Squeeze"]
     conv = next(n for n in optimized.graph.node if n.op_type == "Conv")
     assert list(conv.attribute[0].ints) == [2, 2, 1, 1]
+
+
+def test_a_pad_of_the_nhwc_input_moves_below_its_transpose_into_the_first_conv():
+    w = np.random.default_rng(8).standard_normal((2, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Transpose", ["p"], ["t"], perm=NHWC_TO_NCHW),
+             helper.make_node("Conv", ["t", "w"], ["y"])]
+    proto = model(nodes, [f("x", [1, 5, 6, 3])], [f("y", [1, 2, 6, 4])],
+                  [("pads", np.asarray([0, 1, 0, 0, 0, 2, 0, 0], np.int64)), ("w", w)])
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(9).standard_normal((1, 5, 6, 3)).astype(np.float32)})
+    assert ops == ["Transpose", "Conv"]
