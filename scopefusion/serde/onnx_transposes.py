@@ -115,10 +115,11 @@ def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
         return False
     begins, ends = pads[:rank], pads[rank:]
     moved = np.concatenate([[begins[perm[i]] for i in range(rank)], [ends[perm[i]] for i in range(rank)]])
-    source, padded, out = pad.input[0], pad.output[0], node.output[0]
+    source, out = pad.input[0], node.output[0]
+    moved_input = index.fresh(source + "_transposed")  # a new name: the old ones have value infos of other shapes
     index.set_input(node, 0, source)
-    index.set_output(node, 0, padded)
-    index.set_input(pad, 0, padded)
+    index.set_output(node, 0, moved_input)
+    index.set_input(pad, 0, moved_input)
     index.set_input(pad, 1, index.add_initializer(moved.astype(np.int64), index.fresh(pad.input[1] + "_moved")))
     index.set_output(pad, 0, out)
     return True
@@ -187,6 +188,8 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
             p = _perm(producer)
             if p is None or (perm is not None and p != perm):
                 return False
+            if node.op_type == "Pad" and producer.input[0] not in index.producer:
+                return False  # a graph input's pad stays below its transpose (see _above_pad)
             perm = p
             sources[slot] = producer.input[0]
             readers = index.readers.get(name, [])
