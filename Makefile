@@ -49,6 +49,7 @@ bench-large: $(STAMP)
 	$(PY) bench/bench_parser.py
 	$(PY) bench/bench_convert.py
 	$(PY) bench/bench_savedmodel.py
+	$(PY) bench/bench_onnx_export.py
 
 # Hostile-model fuzzing: 10,000 examples under a 4 GiB address-space limit, peak memory under 1.5 GiB.
 bench-fuzz: $(STAMP)

@@ -109,6 +109,9 @@ def convert(
     format: Optional[str] = typer.Option(
         None, "--format", help="Output format: ge, ge-text or onnx (default: from the output's suffix, else ge)."
     ),
+    opset: Optional[int] = typer.Option(None, "--opset", help="ONNX opset of a TensorFlow model's export (17..23, default 23)."),
+    keep_tf_ops: bool = typer.Option(False, "--keep-tf-ops", help="Write TF ops without an ONNX form in domain tf (not runnable)."),
+    onnx_target: str = typer.Option("standard", "--onnx-target", help="ONNX flavour: standard or onnxruntime."),
     input_shape: Optional[List[str]] = typer.Option(
         None, "--input-shape", help='One shape profile, "NAME:D,D;NAME:D,D"; repeat for more profiles.'
     ),
@@ -170,7 +173,8 @@ def convert(
                 max_folded_bytes=max_folded_bytes,
             )
             # Everything is rendered before anything is written, so a failure leaves no file behind.
-            files: list[tuple[Union[str, Path], bytes]] = [(output, result.to_bytes(fmt))]
+            onnx_options = {"opset": opset, "keep_tf_ops": keep_tf_ops, "target": onnx_target} if fmt == "onnx" else {}
+            files: list[tuple[Union[str, Path], bytes]] = [(output, result.to_bytes(fmt, **onnx_options))]
             if report is not None:
                 files.append((report, (json.dumps(result.report(), indent=2, sort_keys=True) + "\n").encode()))
             if html is not None:
@@ -184,6 +188,7 @@ def convert(
                 progress("write", len(files), len(files), "")
     except ScopeFusionError as e:
         _fail(str(e))
+    _say_format_and_runnability(output, format, result)
     if not quiet:
         from .summary import print_summary
 
@@ -208,6 +213,7 @@ def verify(
         "native", "--savedmodel-loader", help="SavedModel freezing: native (no TensorFlow) or tensorflow."
     ),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison as JSON here."),
+    runtime: str = typer.Option("reference", "--runtime", help="What runs the converted model: reference or onnxruntime."),
 ) -> None:
     """Run MODEL in its framework and the converted, fused IR on the same inputs; exit 0 on match, 1 on mismatch."""
     from .cli_checks import check_pass_names
@@ -230,7 +236,7 @@ def verify(
     if savedmodel_loader != "native":
         options["savedmodel_loader"] = savedmodel_loader
     try:
-        report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
+        report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, runtime=runtime, **options)
     except ScopeFusionError as e:
         _fail(str(e))
     from .summary import Section, print_sections
@@ -241,7 +247,7 @@ def verify(
         for check in report.checks
         for out in check.outputs
     ]  # fmt: skip
-    title = f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
+    title = f"verify {model} in {runtime} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
     columns = ("profile", "output", "shape", "max abs", "max rel", "result")
     print_sections([Section(title, columns, rows, frozenset({"max abs", "max rel"}))])
     if json_out is not None:
@@ -250,6 +256,23 @@ def verify(
         except ScopeFusionError as e:
             _fail(str(e))
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _say_format_and_runnability(output: Path, format: Optional[str], result) -> None:
+    """On stderr: that an output name without a known suffix was written as GE bytes; that an ONNX file with
+    ``tf`` ops will not run in onnxruntime."""
+    from rich.console import Console
+
+    from .cli_checks import FORMAT_SUFFIXES
+
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    name = Path(output).name.lower()
+    if format is None and not any(name.endswith(suffix) for suffix, _ in FORMAT_SUFFIXES) and str(output) != STDOUT:
+        console.print(f"note: {str(output)!r} has no known suffix ({', '.join(s for s, _ in FORMAT_SUFFIXES)}), "
+                      "so it is written as GE bytes; give --format to choose")
+    exported = getattr(result, "onnx_export", None)
+    if exported is not None and exported.get("warning"):
+        console.print(f"[bold yellow]warning:[/] {exported['warning']}", markup=True)
 
 
 def _load_inputs(items: List[str]) -> dict:

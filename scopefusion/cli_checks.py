@@ -18,6 +18,7 @@ FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
     (".ge.txt", "ge-text"),
     (".ge-text", "ge-text"),
     (".getxt", "ge-text"),
+    (".pbtxt", "ge-text"),
     (".onnx", "onnx"),
     (".ge", "ge"),
 )

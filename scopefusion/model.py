@@ -15,9 +15,38 @@ if TYPE_CHECKING:  # pragma: no cover
     from .ir_builder.shape_inference import InferenceResult
     from .parser.source_graph import SourceGraph
 
-__all__ = ["Model", "SAVE_FORMATS"]
+__all__ = ["EXTENSION_FORMATS", "Model", "SAVE_FORMATS", "output_format"]
 
 SAVE_FORMATS = ("ge", "ge-text", "onnx")
+# File name endings that say the format, longest first.
+EXTENSION_FORMATS = ((".ge.txt", "ge-text"), (".ge-text", "ge-text"), (".getxt", "ge-text"), (".pbtxt", "ge-text"),
+                     (".onnx", "onnx"), (".ge", "ge"))
+
+
+def output_format(path: "str | PathLike", requested: str | None = None) -> tuple[str, str]:
+    """The format to write ``path`` in, and a note to tell the user ("" when there is nothing to say).
+
+    The file name decides (``.onnx`` ONNX, ``.ge`` GE bytes, ``.ge.txt`` / ``.pbtxt`` GE text); ``requested``
+    (``--format``) must agree with it; a name without a known ending takes ``requested``, else GE bytes.
+
+    Raises:
+        SerdeError: ``requested`` is not a format, or contradicts the file name.
+    """
+    if requested is not None and requested not in SAVE_FORMATS:
+        raise SerdeError(f"--format {requested!r} is not one of {', '.join(SAVE_FORMATS)}")
+    name = str(path).lower()
+    implied = next((fmt for ending, fmt in EXTENSION_FORMATS if name.endswith(ending)), None)
+    if implied is not None:
+        if requested is not None and requested != implied:
+            raise SerdeError(
+                f"--format {requested} contradicts the output name {str(path)!r}, which says {implied}; "
+                f"drop --format or name the file for {requested}"
+            )
+        return implied, ""
+    if requested is not None:
+        return requested, ""
+    return "ge", (f"{str(path)!r} has no known ending (.onnx, .ge, .ge.txt, .pbtxt), so it is written as GE bytes; "
+                  "give --format to choose")
 
 
 @dataclass
@@ -31,6 +60,7 @@ class Model:
     inference: "InferenceResult"
     dropped_attrs: dict[str, list[str]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    onnx_export: dict[str, Any] | None = None  # the last ONNX export's summary (report field "onnx")
 
     # ------------------------------------------------------------------ counts
     def fusion_counts(self) -> dict[str, int]:
@@ -69,20 +99,23 @@ class Model:
             "passes": [r.to_dict() for r in getattr(self.fusion_run, "reports", [])],
             "dropped_attrs": {k: v for k, v in sorted(self.dropped_attrs.items())},
             "timings_s": dict(self.timings),
+            **({"onnx": dict(self.onnx_export)} if self.onnx_export is not None else {}),
         }
 
     # ------------------------------------------------------------------ output
-    def to_bytes(self, format: str = "ge") -> bytes:
-        """The model in ``format``; SerdeError when the format is unknown or the bytes do not fit in memory."""
+    def to_bytes(self, format: str = "ge", **onnx_options: Any) -> bytes:
+        """The model in ``format``; ``onnx_options`` go to :func:`~scopefusion.serde.onnx_export.model_to_onnx`
+        (``opset``, ``keep_tf_ops``, ``target``). An ONNX export records its summary in the report (``onnx``).
+        SerdeError when the format is unknown or the bytes do not fit in memory."""
         try:
-            return self._render(format)
+            return self._render(format, **onnx_options)
         except MemoryError:
             raise SerdeError(
                 f"writing the model as {format} ran out of memory ({len(self.graph.nodes):,} nodes, "
                 f"{len(self.profiles)} profile(s)); write fewer profiles or convert on a larger machine"
             ) from None
 
-    def _render(self, format: str) -> bytes:
+    def _render(self, format: str, **onnx_options: Any) -> bytes:
         if format == "ge":
             from .serde.model_io import model_to_bytes
 
@@ -92,16 +125,20 @@ class Model:
 
             return model_to_text(self).encode("utf-8")
         if format == "onnx":
-            from .serde.onnx_export import model_to_onnx_bytes
+            from .serde.onnx_export import model_to_onnx_bytes, onnx_summary
 
-            return model_to_onnx_bytes(self)
+            data = model_to_onnx_bytes(self, **onnx_options)
+            self.onnx_export = onnx_summary(data)
+            return data
         raise SerdeError(f"unknown output format {format!r}; use one of {', '.join(SAVE_FORMATS)}")
 
-    def save(self, path: str | PathLike, format: str = "ge") -> None:
-        """Writes the model; the file appears whole or not at all (written aside, then renamed)."""
+    def save(self, path: str | PathLike, format: str | None = None, **onnx_options: Any) -> None:
+        """Writes the model in ``format``, by default the one the file name says (:func:`output_format`);
+        the file appears whole or not at all (written aside, then renamed)."""
         from .files import write_atomic
 
-        write_atomic(path, self.to_bytes(format))
+        fmt, _ = output_format(path, format)
+        write_atomic(path, self.to_bytes(fmt, **onnx_options))
 
     def __repr__(self) -> str:
         return f"Model({self.source.path!r}, {len(self.graph.nodes)} nodes, {len(self.profiles)} profile(s))"

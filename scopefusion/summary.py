@@ -77,6 +77,10 @@ def summary_sections(report: Mapping[str, Any], output: str, fmt: str) -> list[S
     sections.append(Section("Memory plans", columns, plan_rows, frozenset(columns[1:])))
 
     timings = [(stage, f"{seconds:.3f}") for stage, seconds in report["timings_s"].items()]
+    exported = report.get("onnx")
+    if fmt == "onnx" and exported is not None:
+        runs = "will NOT run in onnxruntime (domain tf)" if exported.get("warning") else "runs in onnxruntime"
+        fmt = f"onnx opset {exported['opset']}, {exported['nodes']} nodes, {exported['transposes']} Transposes, {runs}"
     title = f"Wrote {output} ({fmt}); seconds per stage"
     sections.append(Section(title, ("stage", "seconds"), timings, frozenset({"seconds"})))
     return sections

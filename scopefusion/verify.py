@@ -1,6 +1,9 @@
 """``verify``: run the source model (TensorFlow or onnxruntime) and the converted, fused IR on the same
 seeded inputs, for every shape profile, and compare every output.
 
+``runtime`` says what runs the converted model: ``"reference"`` (default) the IR's reference executor;
+``"onnxruntime"`` its ONNX export (made in memory, at the default opset) in onnxruntime's CPU provider.
+
 Inputs are drawn per profile: floats from a standard normal, booleans at random, integers in a valid
 range — an integer input that indexes a constant table (token ids into an embedding, through Gather /
 GatherV2 / ResourceGather, possibly behind Identity / Cast / Reshape / ExpandDims) is drawn below the
@@ -21,7 +24,9 @@ from .ir.graph import CONST_OP, Graph, Value
 from .ir.types import TensorType
 from .ir_builder.profiles import input_name
 
-__all__ = ["OutputComparison", "VerifyReport", "make_inputs", "verify"]
+__all__ = ["OutputComparison", "RUNTIMES", "VerifyReport", "make_inputs", "verify"]
+
+RUNTIMES = ("reference", "onnxruntime")
 
 _PASS_THROUGH = {"Identity", "Cast", "Reshape", "ExpandDims", "Squeeze", "Unsqueeze", "Flatten"}
 _GATHERS = {"Gather", "GatherV2", "ResourceGather", "GatherElements"}
@@ -93,16 +98,20 @@ def verify(
     rtol: float = 1e-4,
     atol: float = 1e-5,
     checked: bool = True,
+    runtime: str = "reference",
     **convert_options: Any,
 ) -> VerifyReport:
     """Converts ``path`` (``convert_options`` as for :func:`~scopefusion.convert.convert`) and compares it with
-    the source framework on every shape profile (or on ``inputs`` alone when given)."""
+    the source framework on every shape profile (or on ``inputs`` alone when given); ``runtime`` runs the
+    converted model (see the module docstring)."""
     from .convert import convert
 
+    if runtime not in RUNTIMES:
+        raise VerifyError(f"runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
     start = time.perf_counter()
     model = convert(path, **convert_options)
     try:
-        return _run_and_compare(path, model, inputs, seed, rtol, atol, checked, start)
+        return _run_and_compare(path, model, inputs, seed, rtol, atol, checked, start, runtime)
     except MemoryError:
         raise VerifyError(
             f"{path}: running the model ran out of memory (its tensors are larger than this machine can hold); "
@@ -110,26 +119,63 @@ def verify(
         ) from None
 
 
-def _run_and_compare(path, model, inputs, seed: int, rtol: float, atol: float, checked: bool, start: float) -> VerifyReport:
+def _run_and_compare(
+    path, model, inputs, seed: int, rtol: float, atol: float, checked: bool, start: float, runtime: str
+) -> VerifyReport:
     from .runtime.executor import Executor
     from .runtime.source_runner import source_runner
 
     executor = Executor(model, checked=checked)
+    onnx_run = _onnxruntime_runner(model) if runtime == "onnxruntime" else None
     runner = source_runner(model.source)
     checks = []
     profiles = [executor.select_profile(inputs)] if inputs is not None else model.profiles
     for i, profile in enumerate(profiles):
         feeds = dict(inputs) if inputs is not None else make_inputs(profile.graph, seed + i)
-        ours = executor.run(feeds)
+        if onnx_run is not None:
+            got, index = onnx_run(feeds), (model.profiles.index(profile) if profile in model.profiles else 0)
+        else:
+            result = executor.run(feeds)
+            got, index = result.outputs, result.profile
         theirs = runner.run(feeds)
         outputs = []
         for name, expected in theirs.items():
-            if name not in ours.outputs:
-                raise VerifyError(f"{path}: the source model has output {name!r} but the converted model has {sorted(ours.outputs)}")
-            outputs.append(_compare(name, ours.outputs[name], expected, rtol, atol))
-        checks.append(ProfileCheck(ours.profile, {k: tuple(np.shape(v)) for k, v in feeds.items()}, outputs))
+            if name not in got:
+                raise VerifyError(f"{path}: the source model has output {name!r} but the converted model has {sorted(got)}")
+            outputs.append(_compare(name, got[name], expected, rtol, atol))
+        checks.append(ProfileCheck(index, {k: tuple(np.shape(v)) for k, v in feeds.items()}, outputs))
     report = VerifyReport(str(path), checks, rtol, atol, round(time.perf_counter() - start, 3), model.fusion_counts())
     return report
+
+
+def _onnxruntime_runner(model: Any) -> Any:
+    """A function running ``model``'s in-memory ONNX export in onnxruntime (CPU): feeds → outputs by name."""
+    import onnxruntime as ort
+
+    from .serde.onnx_export import model_to_onnx_bytes
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(model_to_onnx_bytes(model), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types
+        detail = " ".join(str(e).split())
+        raise VerifyError(f"onnxruntime cannot load the ONNX export of {model.source.path!r}: {detail}") from None
+    names = [i.name for i in session.get_inputs()]
+    outputs = [o.name for o in session.get_outputs()]
+
+    def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        missing = [n for n in names if n not in feeds]
+        if missing:
+            raise VerifyError(f"no value for the ONNX export's inputs {', '.join(missing)}")
+        try:
+            values = session.run(outputs, {n: np.asarray(feeds[n]) for n in names})
+        except Exception as e:
+            detail = " ".join(str(e).split())
+            raise VerifyError(f"onnxruntime failed running the ONNX export of {model.source.path!r}: {detail}") from None
+        return dict(zip(outputs, values))
+
+    return run
 
 
 def _compare(name: str, got: Any, expected: Any, rtol: float, atol: float) -> OutputComparison:

@@ -37,7 +37,9 @@ from ..ir.attrs import LIST_STR, AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.types import TensorType
 from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_proto, type_proto
+from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
+from .onnx_lowering import LoweringEmitter, LoweringRegistry
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
 
@@ -75,6 +77,7 @@ class _Scope:
     names: dict[int, str] = field(default_factory=dict)  # id(value) -> ONNX name
     visible: dict[str, str] = field(default_factory=dict)  # source tensor / IR value name -> ONNX name
     initializers: list[onnx.TensorProto] = field(default_factory=list)  # made by fused exporters
+    folded: dict[int, Any] = field(default_factory=dict)  # id(value) -> array, tf values computed from constants
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -93,11 +96,15 @@ class GraphWriter:
         opset: the default-domain opset of the export.
         exporters: the fused-op exporters.
         domain_versions: versions of custom domains (``onnx:<domain>`` dialects) from the source model.
+        lowerings: the ``tf`` op lowerings; None writes ``tf`` ops in domain ``tf`` (a structural export).
     """
 
-    def __init__(self, opset: int, exporters: FusedExporterRegistry, domain_versions: Mapping[str, int] | None = None) -> None:
+    def __init__(self, opset: int, exporters: FusedExporterRegistry, domain_versions: Mapping[str, int] | None = None,
+                 lowerings: LoweringRegistry | None = None) -> None:
         self.opset = opset
         self.exporters = exporters
+        self.lowerings = lowerings
+        self.unlowered: list[tuple[str, str, str]] = []  # (tf op type, node, why it has no ONNX form)
         self.domain_versions = dict(domain_versions or {})
         self.domains: dict[str, int] = {"": opset}
         self.unmapped: list[tuple[str, str, str]] = []  # (graph, fused node, why it went to the fallback domain)
@@ -114,12 +121,20 @@ class GraphWriter:
         outputs = self._name_values(scope, proto, dim_params or {})
         defined: set[int] = {id(v) for v in graph.inputs}
         defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
+        folded_nodes = self._fold(scope)
         produced: list[Value] = []
         for node in graph.nodes:
             if node.op == DATA_OP:
                 continue
             if node.op == CONST_OP:
                 proto.initializer.append(tensor_proto(node.attrs.as_tensor("value"), scope.names[id(node.outputs[0])]))
+                continue
+            if id(node) in folded_nodes:
+                for value in node.outputs:
+                    needed = any(id(user) not in folded_nodes for user, _ in value.uses)
+                    if needed and id(value) in scope.names:
+                        proto.initializer.append(tensor_proto(scope.folded[id(value)], scope.names[id(value)]))
+                defined.update(id(v) for v in node.outputs)
                 continue
             protos = self._node(node, scope, defined)
             proto.node.extend(protos)
@@ -138,6 +153,16 @@ class GraphWriter:
             if name not in out_names and _typed(value.type):
                 proto.value_info.append(_value_info(name, value.type))
         return proto
+
+    def _fold(self, scope: _Scope) -> set[int]:
+        """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""
+        if self.lowerings is None or not len(self.lowerings):
+            return set()  # folding serves the lowering; a structural export keeps every tf node
+        graph = scope.graph
+        scope.folded = fold_constants(graph)
+        outputs = {id(v) for v in graph.outputs}
+        return {id(n) for n in graph.nodes
+                if n.outputs and all(id(v) in scope.folded and id(v) not in outputs for v in n.outputs)}
 
     def _name_values(self, scope: _Scope, proto: onnx.GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
@@ -214,6 +239,12 @@ class GraphWriter:
                 return emitted
             self.unmapped.append((scope.graph.name, node.name, reason))
             domain = FALLBACK_DOMAIN
+        elif node.dialect == "tf" and self.lowerings is not None:
+            emitted, reason = self._lower(node, scope, inputs, where, bool(back_edges))
+            if emitted is not None:
+                return emitted
+            self.unlowered.append((node.op_type, node.name, reason))
+            domain = "tf"
         elif node.dialect == "onnx":
             domain = ""
         elif standard:
@@ -293,11 +324,26 @@ class GraphWriter:
         return self._schemas[key]
 
     # ------------------------------------------------------------------ fused ops
+    def _lower(self, node: Node, scope: _Scope, inputs: list[str], where: str,
+               back_edge: bool) -> tuple[list[onnx.NodeProto] | None, str]:
+        """The nodes of a ``tf`` op's ONNX form, or None and the reason it has none."""
+        lowering = self.lowerings.get(node.op_type) if self.lowerings is not None else None
+        if lowering is None:
+            return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
+        if back_edge:
+            return None, "it reads a TF1 loop back edge"
+        return self._emit(node, scope, inputs, where, lowering, scope.folded)
+
     def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:
         """The nodes of a fused op's ONNX form, or None and the reason to write it in the fallback domain."""
         exporter = self.exporters.get(node.op_type)
         if exporter is None:
             return None, f"no exporter is registered for fused op {node.op_type!r}"
+        return self._emit(node, scope, inputs, where, exporter, None)
+
+    def _emit(self, node: Node, scope: _Scope, inputs: list[str], where: str, exporter: Any,
+              folded: dict[int, Any] | None) -> tuple[list[onnx.NodeProto] | None, str]:
+        """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
         graph_outputs = {id(v) for v in scope.graph.outputs}
         outputs, used = [], []
         for value in node.outputs:
@@ -306,8 +352,14 @@ class GraphWriter:
             if name is None:
                 name = scope.names[id(value)] = self._tensors.claim(value.name)
             outputs.append(name)
-        emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
-                               fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
+        emitter: FusedEmitter
+        if folded is None:
+            emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
+                                   fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
+        else:
+            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
+                                      fresh_node=self._nodes.claim, folded=folded,
+                                      write_body=lambda g: self.write(g, parent=scope))
         try:
             exporter(emitter)
         except Unmapped as e:

@@ -26,6 +26,7 @@ from scopefusion.ir.opdef import FollowType, OpDef, OpRegistry
 from scopefusion.ir.types import IRContext
 from scopefusion.serde.onnx_export import graph_to_onnx, model_to_onnx
 from scopefusion.serde.onnx_fused import FusedExporterRegistry, default_fused_exporters
+from scopefusion.serde.onnx_lowering import LoweringRegistry
 
 PROVIDERS = ["CPUExecutionProvider"]
 ONNX_FIXTURES = ["onnx_attention", "onnx_control_flow", "onnx_messy", "onnx_function", "onnx_external"]
@@ -143,15 +144,23 @@ def test_cli_converts_to_onnx(onnx_attention, tmp_path):
 
 # ============================================================================= TF-born models
 @pytest.mark.parametrize("fixture", ["tf_bert_pb", "tf_mobilenet_pb"])
-def test_tf_born_models_export_structurally_and_pass_the_full_checker(fixture, request):
+def test_tf_born_models_lower_to_the_default_domain_and_pass_the_full_checker(fixture, request):
     model = convert(request.getfixturevalue(fixture))
     proto = exported(model)
-    assert {o.domain: o.version for o in proto.opset_import} == {"": 23, "tf": 1}
+    assert {o.domain: o.version for o in proto.opset_import} == {"": 23}
+    assert {n.domain for n in proto.graph.node} == {""}
     assert [i.name for i in proto.graph.input] == [v.producer.attrs.get("_input_name") for v in model.graph.inputs]
     assert [o.name for o in proto.graph.output] == list(model.graph.attrs.get("_output_names"))
+    assert all(i.type.tensor_type.elem_type for i in list(proto.graph.input) + list(proto.graph.output))
+
+
+@pytest.mark.parametrize("fixture", ["tf_bert_pb", "tf_mobilenet_pb"])
+def test_tf_born_models_keep_their_tf_ops_structurally_on_request(fixture, request):
+    model = convert(request.getfixturevalue(fixture))
+    proto = exported(model, lowerings=LoweringRegistry(), keep_tf_ops=True, optimize=False)
+    assert {o.domain: o.version for o in proto.opset_import} == {"": 23, "tf": 1}
     tf_ops = sorted(n.op_type for n in model.graph.nodes if n.dialect == "tf")
     assert sorted(n.op_type for n in proto.graph.node if n.domain == "tf") == tf_ops
-    assert all(i.type.tensor_type.elem_type for i in list(proto.graph.input) + list(proto.graph.output))
 
 
 # ============================================================================= fused ops, by hand
@@ -471,7 +480,7 @@ def test_tf_back_edges_control_inputs_and_attribute_kinds_have_an_onnx_form():
     enter.set_attr("flag", True)
     enter.set_attr("output_shapes", ((2, 3), (4,)))
     enter.set_attr("empty", AttrValue(LIST_INT, ()))
-    proto = graph_to_onnx(g)
+    proto = graph_to_onnx(g, keep_tf_ops=True, lowerings=LoweringRegistry())
     onnx.checker.check_model(proto, full_check=True)
     nodes = {n.name: n for n in proto.graph.node}
     assert list(nodes["Merge"].input) == ["Enter"]
@@ -487,7 +496,7 @@ def test_an_attribute_kind_without_onnx_form_is_a_serde_error():
     g, _ = tf_graph()
     g.node("Enter").set_attr("f", NamedAttrs("body_fn", {"T": D.FLOAT32}))
     with pytest.raises(SerdeError) as info:
-        graph_to_onnx(g)
+        graph_to_onnx(g, keep_tf_ops=True)
     message = str(info.value)
     assert "node 'Enter' (tf.Enter)" in message and "attribute 'f' is named_attrs" in message and "\n" not in message
 
@@ -496,7 +505,7 @@ def test_unknown_output_rank_and_unresolved_outer_reads_are_serde_errors():
     g, ctx = tf_graph()
     g.outputs[0].type = ctx.tensor(D.FLOAT32, None)
     with pytest.raises(SerdeError, match="graph output 'Exit' has an unknown dtype or rank"):
-        graph_to_onnx(g)
+        graph_to_onnx(g, keep_tf_ops=True)
     body = Graph("body", ctx)
     ghost = body.add_input("ghost", ctx.tensor(D.FLOAT32, (3,)))
     ghost.producer.set_attr("_outer_name", "nowhere")
@@ -504,14 +513,15 @@ def test_unknown_output_rank_and_unresolved_outer_reads_are_serde_errors():
     g2, _ = tf_graph()
     g2.node("Exit").subgraphs["body"] = body
     with pytest.raises(SerdeError, match="reads tensor 'nowhere' of an enclosing graph"):
-        graph_to_onnx(g2)
+        graph_to_onnx(g2, keep_tf_ops=True)
     with pytest.raises(SerdeError, match="opset 99"):
         graph_to_onnx(g2, opset=99)
 
 
 def test_public_api_is_locked():
     expected = {
-        "scopefusion.serde.onnx_export": {"DEFAULT_EXPORT_OPSET", "FALLBACK_DOMAIN", "graph_to_onnx", "model_to_onnx", "model_to_onnx_bytes"},
+        "scopefusion.serde.onnx_export": {"DEFAULT_EXPORT_OPSET", "FALLBACK_DOMAIN", "graph_to_onnx", "model_to_onnx", "model_to_onnx_bytes", "ONNX_TARGETS", "onnx_summary",
+                                           "unlowered_message"},
         "scopefusion.serde.onnx_fused": {"FusedEmitter", "FusedExporter", "FusedExporterRegistry", "Unmapped", "default_fused_exporters"},
     }
     for name, symbols in expected.items():

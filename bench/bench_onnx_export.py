@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""ONNX export of the TensorFlow zoo models: scopefusion against tf2onnx.
+
+Per model (frozen GraphDefs built from code into a work directory, nothing committed):
+
+* export time: scopefusion's ``convert`` + ONNX export of the file (default opset 23), against tf2onnx's
+  in-process ``tf2onnx.convert.from_graph_def`` of the same frozen graph (opset 17, its default optimizers);
+  the best of ``--repeat`` runs each;
+* onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of ``--runs`` runs after
+  5 warm-up runs) of each export on the zoo's profile inputs, and for the transformer models of tf2onnx's
+  export after onnxruntime's transformers optimizer (``optimize_model(model_type="bert")``);
+* node and Transpose counts of each export; max error against TensorFlow (abs, rel where values exceed 1).
+
+tf2onnx is an optional bench dependency (``pip install -e .[bench]``); where it is missing or fails on a
+model, the table says so with the exception, and the scopefusion columns are still measured.
+
+Goals: our latency <= tf2onnx's on every model both convert (<= tf2onnx + transformers optimizer on the
+transformers), CNN Transpose counts <= tf2onnx's, export >= 25x faster.
+
+Usage: python bench/bench_onnx_export.py [--models a,b] [--repeat 3] [--runs 30] [--workdir DIR] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.e2e import zoo  # noqa: E402
+from tests.models import tf_models  # noqa: E402
+
+TRANSFORMERS = {"keras_transformer", "tf1_bert"}
+SPEEDUP_GOAL = 25.0
+
+
+def _mobilenet_v3() -> bytes:
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.applications.MobileNetV3Small(weights=None, input_shape=(32, 32, 3), alpha=0.75, classes=10,
+                                                include_preprocessing=False)
+    return tf_models._freeze_keras(model, [(None, 32, 32, 3)])
+
+
+def _rnn_stack() -> bytes:
+    from tests.fusion_rules.test_dynamic_rnn import keras_stack
+
+    return keras_stack()
+
+
+def models() -> dict[str, tuple[Callable[[], bytes], dict[str, list[int]]]]:
+    out: dict[str, tuple[Callable[[], bytes], dict[str, list[int]]]] = {}
+    for m in zoo.ZOO:
+        if m.builder is not None:
+            out[m.name] = (m.builder, {k: list(v) for k, v in m.input_shapes.items()})
+    out["small_convnet"] = (tf_models.keras_small_convnet, {"input_0": [1, 8, 8, 3]})
+    out["mobilenet_v3_small"] = (_mobilenet_v3, {"input_0": [1, 32, 32, 3]})
+    out["rnn_stack"] = (_rnn_stack, {"sequence": [2, 6, 5]})
+    return out
+
+
+def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def latency_ms(data: bytes, feeds: dict[str, np.ndarray], runs: int) -> float:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    inputs = {n: feeds[n] for n in names}
+    for _ in range(5):
+        session.run(None, inputs)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        session.run(None, inputs)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def run_outputs(data: bytes, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    values = session.run(None, {n: feeds[n] for n in names})
+    return dict(zip([o.name for o in session.get_outputs()], values))
+
+
+def max_error(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], suffix: str = "") -> float:
+    worst = 0.0
+    for name, value in expected.items():
+        mine = got.get(name + suffix)
+        if mine is None or np.shape(mine) != np.shape(value):
+            return float("inf")
+        a, b = np.asarray(mine, np.float64), np.asarray(value, np.float64)
+        if a.size:
+            worst = max(worst, float((np.abs(a - b) / np.maximum(1.0, np.abs(b))).max()))
+    return worst
+
+
+def counts(data: bytes) -> tuple[int, int]:
+    import onnx
+
+    proto = onnx.load_from_string(data)
+    return len(proto.graph.node), sum(n.op_type == "Transpose" for n in proto.graph.node)
+
+
+def tf2onnx_export(path: Path, repeat: int) -> tuple[float, bytes]:
+    import tensorflow as tf
+    import tf2onnx
+
+    from tests.models.saved_models import frozen_outputs
+
+    def once() -> bytes:
+        graph_def = tf.compat.v1.GraphDef.FromString(path.read_bytes())
+        inputs = [f"{n.name}:0" for n in graph_def.node if n.op == "Placeholder"]
+        outputs = [f"{o}:0" for o in frozen_outputs(graph_def)]
+        proto, _ = tf2onnx.convert.from_graph_def(graph_def, input_names=inputs, output_names=outputs, opset=17)
+        return proto.SerializeToString()
+
+    return best_of(repeat, once)
+
+
+def transformers_optimized(data: bytes) -> bytes:
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        path.write_bytes(data)
+        optimized = optimize_model(str(path), model_type="bert", num_heads=0, hidden_size=0)
+        return optimized.model.SerializeToString()
+
+
+def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, runs: int) -> dict[str, Any]:
+    from scopefusion.convert import convert
+    from scopefusion.runtime.source_runner import source_runner
+    from scopefusion.serde.onnx_export import model_to_onnx_bytes
+    from scopefusion.verify import make_inputs
+
+    row: dict[str, Any] = {"model": name}
+    seconds, data = best_of(repeat, lambda: model_to_onnx_bytes(convert(path)))
+    model = convert(path, input_shapes=[shapes])
+    feeds = make_inputs(model.profiles[0].graph, 0)
+    expected = source_runner(model.source).run(feeds)
+    row["ours_export_s"] = seconds
+    row["ours_nodes"], row["ours_transposes"] = counts(data)
+    row["ours_ms"] = latency_ms(data, feeds, runs)
+    row["ours_error"] = max_error(run_outputs(data, feeds), expected)
+    try:
+        theirs_s, theirs = tf2onnx_export(path, 1)
+    except Exception as e:  # tf2onnx missing or failing: say how
+        row["tf2onnx"] = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        return row
+    row["tf2onnx_export_s"] = theirs_s
+    row["tf2onnx_nodes"], row["tf2onnx_transposes"] = counts(theirs)
+    try:
+        row["tf2onnx_ms"] = latency_ms(theirs, {f"{k}:0": v for k, v in feeds.items()}, runs)
+        row["tf2onnx_error"] = max_error(run_outputs(theirs, {f"{k}:0": v for k, v in feeds.items()}), expected, ":0")
+    except Exception as e:
+        row["tf2onnx"] = f"onnxruntime refused tf2onnx's export: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        return row
+    row["speedup"] = theirs_s / seconds
+    if name in TRANSFORMERS:
+        try:
+            optimized = transformers_optimized(theirs)
+            row["tf2onnx_opt_ms"] = latency_ms(optimized, {f"{k}:0": v for k, v in feeds.items()}, runs)
+        except Exception as e:
+            row["tf2onnx_opt"] = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = ("| model | export s (ours / tf2onnx, x) | ORT ms (ours / tf2onnx / +opt) | nodes (ours / tf2onnx) "
+            "| Transposes (ours / tf2onnx) | max error (ours / tf2onnx) |")
+    lines = [head, "|" + "---|" * 6]
+
+    def f(row: dict[str, Any], key: str, fmt: str) -> str:
+        return format(row[key], fmt) if key in row else "-"
+
+    for r in rows:
+        speed = f"{r['speedup']:.0f}x" if "speedup" in r else "-"
+        lines.append(
+            f"| {r['model']} | {f(r, 'ours_export_s', '.3f')} / {f(r, 'tf2onnx_export_s', '.2f')} ({speed}) "
+            f"| {f(r, 'ours_ms', '.3f')} / {f(r, 'tf2onnx_ms', '.3f')} / {f(r, 'tf2onnx_opt_ms', '.3f')} "
+            f"| {f(r, 'ours_nodes', 'd')} / {f(r, 'tf2onnx_nodes', 'd')} "
+            f"| {f(r, 'ours_transposes', 'd')} / {f(r, 'tf2onnx_transposes', 'd')} "
+            f"| {f(r, 'ours_error', '.2g')} / {f(r, 'tf2onnx_error', '.2g')} |"
+        )
+    notes = [f"- {r['model']}: tf2onnx: {r['tf2onnx']}" for r in rows if "tf2onnx" in r]
+    notes += [f"- {r['model']}: transformers optimizer: {r['tf2onnx_opt']}" for r in rows if "tf2onnx_opt" in r]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    known = models()
+    wanted = [m for m in args.models.split(",") if m] or list(known)
+    unknown = [m for m in wanted if m not in known]
+    if unknown:
+        parser.error(f"unknown models {unknown}; pick from {sorted(known)}")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_onnx_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in wanted:
+        build, shapes = known[name]
+        path = workdir / f"{name}.pb"
+        if not path.exists():
+            path.write_bytes(build())
+        row = measure(name, path, shapes, args.repeat, args.runs)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Constant folding of ``tf`` nodes before lowering: the values a TF graph computes from constants alone.
+
+A frozen TF graph reads its weights through ``Identity`` (``ReadVariableOp``), reshapes and squeezes them,
+and computes shape vectors from constants; the exported ONNX graph should hold the results as initializers
+(so a Conv's filter can be rearranged at export time). A ``tf`` node is folded when every input is a
+constant or folded, it has no bodies, it is not random, and its op's numpy ``reference`` kernel (the one
+shape inference folds with) runs; the result is its outputs' arrays, by value identity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import CONST_OP, Graph, Value
+
+__all__ = ["MAX_FOLDED_ELEMENTS", "fold_constants"]
+
+MAX_FOLDED_ELEMENTS = 1 << 26
+_NEVER = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "Print",
+                    "Assert", "NoOp", "ControlTrigger"})
+
+
+def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
+    """The folded value of each ``tf`` node output computable from constants, by ``id(value)``."""
+    folded: dict[int, np.ndarray] = {}
+    for node in graph.nodes:
+        if node.dialect != "tf" or node.op_type in _NEVER or node.subgraphs or not node.outputs:
+            continue
+        opdef = node.opdef
+        if opdef is None or opdef.reference is None:
+            continue
+        arrays = []
+        for value in node.inputs:
+            array = _value_of(value, folded)
+            if array is None:
+                break
+            arrays.append(array)
+        else:
+            if not arrays:
+                continue
+            outputs = _run(node, arrays)
+            if outputs is None or len(outputs) != len(node.outputs):
+                continue
+            for value, array in zip(node.outputs, outputs):
+                folded[id(value)] = array
+    return folded
+
+
+def _value_of(value: Value | None, folded: dict[int, np.ndarray]) -> np.ndarray | None:
+    if value is None:
+        return None
+    found = folded.get(id(value))
+    if found is not None:
+        return found
+    if value.producer.op == CONST_OP:
+        return np.asarray(value.producer.attrs.as_tensor("value"))
+    return None
+
+
+def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
+    attrs = {k: v.value for k, v in node.attrs.items() if not k.startswith("_")}
+    attrs["_num_outputs"] = len(node.outputs)
+    try:
+        with np.errstate(all="ignore"):
+            out = node.opdef.reference(list(arrays), attrs)
+    except Exception:  # a kernel that cannot run on these values leaves the node to the lowering
+        return None
+    result = []
+    for array, value in zip(out, node.outputs):
+        if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
+            return None
+        array = np.asarray(array)
+        if array.size > MAX_FOLDED_ELEMENTS or array.dtype.kind not in "biufc":
+            return None
+        dtype = getattr(value.type, "dtype", None)
+        if dtype is not None and dtype.numpy.kind in "biufc" and array.dtype != dtype.numpy:
+            array = array.astype(dtype.numpy)
+        result.append(array)
+    return result

@@ -1,0 +1,25 @@
+"""``tf`` dialect ops to default-domain ONNX: one small lowering function per op type, one module per family.
+
+A lowering receives a :class:`~.emitter.LoweringEmitter` for one ``tf.<Type>`` node and writes the ONNX
+nodes that compute it with TensorFlow's exact semantics, or declines (``e.decline(reason)``) when it cannot
+for this node (an input that must be constant is not, an attribute value ONNX has no form for). A declined
+node and an op type without a lowering make the export fail, naming every such op type and its count,
+unless the caller keeps them in domain ``tf`` (``keep_tf_ops``).
+
+Families, as in the dialect itself: :mod:`.elementwise` (math, activations, comparisons, casts),
+:mod:`.nn` (matmuls, convolutions, pooling, normalization, resize), :mod:`.detection` (TopK,
+NonMaxSuppression), :mod:`.array` (reshaping, padding, tiling), :mod:`.slicing` (slices, joins, gathers,
+scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, NoOp).
+
+Registering a lowering is one call::
+
+    lowerings = default_lowerings()
+    lowerings.register("MyOp", lower_my_op)
+"""
+
+from __future__ import annotations
+
+from .emitter import LoweringEmitter
+from .registry import Lowering, LoweringRegistry, default_lowerings
+
+__all__ = ["Lowering", "LoweringEmitter", "LoweringRegistry", "default_lowerings"]

@@ -1,0 +1,163 @@
+"""Functional control flow: ``If`` / ``StatelessIf`` → ``If``, ``Case`` / ``StatelessCase`` → nested ``If``,
+``While`` / ``StatelessWhile`` → ``Loop``; ``PartitionedCall`` / ``StatefulPartitionedCall`` → the body inline.
+
+Each TF body is an IR graph whose inputs are the op's operands (by their ``index``); it is written lowered,
+its inputs bound to the operands' tensors (ONNX bodies read enclosing tensors by name).
+
+* ``If(cond, args…)``: both branches become ONNX ``If`` branches with no inputs; a non-boolean ``cond`` is
+  compared with zero (TF's truth of a scalar).
+* ``Case(index, args…)``: ``If(index == 0, b0, If(index == 1, b1, … b_last))`` — an index out of range
+  runs the last branch, as TF's default.
+* ``While(vars…)``: ``Loop(M = "", c0, vars…)`` where ``c0 = cond(vars)`` is computed before the loop and
+  the loop body is ``vars' = body(vars); c = cond(vars')`` (TF checks the condition before each iteration).
+* TF1 frames (``Enter`` / ``Merge`` / ``Switch`` / ``NextIteration`` / ``Exit``) that no fusion rule replaced
+  decline with a reason that says so.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ...ir.graph import Graph
+from ...ir.types import TensorType
+from ..onnx_attrs import type_proto
+from .emitter import LoweringEmitter
+
+__all__ = ["LOWERINGS"]
+
+
+def _truth(e: LoweringEmitter, name: str, i: int) -> str:
+    dtype = e.dtype(i)
+    if dtype.numpy == np.dtype(np.bool_):
+        return name
+    if e.rank(i) != 0:
+        e.decline("its condition is not a scalar")
+    return e.op("Not", [e.op("Equal", [name, e.typed_scalar(0, dtype, "zero")])[0]])[0]
+
+
+def _outputs_info(graph: Graph, names: Sequence[str]) -> list[onnx.ValueInfoProto]:
+    infos = []
+    for value, name in zip(graph.outputs, names):
+        info = onnx.ValueInfoProto(name=name)
+        if isinstance(value.type, TensorType) and value.type.rank is not None:
+            info.type.CopyFrom(type_proto(value.type.with_shape([-1] * value.type.rank)))
+        elif isinstance(value.type, TensorType):
+            info.type.CopyFrom(type_proto(value.type))
+        infos.append(info)
+    return infos
+
+
+def _branch(e: LoweringEmitter, graph: Graph, args: Sequence[str]) -> onnx.GraphProto:
+    branch = onnx.GraphProto(name=e.fresh(graph.name or "branch"))
+    outputs = e.inline(graph, args, into=branch)
+    # A branch output must be computed in the branch (or be an outer tensor ONNX can pass through an Identity).
+    final = []
+    for name in outputs:
+        out = e.fresh("out")
+        branch.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
+        final.append(out)
+    branch.output.extend(_outputs_info(graph, final))
+    return branch
+
+
+def _if(e: LoweringEmitter) -> None:
+    args = [e.input(i) for i in range(1, len(e.inputs))]
+    then_branch = _branch(e, e.body("then_branch"), args)
+    else_branch = _branch(e, e.body("else_branch"), args)
+    e.op("If", [_truth(e, e.input(0), 0)], outputs=list(e.outputs), then_branch=then_branch, else_branch=else_branch)
+
+
+def _case(e: LoweringEmitter) -> None:
+    count = sum(1 for k in e.node.subgraphs if k.startswith("branches:"))
+    if count == 0:
+        e.decline("it has no branches")
+    args = [e.input(i) for i in range(1, len(e.inputs))]
+    index = e.input(0)
+    dtype = e.dtype(0)
+
+    def chain(k: int, outputs: Sequence[str | None]) -> list[str]:
+        if k == count - 1:
+            body = e.body(f"branches:{k}")
+            names = e.inline(body, args)
+            return [e.op("Identity", [n], outputs=[o])[0] for n, o in zip(names, outputs)]
+        taken = _branch(e, e.body(f"branches:{k}"), args)
+        rest = onnx.GraphProto(name=e.fresh(f"case_rest_{k}"))
+        saved, e.nodes = e.nodes, []
+        rest_outputs = chain(k + 1, [None] * len(outputs))
+        rest.node.extend(e.nodes)
+        e.nodes = saved
+        rest.output.extend(_outputs_info(e.body(f"branches:{k + 1}"), rest_outputs))
+        test = e.op("Equal", [index, e.typed_scalar(k, dtype, "branch")])[0]
+        return e.op("If", [test], outputs=list(outputs), then_branch=taken, else_branch=rest)
+
+    chain(0, list(e.outputs))
+
+
+def _while(e: LoweringEmitter) -> None:
+    cond, body = e.body("cond"), e.body("body")
+    initial = [e.input(i) for i in range(len(e.inputs))]
+    first = e.inline(cond, initial)
+    if len(first) != 1:
+        e.decline("its condition has more than one output")
+    loop = onnx.GraphProto(name=e.fresh("loop_body"))
+    iteration, carried_cond = e.fresh("iteration"), e.fresh("cond_in")
+    carried = [e.fresh(f"var{k}") for k in range(len(initial))]
+    loop.input.append(helper.make_tensor_value_info(iteration, onnx.TensorProto.INT64, []))
+    loop.input.append(helper.make_tensor_value_info(carried_cond, onnx.TensorProto.BOOL, []))
+    for k, name in enumerate(carried):
+        t = e.input_type(k)
+        info = onnx.ValueInfoProto(name=name)
+        if t is not None and t.rank is not None:
+            info.type.CopyFrom(type_proto(t.with_shape([-1] * t.rank)))
+        elif t is not None:
+            info.type.CopyFrom(type_proto(t))
+        loop.input.append(info)
+    updated = e.inline(body, carried, into=loop)
+    if len(updated) != len(carried):
+        e.decline(f"its body gives {len(updated)} values for {len(carried)} loop variables")
+    again = e.inline(cond, updated, into=loop)
+    names = []
+    for name in [again[0], *updated]:
+        out = e.fresh("next")
+        loop.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
+        names.append(out)
+    loop.output.append(helper.make_tensor_value_info(names[0], onnx.TensorProto.BOOL, []))
+    loop.output.extend(_outputs_info(body, names[1:]))
+    start = _truth_of(e, first[0], cond)
+    e.op("Loop", ["", start, *initial], outputs=[o if e.used(k) else None for k, o in enumerate(e.outputs)],
+         body=loop)
+
+
+def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
+    t = cond.outputs[0].type if cond.outputs else None
+    if isinstance(t, TensorType) and t.dtype.numpy != np.dtype(np.bool_):
+        return e.op("Cast", [name], to=onnx.TensorProto.BOOL)[0]
+    return e.op("Reshape", [name, e.ints([], "scalar")])[0]
+
+
+def _tf1_frame(e: LoweringEmitter) -> None:
+    e.decline(
+        "TF1 control-flow frames (Enter, Merge, Switch, NextIteration, Exit) that no fusion rule replaced are not "
+        "lowered to ONNX; export the model with TF2 control flow (While / If) instead"
+    )
+
+
+def _call(e: LoweringEmitter) -> None:
+    keys = list(e.node.subgraphs)
+    if len(keys) != 1:
+        e.decline(f"it has {len(keys)} bodies, not one")
+    names = e.inline(e.body(keys[0]), [e.input(i) for i in range(len(e.inputs))])
+    for k, name in enumerate(names):
+        if e.used(k):
+            e.op("Identity", [name], outputs=[e.outputs[k]])
+
+
+LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
+    ("If", _if), ("StatelessIf", _if), ("Case", _case), ("StatelessCase", _case), ("While", _while),
+    ("StatelessWhile", _while), ("PartitionedCall", _call), ("StatefulPartitionedCall", _call),
+    *((op, _tf1_frame) for op in ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond")),
+]  # fmt: skip

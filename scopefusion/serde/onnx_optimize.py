@@ -1,0 +1,380 @@
+"""Clean-up of a lowered ONNX graph, in place: what lowering op by op leaves behind.
+
+In this order, to a fixed point:
+
+* ``Identity`` nodes go: their readers read the input instead (one that writes a graph output renames
+  its producer's output instead, when that is free to rename).
+* Transposes move and cancel (:mod:`.onnx_transposes`): ``Transpose(Transpose(x))`` composes (and
+  vanishes when the result is the identity); a transpose moves below the layout-agnostic op it feeds
+  (element-wise ops, reductions, Pad, Concat, Softmax) when that does not add transposes; a transpose,
+  reshape, squeeze, unsqueeze or cast of an initializer is folded into a new initializer.
+* A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
+  (:mod:`.onnx_shapes`).
+* Nodes whose outputs nobody reads, and unread initializers, are removed.
+* Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
+  (:mod:`.onnx_fuse_ops`).
+
+Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
+name and its producer. Value infos of tensors that no longer exist are dropped.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+__all__ = ["GraphIndex", "optimize_graph", "toposort"]
+
+_FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
+MAX_FOLD_ELEMENTS = 1 << 26
+
+
+class GraphIndex:
+    """Producers, readers and initializers of one ``GraphProto``, rebuilt on demand."""
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self.graph = graph
+        self.outputs = {o.name for o in graph.output}
+        self.inputs = {i.name for i in graph.input}
+        self.pinned = _names_read_by_bodies(graph)
+        self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
+        for info in list(graph.value_info) + list(graph.input) + list(graph.output):
+            t = info.type.tensor_type
+            if info.type.HasField("tensor_type") and t.HasField("shape"):
+                self.shapes[info.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        for t in graph.initializer:
+            self.shapes[t.name] = list(t.dims)
+        self.rebuild()
+
+    def infer_shapes(self, opset: int) -> None:
+        """Completes :attr:`shapes` with ONNX's shape inference (data propagation on: shape vectors computed
+        from ``Shape`` are followed), run on a copy of the graph without its large weights."""
+        light = onnx.GraphProto()
+        light.node.extend(self.graph.node)
+        light.input.extend(self.graph.input)
+        light.output.extend(self.graph.output)
+        light.value_info.extend(self.graph.value_info)
+        for t in self.graph.initializer:
+            if np.prod(t.dims, dtype=np.int64) <= 64:
+                light.initializer.append(t)
+            else:
+                light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        model = helper.make_model(light, opset_imports=[helper.make_opsetid("", opset)])
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:  # inference is only a hint here
+            return
+        for info in inferred.graph.value_info:
+            t = info.type.tensor_type
+            if info.type.HasField("tensor_type") and t.HasField("shape"):
+                known = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+                old = self.shapes.get(info.name)
+                if old is None or sum(d is None for d in known) < sum(d is None for d in old):
+                    self.shapes[info.name] = known
+
+    def rebuild(self) -> None:
+        self.producer: dict[str, onnx.NodeProto] = {}
+        self.readers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+        for node in self.graph.node:
+            for name in node.output:
+                if name:
+                    self.producer[name] = node
+            for name in node.input:
+                if name:
+                    self.readers[name].append(node)
+
+    def constant(self, name: str) -> np.ndarray | None:
+        t = self.initializers.get(name)
+        return numpy_helper.to_array(t) if t is not None else None
+
+    def add_initializer(self, array: np.ndarray, name: str) -> str:
+        tensor = numpy_helper.from_array(np.asarray(array), name)
+        self.graph.initializer.append(tensor)
+        self.initializers[name] = tensor
+        return name
+
+    def fresh(self, base: str) -> str:
+        taken = self._taken()
+        n = 1
+        while f"{base}_{n}" in taken:
+            n += 1
+        name = f"{base}_{n}"
+        self._taken_names.add(name)
+        return name
+
+    def _taken(self) -> set[str]:
+        if not hasattr(self, "_taken_names"):
+            names = set(self.initializers) | self.inputs | self.outputs
+            for node in _all_nodes(self.graph):
+                names.update(node.input)
+                names.update(node.output)
+                names.add(node.name)
+            self._taken_names = names
+        return self._taken_names
+
+    def free(self, name: str) -> bool:
+        """True when ``name`` is an ordinary intermediate: no graph output or input, not read by a body."""
+        return name not in self.outputs and name not in self.inputs and name not in self.pinned
+
+    def set_input(self, node: onnx.NodeProto, slot: int, name: str) -> None:
+        """Makes ``node`` read ``name`` at ``slot``, keeping the readers index current."""
+        old = node.input[slot]
+        if old == name:
+            return
+        node.input[slot] = name
+        if old and old not in node.input:
+            self.readers[old] = [r for r in self.readers[old] if r is not node]
+        if name and not any(r is node for r in self.readers[name]):
+            self.readers[name].append(node)
+
+    def set_output(self, node: onnx.NodeProto, k: int, name: str) -> None:
+        """Renames ``node``'s output ``k`` to ``name``, keeping the producers index current."""
+        old = node.output[k]
+        node.output[k] = name
+        if self.producer.get(old) is node:
+            del self.producer[old]
+        self.producer[name] = node
+
+    def add_node(self, node: onnx.NodeProto) -> onnx.NodeProto:
+        """Appends ``node`` (out of order: the caller restores it with :func:`toposort`); returns the graph's copy."""
+        self.graph.node.append(node)
+        added = self.graph.node[len(self.graph.node) - 1]
+        for name in added.output:
+            if name:
+                self.producer[name] = added
+        for name in added.input:
+            if name:
+                self.readers[name].append(added)
+        return added
+
+    def replace_uses(self, old: str, new: str) -> None:
+        """Every reader of ``old`` reads ``new`` instead (the readers index follows)."""
+        moved = self.readers.pop(old, [])
+        for node in moved:
+            for k, name in enumerate(node.input):
+                if name == old:
+                    node.input[k] = new
+        known = self.readers[new]
+        known.extend(n for n in moved if not any(n is r for r in known))
+
+
+def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
+    """Runs the clean-up (see the module docstring) on ``graph`` in place."""
+    from .onnx_fuse_ops import fuse_for_runtime
+    from .onnx_shapes import constant_reshapes
+    from .onnx_transposes import push_transposes
+
+    index = GraphIndex(graph)
+    _shapes_for_transposes(index, opset)
+    for _ in range(100):
+        changed = _remove_identities(index)
+        if push_transposes(index):
+            toposort(index.graph)
+            index.rebuild()
+            changed = True
+        changed |= constant_reshapes(index)
+        changed |= _fold_initializer_ops(index)
+        changed |= _remove_dead(index)
+        if not changed:
+            _shapes_for_transposes(index, opset)
+            if push_transposes(index, to_reshapes=True):
+                index.rebuild()
+                continue
+            if not fuse_for_runtime(index):
+                break
+            toposort(index.graph)
+            index.rebuild()
+    _drop_stale_value_info(graph)
+
+
+def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:
+    """Runs shape inference when a transpose's input has no fully known shape (see :meth:`GraphIndex.infer_shapes`)."""
+    if any(n.op_type == "Transpose" and None in index.shapes.get(n.input[0], [None]) for n in index.graph.node):
+        index.infer_shapes(opset)
+
+
+def toposort(graph: onnx.GraphProto) -> None:
+    """Reorders ``graph``'s nodes so each comes after the producers of its inputs (stable otherwise)."""
+    nodes = list(graph.node)
+    producer_of: dict[str, int] = {}
+    for k, node in enumerate(nodes):
+        for name in node.output:
+            if name:
+                producer_of[name] = k
+    done: list[bool] = [False] * len(nodes)
+    order: list[int] = []
+    for start in range(len(nodes)):
+        stack = [(start, False)]
+        while stack:
+            k, expanded = stack.pop()
+            if done[k]:
+                continue
+            if expanded:
+                done[k] = True
+                order.append(k)
+                continue
+            stack.append((k, True))
+            for name in reversed(_inputs_with_bodies(nodes[k])):
+                p = producer_of.get(name)
+                if p is not None and not done[p] and p != k:
+                    stack.append((p, False))
+    if order == list(range(len(nodes))):
+        return
+    copies = []
+    for k in order:
+        c = onnx.NodeProto()
+        c.CopyFrom(nodes[k])
+        copies.append(c)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+def _inputs_with_bodies(node: onnx.NodeProto) -> list[str]:
+    names = list(node.input)
+    for attr in node.attribute:
+        for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+            names.extend(n for inner in _all_nodes(body) for n in inner.input)
+    return names
+
+
+def _remove_identities(index: GraphIndex) -> bool:
+    changed = False
+    keep = []
+    for node in list(index.graph.node):
+        if node.op_type != "Identity" or node.domain not in ("", "ai.onnx"):
+            keep.append(node)
+            continue
+        x, y = node.input[0], node.output[0]
+        if index.free(y):
+            index.replace_uses(y, x)
+            index.readers[x] = [r for r in index.readers.get(x, []) if r is not node]
+            changed = True
+            continue
+        producer = index.producer.get(x)
+        if (producer is not None and index.free(x) and y not in index.inputs and y not in index.pinned
+                and all(r is node for r in index.readers.get(x, []))):
+            for k, name in enumerate(producer.output):
+                if name == x:
+                    index.set_output(producer, k, y)
+            index.readers.pop(x, None)
+            changed = True
+            continue
+        keep.append(node)
+    if changed:
+        _set_nodes(index, keep)
+    return changed
+
+
+def _fold_initializer_ops(index: GraphIndex) -> bool:
+    changed = False
+    keep = []
+    for node in list(index.graph.node):
+        if node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1:
+            values = [index.constant(name) if name else None for name in node.input]
+            if values and all(v is not None for v in values) and values[0].size <= MAX_FOLD_ELEMENTS:
+                out = _fold(node, values)
+                if out is not None and index.free(node.output[0]):
+                    index.add_initializer(out, node.output[0])
+                    changed = True
+                    continue
+        keep.append(node)
+    if changed:
+        _set_nodes(index, keep)
+    return changed
+
+
+def _fold(node: onnx.NodeProto, values: list) -> np.ndarray | None:
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    x = values[0]
+    op = node.op_type
+    if op == "Transpose":
+        return np.transpose(x, attrs.get("perm"))
+    if op == "Identity":
+        return x
+    if op == "Cast":
+        return x.astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
+    if op == "Reshape":
+        shape = [int(d) for d in values[1]]
+        if not attrs.get("allowzero", 0):
+            shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        return x.reshape(shape)
+    if op == "Unsqueeze" and len(values) == 2:
+        out = x
+        rank = x.ndim + len(values[1])
+        for axis in sorted(int(a) % rank for a in values[1]):
+            out = np.expand_dims(out, axis)
+        return out
+    if op == "Squeeze":
+        if len(values) == 2:
+            return np.squeeze(x, tuple(int(a) % x.ndim for a in values[1]))
+        return np.squeeze(x)
+    return None
+
+
+def _remove_dead(index: GraphIndex) -> bool:
+    changed = False
+    while True:
+        index.rebuild()
+        keep = []
+        removed = False
+        for node in index.graph.node:
+            live = any(name and (index.readers.get(name) or name in index.outputs or name in index.pinned)
+                       for name in node.output)
+            if live:
+                keep.append(node)
+            else:
+                removed = True
+        if not removed:
+            break
+        _set_nodes(index, keep, rebuild=False)
+        changed = True
+    read = {name for node in _all_nodes(index.graph) for name in node.input} | index.outputs
+    initializers = index.graph.initializer
+    unread = [k for k, t in enumerate(initializers) if t.name not in read]
+    for k in reversed(unread):  # in place: no copy of the weights
+        index.initializers.pop(initializers[k].name, None)
+        del initializers[k]
+    if unread:
+        changed = True
+    index.rebuild()
+    return changed
+
+
+def _set_nodes(index: GraphIndex, nodes: list[onnx.NodeProto], rebuild: bool = True) -> None:
+    copies = [onnx.NodeProto() for _ in nodes]
+    for copy, node in zip(copies, nodes):
+        copy.CopyFrom(node)
+    del index.graph.node[:]
+    index.graph.node.extend(copies)
+    if rebuild:
+        index.rebuild()
+
+
+def _drop_stale_value_info(graph: onnx.GraphProto) -> None:
+    present = {name for node in graph.node for name in node.output}
+    kept = [v for v in graph.value_info if v.name in present]
+    if len(kept) != len(graph.value_info):
+        del graph.value_info[:]
+        graph.value_info.extend(kept)
+
+
+def _all_nodes(graph: onnx.GraphProto):
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                yield from _all_nodes(body)
+
+
+def _names_read_by_bodies(graph: onnx.GraphProto) -> set[str]:
+    names: set[str] = set()
+    for node in graph.node:
+        for attr in node.attribute:
+            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                for inner in _all_nodes(body):
+                    names.update(inner.input)
+    return names

@@ -1,0 +1,293 @@
+"""Transposes of a lowered ONNX graph pushed down, composed and cancelled (see :mod:`.onnx_optimize`).
+
+TensorFlow's channels-last convolutions are lowered as ``Transpose → Conv → Transpose`` (to channels first
+and back). Between two convolutions the back-and-forth pair meets once the transpose after the first
+has moved below every layout-agnostic op in between:
+
+* ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
+* ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` for a graph input ``x`` when nothing else reads the pad
+  (so it can fold into the first ``Conv``).
+* A transpose that moves only dims of size 1 (its input's shape known) → ``Reshape`` (0 keeps the one
+  unknown dim, as it stays in place).
+* ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
+  where the constant ``c`` is broadcast to the rank and permuted by the inverse of ``p`` (``c'``); the same
+  for ``Reduce*`` (axes mapped through ``p``; without ``keepdims`` the remaining dims get their own
+  permutation), ``Pad`` (pads permuted), ``Concat`` and ``Softmax`` / ``LogSoftmax`` (axis mapped).
+  A move is made when it removes at least as many transposes as it adds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+from onnx import helper
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .onnx_optimize import GraphIndex
+
+__all__ = ["push_transposes"]
+
+_UNARY = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu", "Exp", "Log", "Sqrt", "Neg", "Abs", "Cast", "Erf",
+          "Softplus", "Softsign", "HardSigmoid", "HardSwish", "Not", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
+          "Sin", "Cos", "IsNaN", "IsInf", "Clip", "Identity", "Gelu", "Celu", "ThresholdedRelu", "Mish"}
+_BROADCAST = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Equal", "Less", "Greater", "LessOrEqual",
+              "GreaterOrEqual", "And", "Or", "Xor", "Where", "Sum", "Mean", "PRelu", "Mod", "BitwiseAnd",
+              "BitwiseOr", "BitwiseXor"}
+_REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceSumSquare", "ReduceLogSumExp"}
+_AXIS = {"Concat", "Softmax", "LogSoftmax"}
+
+
+def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
+    """One sweep over the graph in order; True when something changed. ``to_reshapes`` also turns transposes
+    that move only dims of size 1 into reshapes (once the others have settled, so pairs cancel first)."""
+    changed = False
+    for node in list(index.graph.node):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type == "Transpose":
+            changed |= _compose(index, node) or _above_pad(index, node) or (to_reshapes and _as_reshape(index, node))
+        elif node.op_type == "Reshape":
+            changed |= _merge_reshapes(index, node)
+        elif node.op_type in _UNARY or node.op_type in _BROADCAST or node.op_type in _REDUCE or \
+                node.op_type in _AXIS or node.op_type == "Pad":
+            changed |= _push_through(index, node)
+    return changed
+
+
+def _perm(node: onnx.NodeProto) -> list[int] | None:
+    for a in node.attribute:
+        if a.name == "perm":
+            return list(a.ints)
+    return None
+
+
+def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
+    for k, a in enumerate(node.attribute):
+        if a.name == name:
+            del node.attribute[k]
+            break
+    node.attribute.append(helper.make_attribute(name, value))
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    inner = index.producer.get(node.input[0])
+    if inner is None or inner.op_type != "Transpose" or inner.domain not in ("", "ai.onnx"):
+        return False
+    p, q = _perm(inner), _perm(node)
+    if p is None or q is None or len(p) != len(q):
+        return False
+    combined = [p[i] for i in q]
+    index.set_input(node, 0, inner.input[0])
+    if combined == list(range(len(combined))):
+        node.op_type = "Identity"  # removed by the identity sweep
+        del node.attribute[:]
+    else:
+        _set_attr(node, "perm", combined)
+    return True
+
+
+def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    """``Transpose_p(Pad(x, pads))`` → ``Pad(Transpose_p(x), pads permuted)`` when the pad has no other reader
+    (a graph's NHWC input padded before its first convolution: the pad can then fold into the Conv)."""
+    pad = index.producer.get(node.input[0])
+    perm = _perm(node)
+    if pad is None or pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx") or perm is None:
+        return False
+    if len(index.readers.get(pad.output[0], [])) != 1 or not index.free(pad.output[0]):
+        return False
+    if pad.input[0] in index.producer:  # only a graph input's pad: inside, transposes move down through pads
+        return False
+    if _attr(pad, "axes") is not None or (len(pad.input) > 3 and pad.input[3]):
+        return False
+    pads = index.constant(pad.input[1]) if len(pad.input) > 1 else None
+    rank = len(perm)
+    if pads is None or pads.size != 2 * rank:
+        return False
+    begins, ends = pads[:rank], pads[rank:]
+    moved = np.concatenate([[begins[perm[i]] for i in range(rank)], [ends[perm[i]] for i in range(rank)]])
+    source, out = pad.input[0], node.output[0]
+    moved_input = index.fresh(source + "_transposed")  # a new name: the old ones have value infos of other shapes
+    index.set_input(node, 0, source)
+    index.set_output(node, 0, moved_input)
+    index.set_input(pad, 0, moved_input)
+    index.set_input(pad, 1, index.add_initializer(moved.astype(np.int64), index.fresh(pad.input[1] + "_moved")))
+    index.set_output(pad, 0, out)
+    return True
+
+
+def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    shape = index.shapes.get(node.input[0])
+    perm = _perm(node)
+    if shape is None or perm is None or len(perm) != len(shape):
+        return False
+    moved = [d for d in perm if shape[d] != 1]
+    if moved != sorted(moved):
+        return False
+    target = [shape[d] for d in perm]
+    unknown = [i for i, d in enumerate(target) if d is None]
+    if len(unknown) > 1 or (unknown and perm[unknown[0]] != unknown[0]):
+        return False
+    dims = [0 if d is None else d for d in target]
+    name = index.add_initializer(np.asarray(dims, np.int64), index.fresh(node.output[0] + "_shape"))
+    node.op_type = "Reshape"
+    del node.attribute[:]
+    node.input.append(name)
+    index.readers[name].append(node)
+    index.shapes[node.output[0]] = target
+    return True
+
+
+def _merge_reshapes(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    """``Reshape(Reshape(x, s1), s2)`` → ``Reshape(x, s2)`` when each 0 of ``s2`` copies a dim ``s1`` copied
+    from ``x`` at the same place (constant shapes, no ``allowzero``)."""
+    inner = index.producer.get(node.input[0])
+    if inner is None or inner.op_type != "Reshape" or len(node.input) < 2 or len(inner.input) < 2:
+        return False
+    if _attr(node, "allowzero", 0) or _attr(inner, "allowzero", 0):
+        return False
+    s1, s2 = index.constant(inner.input[1]), index.constant(node.input[1])
+    if s1 is None or s2 is None:
+        return False
+    s1, s2 = [int(d) for d in s1.reshape(-1)], [int(d) for d in s2.reshape(-1)]
+    if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
+        return False
+    index.set_input(node, 0, inner.input[0])
+    return True
+
+
+def _inverse(p: list[int]) -> list[int]:
+    inv = [0] * len(p)
+    for i, d in enumerate(p):
+        inv[d] = i
+    return inv
+
+
+def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+    """Moves the transposes feeding ``node`` below it (see the module docstring)."""
+    perm: list[int] | None = None
+    data_slots = _data_slots(node)
+    sources: dict[int, str] = {}
+    constants: dict[int, np.ndarray] = {}
+    removable = 0
+    for slot in data_slots:
+        name = node.input[slot] if slot < len(node.input) else ""
+        if not name:
+            continue
+        producer = index.producer.get(name)
+        if producer is not None and producer.op_type == "Transpose" and producer.domain in ("", "ai.onnx"):
+            p = _perm(producer)
+            if p is None or (perm is not None and p != perm):
+                return False
+            if node.op_type == "Pad" and producer.input[0] not in index.producer:
+                return False  # a graph input's pad stays below its transpose (see _above_pad)
+            perm = p
+            sources[slot] = producer.input[0]
+            readers = index.readers.get(name, [])
+            # The transpose dies once this node moves, or once all its readers (each layout-agnostic) move.
+            if index.free(name) and all(r is node or _movable(r) for r in readers):
+                removable += 1
+            continue
+        value = index.constant(name)
+        if value is None:
+            return False
+        constants[slot] = value
+    if perm is None or removable < len([o for o in node.output if o]):
+        return False
+    rank = len(perm)
+    inv = _inverse(perm)
+    if any(c.ndim > rank for c in constants.values()):
+        return False
+    extra_transform = _rewrite_attributes(index, node, perm, rank)
+    if extra_transform is False:
+        return False
+    for slot, source in sources.items():
+        index.set_input(node, slot, source)
+    for slot, value in constants.items():
+        if value.ndim == 0 or value.size == 1 and value.ndim <= 1:
+            continue
+        full = value.reshape((1,) * (rank - value.ndim) + value.shape)
+        name = index.add_initializer(np.transpose(full, inv), index.fresh(node.input[slot] + "_nchw"))
+        index.set_input(node, slot, name)
+    out_perm = extra_transform if isinstance(extra_transform, list) else perm
+    for k, out in enumerate(list(node.output)):
+        if not out:
+            continue
+        inner = index.fresh(out + "_pre")
+        index.set_output(node, k, inner)
+        if out_perm == list(range(len(out_perm))):
+            after = helper.make_node("Identity", [inner], [out], name=index.fresh(node.name + "_out"))
+        else:
+            after = helper.make_node("Transpose", [inner], [out], name=index.fresh(node.name + "_T"), perm=out_perm)
+        index.add_node(after)
+    return True
+
+
+def _movable(node: onnx.NodeProto) -> bool:
+    op = node.op_type
+    return node.domain in ("", "ai.onnx") and (op in _UNARY or op in _BROADCAST or op in _REDUCE or op in _AXIS
+                                               or op == "Pad")
+
+
+def _data_slots(node: onnx.NodeProto) -> list[int]:
+    op = node.op_type
+    if op in _BROADCAST or op == "Concat":
+        return list(range(len(node.input)))
+    return [0]
+
+
+def _rewrite_attributes(index: "GraphIndex", node: onnx.NodeProto, perm: list[int], rank: int):
+    """Adjusts axes / pads for data now in the source layout; returns the output permutation when it differs
+    from ``perm`` (a reduction without keepdims), True when unchanged, False when the node cannot move."""
+    op = node.op_type
+    if op in _REDUCE:
+        axes = _attr(node, "axes")
+        from_input = axes is None and len(node.input) > 1 and node.input[1]
+        if from_input:
+            value = index.constant(node.input[1])
+            if value is None:
+                return False
+            axes = [int(a) for a in value.reshape(-1)]
+        if axes is None or len(axes) == 0:
+            if _attr(node, "noop_with_empty_axes", 0):
+                return True
+            axes = list(range(rank))
+        axes = sorted(a % rank for a in axes)
+        mapped = sorted(perm[a] for a in axes)
+        if from_input:
+            name = index.add_initializer(np.asarray(mapped, np.int64), index.fresh(node.input[1] + "_nchw"))
+            index.set_input(node, 1, name)
+        else:
+            _set_attr(node, "axes", mapped)
+        if _attr(node, "keepdims", 1):
+            return True
+        kept = [perm[i] for i in range(rank) if i not in axes]
+        order = sorted(kept)
+        return [order.index(d) for d in kept]
+    if op in _AXIS:
+        axis = _attr(node, "axis", -1 if op != "Concat" else None)
+        if axis is None:
+            return False
+        _set_attr(node, "axis", perm[axis % rank])
+        return True
+    if op == "Pad":
+        if _attr(node, "axes") is not None or (len(node.input) > 3 and node.input[3]):
+            return False
+        pads = index.constant(node.input[1]) if len(node.input) > 1 else None
+        if pads is None or pads.size != 2 * rank:
+            return False
+        inv = _inverse(perm)
+        begins, ends = pads[:rank], pads[rank:]
+        new = np.concatenate([[begins[inv[d]] for d in range(rank)], [ends[inv[d]] for d in range(rank)]])
+        index.set_input(node, 1, index.add_initializer(new.astype(np.int64), index.fresh(node.input[1] + "_nchw")))
+        return True
+    return True

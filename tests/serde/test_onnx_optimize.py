@@ -1,0 +1,148 @@
+"""The clean-up of lowered ONNX graphs: transposes pushed through layout-agnostic ops and cancelled, folded
+into constants, identities and dead nodes removed; every rewrite computes what the graph computed before
+(checked with onnx.reference)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from scopefusion.serde.onnx_optimize import optimize_graph
+
+NHWC_TO_NCHW, NCHW_TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+
+
+def model(nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(v, k) for k, v in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+
+
+def f(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def same_results(proto: onnx.ModelProto, feeds) -> tuple[onnx.ModelProto, list]:
+    before = ReferenceEvaluator(proto).run(None, feeds)
+    optimized = onnx.ModelProto()
+    optimized.CopyFrom(proto)
+    optimize_graph(optimized.graph)
+    onnx.checker.check_model(optimized, full_check=True)
+    after = ReferenceEvaluator(optimized).run(None, feeds)
+    for a, b in zip(before, after):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    return optimized, [n.op_type for n in optimized.graph.node]
+
+
+def test_a_conv_chain_keeps_one_transpose_at_the_input_and_one_at_the_output():
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    bias = np.arange(4, dtype=np.float32)
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["a"], perm=NHWC_TO_NCHW),
+        helper.make_node("Conv", ["a", "w"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Transpose", ["b"], ["c"], perm=NCHW_TO_NHWC),
+        helper.make_node("Add", ["c", "bias"], ["d"]),
+        helper.make_node("Relu", ["d"], ["e"]),
+        helper.make_node("Identity", ["e"], ["e2"]),
+        helper.make_node("Pad", ["e2", "pads"], ["p"]),
+        helper.make_node("Transpose", ["p"], ["q"], perm=NHWC_TO_NCHW),
+        helper.make_node("Conv", ["q", "w2"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["s"], perm=NCHW_TO_NHWC),
+        helper.make_node("ReduceMean", ["s", "axes"], ["y"], keepdims=0),
+    ]
+    proto = model(nodes, [f("x", [2, 5, 5, 3])], [f("y", [2, 4])],  # the pad folds into the Conv, the mean pools
+                  [("w", w), ("bias", bias), ("pads", np.asarray([0, 1, 0, 0, 0, 1, 2, 0], np.int64)),
+                   ("w2", np.ones((4, 4, 1, 1), np.float32)),
+                   ("axes", np.asarray([1, 2], np.int64))])
+    feeds = {"x": np.random.default_rng(1).standard_normal((2, 5, 5, 3)).astype(np.float32)}
+    optimized, ops = same_results(proto, feeds)
+    assert ops.count("Transpose") == 1 and "Identity" not in ops
+    assert ops == ["Transpose", "Conv", "Add", "Relu", "Conv", "GlobalAveragePool", "Squeeze"]
+
+
+def test_a_reduction_without_keepdims_gets_its_own_permutation():
+    nodes = [helper.make_node("Transpose", ["x"], ["a"], perm=[2, 0, 1]),
+             helper.make_node("Exp", ["a"], ["b"]),
+             helper.make_node("ReduceSum", ["b", "axes"], ["y"], keepdims=0)]
+    proto = model(nodes, [f("x", [2, 3, 4])], [f("y", [4, 3])], [("axes", np.asarray([1], np.int64))])
+    _, ops = same_results(proto, {"x": np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)})
+    assert ops == ["Exp", "ReduceSum", "Transpose"]
+
+
+def test_a_transpose_with_another_reader_is_not_duplicated():
+    nodes = [helper.make_node("Transpose", ["x"], ["a"], perm=[1, 0]),
+             helper.make_node("Relu", ["a"], ["y"]),
+             helper.make_node("MatMul", ["a", "x"], ["z"])]
+    proto = model(nodes, [f("x", [3, 3])], [f("y", [3, 3]), f("z", [3, 3])])
+    _, ops = same_results(proto, {"x": np.random.default_rng(3).standard_normal((3, 3)).astype(np.float32)})
+    assert ops.count("Transpose") == 1
+
+
+@pytest.mark.parametrize("shape, kept", [([2, 1, 1, 5], "Reshape"), ([2, 3, 1, 5], "Transpose")])
+def test_a_transpose_moving_only_unit_dims_becomes_a_reshape(shape, kept):
+    nodes = [helper.make_node("Transpose", ["x"], ["y"], perm=NHWC_TO_NCHW)]
+    out = [shape[i] for i in NHWC_TO_NCHW]
+    proto = model(nodes, [f("x", shape)], [f("y", out)])
+    proto.graph.node.insert(0, helper.make_node("Relu", ["x"], ["x1"]))
+    proto.graph.node[1].input[0] = "x1"
+    _, ops = same_results(proto, {"x": np.random.default_rng(4).standard_normal(shape).astype(np.float32)})
+    assert kept in ops
+
+
+def test_transposes_of_initializers_fold_and_dead_nodes_and_initializers_go():
+    c = np.arange(6, dtype=np.float32).reshape(2, 3)
+    nodes = [helper.make_node("Transpose", ["c"], ["ct"], perm=[1, 0]),
+             helper.make_node("Add", ["x", "ct"], ["y"]),
+             helper.make_node("Neg", ["x"], ["unused"])]
+    proto = model(nodes, [f("x", [3, 2])], [f("y", [3, 2])], [("c", c), ("never", c)])
+    optimized, ops = same_results(proto, {"x": np.ones((3, 2), np.float32)})
+    assert ops == ["Add"] and [t.name for t in optimized.graph.initializer] == ["ct"]
+
+
+def test_a_reshape_target_computed_from_shape_becomes_a_constant():
+    nodes = [
+        helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=0),
+        helper.make_node("Shape", ["m"], ["s"]),
+        helper.make_node("Slice", ["s", "zero", "one"], ["batch"]),
+        helper.make_node("Concat", ["batch", "ones", "channels"], ["target"], axis=0),
+        helper.make_node("Reshape", ["m", "target"], ["y"]),
+    ]
+    m = helper.make_tensor_value_info("m", TensorProto.FLOAT, ["n", 5])
+    proto = model(nodes, [f("x", ["n", 3, 5])], [f("y", ["n", 1, 1, 5])],
+                  [("axes", np.asarray([1], np.int64)), ("zero", np.asarray([0], np.int64)),
+                   ("one", np.asarray([1], np.int64)), ("ones", np.asarray([1, 1], np.int64)),
+                   ("channels", np.asarray([5], np.int64))])
+    proto.graph.value_info.append(m)
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(5).standard_normal((4, 3, 5)).astype(np.float32)})
+    assert ops == ["ReduceMean", "Reshape"]
+    shape = {t.name: numpy_helper.to_array(t) for t in optimized.graph.initializer}[optimized.graph.node[1].input[1]]
+    assert shape.tolist() == [0, 1, 1, 5]
+
+
+def test_spatial_means_become_global_pools_and_zero_pads_fold_into_convs():
+    w = np.random.default_rng(6).standard_normal((2, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Conv", ["p", "w"], ["c"], pads=[0, 1, 0, 1]),
+             helper.make_node("ReduceMean", ["c", "axes"], ["y"], keepdims=0),
+             helper.make_node("ReduceMax", ["c", "axes"], ["z"], keepdims=1)]
+    proto = model(nodes, [f("x", [1, 3, 6, 6])], [f("y", [1, 2]), f("z", [1, 2, 1, 1])],
+                  [("pads", np.asarray([0, 0, 2, 1, 0, 0, 1, 0], np.int64)), ("w", w),
+                   ("axes", np.asarray([2, 3], np.int64))])
+    proto.graph.value_info.append(f("c", [1, 2, 7, 7]))
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(7).standard_normal((1, 3, 6, 6)).astype(np.float32)})
+    assert sorted(ops) == ["Conv", "GlobalAveragePool", "GlobalMaxPool", "Squeeze"]
+    conv = next(n for n in optimized.graph.node if n.op_type == "Conv")
+    assert list(conv.attribute[0].ints) == [2, 2, 1, 1]
+
+
+def test_a_pad_of_the_nhwc_input_moves_below_its_transpose_into_the_first_conv():
+    w = np.random.default_rng(8).standard_normal((2, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Transpose", ["p"], ["t"], perm=NHWC_TO_NCHW),
+             helper.make_node("Conv", ["t", "w"], ["y"])]
+    proto = model(nodes, [f("x", [1, 5, 6, 3])], [f("y", [1, 2, 6, 4])],
+                  [("pads", np.asarray([0, 1, 0, 0, 0, 2, 0, 0], np.int64)), ("w", w)])
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(9).standard_normal((1, 5, 6, 3)).astype(np.float32)})
+    assert ops == ["Transpose", "Conv"]
