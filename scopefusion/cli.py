@@ -263,16 +263,15 @@ def _say_format_and_runnability(output: Path, format: Optional[str], result) -> 
     ``tf`` ops will not run in onnxruntime."""
     from rich.console import Console
 
-    from .cli_checks import FORMAT_SUFFIXES
+    from .model import output_format
 
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
-    name = Path(output).name.lower()
-    if format is None and not any(name.endswith(suffix) for suffix, _ in FORMAT_SUFFIXES) and str(output) != STDOUT:
-        console.print(f"note: {str(output)!r} has no known suffix ({', '.join(s for s, _ in FORMAT_SUFFIXES)}), "
-                      "so it is written as GE bytes; give --format to choose")
+    console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+    note = output_format(output, format)[1] if str(output) != STDOUT else ""
+    if note:
+        console.print(f"note: {note}")
     exported = getattr(result, "onnx_export", None)
     if exported is not None and exported.get("warning"):
-        console.print(f"[bold yellow]warning:[/] {exported['warning']}", markup=True)
+        console.print(f"warning: {exported['warning']}")
 
 
 def _load_inputs(items: List[str]) -> dict:

@@ -8,21 +8,9 @@ from __future__ import annotations
 
 import difflib
 from os import PathLike
-from pathlib import Path
 from typing import Iterable, Sequence
 
-__all__ = ["FORMAT_SUFFIXES", "BadInput", "check_pass_names", "nearest_names", "output_format"]
-
-# Output suffixes that say which format a file holds (longest first: ".ge.txt" before ".txt").
-FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
-    (".ge.txt", "ge-text"),
-    (".ge-text", "ge-text"),
-    (".getxt", "ge-text"),
-    (".pbtxt", "ge-text"),
-    (".onnx", "onnx"),
-    (".ge", "ge"),
-)
-DEFAULT_FORMAT = "ge"
+__all__ = ["BadInput", "check_pass_names", "nearest_names", "output_format"]
 
 
 class BadInput(Exception):
@@ -68,21 +56,17 @@ def check_pass_names(
             )
 
 
-def output_format(output: str | PathLike, format: str | None, formats: Sequence[str]) -> str:
-    """The format to write ``output`` in: ``format`` when given, else the one its suffix names, else ``ge``.
+def output_format(output: str | PathLike, format: str | None, formats: Sequence[str] = ()) -> str:
+    """The format to write ``output`` in (:func:`scopefusion.model.output_format`: the file name decides,
+    ``--format`` must agree with it, a name without a known ending is written as GE bytes).
 
     Raises:
-        BadInput: an unknown ``format``, or one that contradicts the output's suffix.
+        BadInput: an unknown ``format``, or one that contradicts the output's name.
     """
-    if format is not None and format not in formats:
-        raise BadInput(f"--format {format!r} is not one of {', '.join(formats)}")
-    name = Path(output).name.lower()
-    implied = next((fmt for suffix, fmt in FORMAT_SUFFIXES if name.endswith(suffix)), None)
-    if format is None:
-        return implied or DEFAULT_FORMAT
-    if implied is not None and implied != format:
-        raise BadInput(
-            f"the output {output} has the suffix of the {implied} format but --format is {format}; "
-            f"pass --format {implied}, or name the file for {format}"
-        )
-    return format
+    from .errors import SerdeError
+    from .model import output_format as model_output_format
+
+    try:
+        return model_output_format(output, format)[0]
+    except SerdeError as e:
+        raise BadInput(str(e)) from None

@@ -124,7 +124,7 @@ def load_spy(monkeypatch):
         (["--enable-pass", "gelufusion"], "did you mean 'GeluFusion'"),
         (["--rules", "no_such_rules.py"], "no_such_rules.py does not exist"),
         (["--input-shape", "input_ids:1,x"], "must be integers"),
-        (["--format", "ge"], "has the suffix of the onnx format but --format is ge"),
+        (["--format", "ge"], "--format ge contradicts the output name"),
     ],
 )
 def test_option_errors_exit_2_before_the_model_is_loaded(load_spy, tf_bert_pb, tmp_path, extra, message):
