@@ -35,7 +35,7 @@ from ..errors import ScopeFusionError, SerdeError
 from ..ir.graph import DATA_OP, Graph
 from ..ir.types import TensorType
 from .onnx_attrs import type_proto
-from .onnx_fused import FusedExporterRegistry, default_fused_exporters
+from .onnx_fused import FusedExporterRegistry, fused_exporters_for
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,7 +74,7 @@ def model_to_onnx(
         model: a converted model.
         opset: the default-domain opset for a model without one of its own (TF-born); an ONNX-born model
             is exported at its own opset (see the module NOTE), and another value is an error.
-        exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops carry, :func:`fused_exporters_for`).
 
     Raises:
         SerdeError: something in the IR has no ONNX form; the message names it.
@@ -129,7 +129,7 @@ def graph_to_onnx(
     Args:
         graph: the main graph.
         opset: the default-domain opset (default :data:`DEFAULT_EXPORT_OPSET`).
-        exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops carry, :func:`fused_exporters_for`).
         domain_versions: versions of custom domains (default 1).
         dim_params: names for unknown input dims, by input node name.
         functions: model-local functions to include.
@@ -143,7 +143,7 @@ def graph_to_onnx(
     latest = onnx.defs.onnx_opset_version()
     if not isinstance(opset, int) or not 1 <= opset <= latest:
         raise SerdeError(f"ONNX opset {opset!r} is not one the installed onnx {onnx.__version__} knows (1..{latest}); pick one in that range")
-    writer = GraphWriter(opset, exporters if exporters is not None else default_fused_exporters(), domain_versions)
+    writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry), domain_versions)
     body = _guard(lambda: writer.write(graph, dim_params=dim_params), f"graph {graph.name!r}")
     if graph_name:
         body.name = graph_name
