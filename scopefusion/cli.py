@@ -185,10 +185,11 @@ def convert(
     except ScopeFusionError as e:
         _fail(str(e))
     if not quiet:
-        from .summary import print_summary
+        from .summary import print_fusion_warnings, print_summary
 
         # With an output on stdout, the summary goes to stderr.
         print_summary(result.report(), str(output), fmt, to_stderr=to_stdout)
+        print_fusion_warnings(result.fusion_run.warnings())
 
 
 @app.command()

@@ -295,6 +295,12 @@ class PassRegistry:
     def names(self) -> list[str]:
         return [e.name for e in self.passes()]
 
+    def replaced_builtin(self, name: str) -> RegisteredPass | None:
+        """The builtin pass that the user pass ``name`` replaces, if any."""
+        if name in self._user and name in self._builtin:
+            return self._builtin[name]
+        return None
+
     def get(self, name: str) -> RegisteredPass | None:
         return self._user.get(name) or self._builtin.get(name)
 
