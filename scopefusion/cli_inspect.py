@@ -7,7 +7,8 @@
 * ``diff A B``: the main graphs of two models compared structurally (:func:`scopefusion.testing.graph_diff`).
   A model file is converted (both the same way); a file named ``*.ge`` is read as a saved GE model and
   ``*.ge-text``, ``*.ge.txt`` or ``*.golden.txt`` as one in text form. Exit 0 equal, 1 different, 2 bad input.
-* ``passes [--rules FILE]``: every registered pass in run order with its source, general flag and state.
+* ``passes [--rules FILE]``: every registered pass in run order with its source, general flag and state,
+  and the fused ops the rules declare.
 
 The commands register on :data:`scopefusion.cli.app`; heavy imports happen inside them.
 """
@@ -292,7 +293,9 @@ def passes(
     entries = registry.passes()
     if json_out:
         rows = [{"order": i + 1, **e.to_dict()} for i, e in enumerate(entries)]
-        typer.echo(json.dumps({"passes": rows, "replacements": [str(r) for r in registry.replacements]}, indent=2))
+        fused_ops = [op.to_dict() for op in registry.fused_ops]
+        typer.echo(json.dumps({"passes": rows, "replacements": [str(r) for r in registry.replacements],
+                               "fused_ops": fused_ops}, indent=2))  # fmt: skip
         return
     table = Table(title=f"Fusion passes ({len(entries)} registered, {len(registry.enabled_passes())} enabled)", title_justify="left")
     for col in ("order", "pass", "source", "general", "enabled"):
@@ -303,3 +306,6 @@ def passes(
     console.print(table)
     for r in registry.replacements:
         console.print(f"note: {r}", markup=False)
+    for op in registry.fused_ops:
+        replaces = " (replaces the builtin op)" if op.replaces else ""
+        console.print(f"fused op {op.op.qualified_name} declared by {op.source}{replaces}", markup=False)
