@@ -69,7 +69,7 @@ def inspect(
 
     from .cli_checks import check_pass_names
     from .convert import fusion_setup
-    from .dialects import default_op_registry
+    from .dialects.fused.declared import op_registry_for
     from .errors import ScopeFusionError
     from .html_report import scope_notes
     from .parser import load
@@ -83,7 +83,7 @@ def inspect(
         graph = ScopeGraph.build(source)
         scope = graph.tree[explain] if explain is not None else None
         registry, _ = fusion_setup(rules=options["rules"], enable=options["enable"], disable=options["disable"])
-        manager = PassManager(registry, ops=default_op_registry(source))
+        manager = PassManager(registry, ops=op_registry_for(source, registry.fused_ops))
         run = manager.run(graph)
         explanations = manager.explain(scope, graph) if scope is not None else []
     except (BadInput, ScopeFusionError) as e:
