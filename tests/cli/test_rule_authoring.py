@@ -294,3 +294,19 @@ def test_every_report_lists_every_pass_that_ran(affine_relu_onnx, gelu_files, tm
             assert entry["seconds"] >= 0
         fused = {p["name"]: p["fusions_accepted"] for p in report["passes"] if p["fusions_accepted"]}
         assert fused == report["fusions"]
+
+
+def test_inspect_knows_the_declared_op_and_refuses_an_undeclared_one(affine_relu_onnx, tmp_path):
+    declared = rules_file(tmp_path / "declared.py")
+    result = invoke("inspect", str(affine_relu_onnx), "--rules", str(declared), "--explain", "block_0/")
+    assert result.exit_code == 0, result.output
+    assert "fused → AffineRelu by AffineReluFusion" in result.stdout
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("│ AffineReluFusion") and "│ yes" in line]
+    assert "fused by 'block_0" in row, result.stdout
+
+    undeclared = tmp_path / "undeclared.py"
+    undeclared.write_text(AFFINE_RELU_RULES + "\nFUSION_RULES = [affine_relu_rule]\n")  # the op is not in FUSED_OPS
+    model = convert(affine_relu_onnx, rules=[undeclared])
+    assert model.fusion_counts() == {}
+    (reason, *_) = model.refused()["AffineReluFusion"]
+    assert "unknown fused op type 'AffineRelu'" in reason
