@@ -34,12 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..dialects.fused.declared import DeclaredFusedOp
 from ..errors import FusionError
-from ..ir.opdef import OpDef
 from .passes import ScopeBasePass
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement"]
+__all__ = ["BUILTIN", "DeclaredOp", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement", "is_op_definition"]
 
 ENTRY_POINT_GROUP = "scopefusion.fusion_rules"
 BUILTIN = "builtin"
@@ -65,6 +63,32 @@ class RegisteredPass:
 
 
 @dataclass(frozen=True)
+class DeclaredOp:
+    """A fused op definition the registered rules produce (``scopefusion.define_fused_op``) and where it
+    was declared. The scope layer only keeps it; the conversion adds ``op`` to its op registry."""
+
+    op: Any
+    source: str
+
+    @property
+    def name(self) -> str:
+        return str(self.op.name)
+
+    @property
+    def replaces(self) -> bool:
+        """True when the definition replaces the builtin fused op of the same name."""
+        return bool(getattr(self.op, "replaces", False))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op.qualified_name, "source": self.source, "replaces_builtin": self.replaces}
+
+
+def is_op_definition(obj: Any) -> bool:
+    """True for an op definition (an object with a ``qualified_name`` and a ``dialect``), not a pass."""
+    return not isinstance(obj, (ScopeBasePass, type)) and hasattr(obj, "qualified_name") and hasattr(obj, "dialect")
+
+
+@dataclass(frozen=True)
 class Replacement:
     """A builtin pass replaced by a user pass of the same name."""
 
@@ -83,7 +107,7 @@ class PassRegistry:
         self._user: dict[str, RegisteredPass] = {}
         self._builtin: dict[str, RegisteredPass] = {}
         self.replacements: list[Replacement] = []
-        self.fused_ops: list[DeclaredFusedOp] = []
+        self.fused_ops: list[DeclaredOp] = []
         self._source = USER
 
     # ------------------------------------------------------------------ registration
@@ -110,9 +134,9 @@ class PassRegistry:
                 self.replacements.append(Replacement(pass_name, origin, BUILTIN))
         return entry
 
-    def declare_op(self, op: Any) -> DeclaredFusedOp:
+    def declare_op(self, op: Any) -> DeclaredOp:
         """Declares a fused op definition (from ``scopefusion.define_fused_op``) that the rules produce."""
-        if not isinstance(op, OpDef):
+        if not is_op_definition(op):
             raise FusionError(f"cannot declare {op!r} as a fused op; make it with scopefusion.define_fused_op(name)")
         for other in self.fused_ops:
             if other.op.qualified_name == op.qualified_name:
@@ -121,7 +145,7 @@ class PassRegistry:
                 raise FusionError(
                     f"fused op {op.name!r} is declared twice: by {other.source} and by {self._source}; rename one of them"
                 )
-        entry = DeclaredFusedOp(op, self._source)
+        entry = DeclaredOp(op, self._source)
         self.fused_ops.append(entry)
         return entry
 
@@ -210,20 +234,20 @@ class PassRegistry:
         return added
 
     def _register_all(self, rules: Any, where: str) -> list[RegisteredPass]:
-        if isinstance(rules, (ScopeBasePass, OpDef)) or (isinstance(rules, type) and issubclass(rules, ScopeBasePass)):
+        if isinstance(rules, ScopeBasePass) or is_op_definition(rules) or (isinstance(rules, type) and issubclass(rules, ScopeBasePass)):
             rules = [rules]
         if isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
             raise FusionError(f"fusion rules from {where} must be passes or a list of passes, got {rules!r}")
         added = []
         for rule in rules:
-            if isinstance(rule, OpDef):
+            if is_op_definition(rule):
                 self.declare_op(rule)
             else:
                 added.append(self.register(rule))
         return added
 
     def _declare_all(self, ops: Any, where: str) -> None:
-        if isinstance(ops, OpDef):
+        if is_op_definition(ops):
             ops = [ops]
         if isinstance(ops, (str, bytes)) or not isinstance(ops, Iterable):
             raise FusionError(f"FUSED_OPS of {where} must be a list of fused op definitions, got {ops!r}")

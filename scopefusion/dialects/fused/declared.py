@@ -14,8 +14,7 @@ unless it was declared with ``replaces=True``; two declarations of one name are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 from ...errors import FusionError
 from ...ir.opdef import OpDef, OpRegistry
@@ -91,23 +90,18 @@ def define_fused_op(name: str, *, replaces: bool = False, doc: str = "") -> Fuse
     return FusedOpDef(name, replaces=replaces, doc=doc)
 
 
-@dataclass(frozen=True)
-class DeclaredFusedOp:
-    """A fused op definition and where it was declared (``file:<path>``, ``package:<dist>``, ``user``)."""
-
-    op: OpDef
-    source: str
+class DeclaredFusedOp(Protocol):
+    """A declared op as the pass registry records it (``scopefusion.scope.DeclaredOp``): the definition
+    and where it was declared (``file:<path>``, ``package:<dist>``, ``user``)."""
 
     @property
-    def name(self) -> str:
-        return self.op.name
+    def op(self) -> OpDef: ...
 
     @property
-    def replaces(self) -> bool:
-        return bool(getattr(self.op, "replaces", False))
+    def source(self) -> str: ...
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op.qualified_name, "source": self.source, "replaces_builtin": self.replaces}
+    @property
+    def replaces(self) -> bool: ...
 
 
 def builtin_fused_op_names() -> set[str]:
