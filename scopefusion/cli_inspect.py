@@ -165,7 +165,9 @@ def _passes_run_table(run: Any):
         table.add_column(col, justify="right" if col in ("fused", "refused") else "left", overflow="fold")
     for r in run.passes:
         matched = ", ".join(r.scopes_matched[:3]) + (f", … (+{len(r.scopes_matched) - 3})" if len(r.scopes_matched) > 3 else "")
-        status = r.status if not r.error else f"error: {r.error}"
+        status = r.status if not r.error else f"error: {r.error}" + (f" at {r.error_at}" if r.error_at else "")
+        if r.replaces:
+            status += f" (replaces the {r.replaces}, which would fuse {r.builtin_would_fuse})"
         table.add_row(r.name, r.source, status, matched or "-", str(len(r.results_accepted)), str(len(r.results_refused)))
     if not run.passes:
         table.add_row("(no pass enabled)", "", "", "", "0", "0")

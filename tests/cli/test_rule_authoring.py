@@ -3,6 +3,7 @@ what user rules did: errors with their location, replaced builtins that fuse les
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -230,8 +231,11 @@ def test_a_raising_user_rule_is_named_with_its_exception_and_line(affine_relu_on
     rules.write_text(RAISING_RULES)
     line = RAISING_RULES.splitlines().index("        return values[\"missing\"]") + 1
     out, report = tmp_path / "m.ge", tmp_path / "r.json"
-    proc = run_cli("convert", str(affine_relu_onnx), "-o", str(out), "--rules", str(rules), "--report", str(report))
+    page = tmp_path / "r.html"
+    proc = run_cli("convert", str(affine_relu_onnx), "-o", str(out), "--rules", str(rules), "--report", str(report),
+                   "--html", str(page))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert html.escape(f"KeyError: 'missing' at {rules}:{line}") in page.read_text()
     stderr = " ".join(proc.stderr.split())
     assert f"fusion pass 'ExplodingRule' (file:{rules}) raised KeyError: 'missing' at {rules}:{line}" in stderr
     assert "Traceback" not in proc.stderr and out.exists()
