@@ -234,7 +234,7 @@ def verify(
         report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, **options)
     except ScopeFusionError as e:
         _fail(str(e))
-    from .summary import Section, print_sections
+    from .summary import Section, print_fusion_warnings, print_sections
 
     rows = [
         (str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
@@ -245,6 +245,7 @@ def verify(
     title = f"verify {model} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
     columns = ("profile", "output", "shape", "max abs", "max rel", "result")
     print_sections([Section(title, columns, rows, frozenset({"max abs", "max rel"}))])
+    print_fusion_warnings(report.fusion_warnings)
     if json_out is not None:
         try:
             write_outputs([(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())])

@@ -314,3 +314,12 @@ def test_inspect_knows_the_declared_op_and_refuses_an_undeclared_one(affine_relu
     assert model.fusion_counts() == {}
     (reason, *_) = model.refused()["AffineReluFusion"]
     assert "unknown fused op type 'AffineRelu'" in reason
+
+
+def test_verify_says_a_user_rule_raised(affine_relu_onnx, tmp_path):
+    rules = tmp_path / "exploding.py"
+    rules.write_text(RAISING_RULES)
+    proc = run_cli("verify", str(affine_relu_onnx), "--rules", str(rules), "--json", str(tmp_path / "v.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: fusion pass 'ExplodingRule'" in proc.stderr and "KeyError: 'missing'" in proc.stderr
+    assert any("ExplodingRule" in w for w in json.loads((tmp_path / "v.json").read_text())["fusion_warnings"])
