@@ -5,9 +5,9 @@ Each pass runs (:meth:`ScopeBasePass.run`), then each of its results is submitte
 is reported by name, exception and the ``file:line`` where it was raised, and skipped, the others go
 on; in strict mode the run fails with a FusionError naming the pass and the passes that ran before it.
 A user pass that replaces a builtin is reported with the count the builtin would have fused on the
-same graph (the builtin runs first on its own, counting only); fewer fusions than that is a warning. :meth:`PassManager.explain` answers "why did this
-scope not fuse?" for each pass: the first failing feature, what the pass did with a match, and why a
-result was refused.
+same graph (the builtin runs first on its own, counting only); fewer fusions than that is a warning.
+:meth:`PassManager.explain` answers "why did this scope not fuse?" for each pass: where it fused, why a
+result was refused, the first failing feature, or the nearest miss of its dataflow.
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ class PassReport:
         out = []
         if self.error:
             where = f" at {self.error_at}" if self.error_at else ""
-            out.append(f"fusion pass {self.name!r} ({self.source}) raised {self.error}{where}; the conversion went on without it")
+            out.append(
+                f"fusion pass {self.name!r} ({self.source}) raised {self.error}{where}; the conversion went on without it"
+            )
         if self.fused_fewer_than_builtin:
             out.append(
                 f"fusion pass {self.name!r} ({self.source}) replaces the builtin pass of that name and fused "
@@ -214,8 +216,8 @@ class PassManager:
                 if self.strict:
                     before = [r.name for r in reports[:-1]]
                     raise FusionError(
-                        f"fusion pass {entry.name!r} ({entry.source}) failed: {report.error} at {report.error_at}; passes run before "
-                        f"it: {', '.join(before) or 'none'}; fix or disable the pass"
+                        f"fusion pass {entry.name!r} ({entry.source}) failed: {report.error} at {report.error_at}; "
+                        f"passes run before it: {', '.join(before) or 'none'}; fix or disable the pass"
                     ) from exc
                 continue
             report.scopes_matched = [s.name for s in outcome.matched]
@@ -302,7 +304,8 @@ class PassManager:
             tree = plan.graph.tree
             fused = [a for a in plan.accepted if a.pass_name == name and _concerns(tree, scope, a.scopes, a.claimed)]
             if fused:
-                shown = ", ".join(repr(a.name) for a in fused[:3]) + (f" and {len(fused) - 3} more" if len(fused) > 3 else "")
+                more = f" and {len(fused) - 3} more" if len(fused) > 3 else ""
+                shown = ", ".join(repr(a.name) for a in fused[:3]) + more
                 failing = [c for c in checks if not c.matched]
                 if failing and not matched and not _is_dataflow(checks):
                     shown += f" (inside {scope.name}; the scope itself: no match: {failing[0]})"

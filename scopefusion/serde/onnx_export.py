@@ -74,7 +74,8 @@ def model_to_onnx(
         model: a converted model.
         opset: the default-domain opset for a model without one of its own (TF-born); an ONNX-born model
             is exported at its own opset (see the module NOTE), and another value is an error.
-        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops carry, :func:`fused_exporters_for`).
+        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops
+            carry, :func:`fused_exporters_for`).
 
     Raises:
         SerdeError: something in the IR has no ONNX form; the message names it.
@@ -129,7 +130,8 @@ def graph_to_onnx(
     Args:
         graph: the main graph.
         opset: the default-domain opset (default :data:`DEFAULT_EXPORT_OPSET`).
-        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops carry, :func:`fused_exporters_for`).
+        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops
+            carry, :func:`fused_exporters_for`).
         domain_versions: versions of custom domains (default 1).
         dim_params: names for unknown input dims, by input node name.
         functions: model-local functions to include.

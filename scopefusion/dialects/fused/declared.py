@@ -55,7 +55,9 @@ class FusedOpDef(OpDef):
     def set_onnx_export(self, fn: Callable[[Any], None]) -> "FusedOpDef":
         """Sets the ONNX exporter: ``fn(emitter)`` writes the ONNX nodes (``emitter.op(...)``) or declines."""
         if not callable(fn):
-            raise ValueError(f"{self.qualified_name}: the ONNX exporter must be a function of the emitter, got {fn!r}")
+            raise ValueError(
+                f"{self.qualified_name}: the ONNX exporter must be a function of the emitter, got {fn!r}"
+            )
         self.onnx_export = fn
         return self
 
