@@ -3,6 +3,8 @@ pass fused, or its nearest miss with the reason; never "the pass defines no patt
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 from typer.testing import CliRunner
 
@@ -14,7 +16,7 @@ from scopefusion.scope import PassManager, ScopeGraph
 
 BUILTINS = [rule.pass_name for rule in BUILTIN_RULES]
 
-# model fixture, its top scope, and (scope, pass, what the explanation says) seen on that model.
+# model fixture, its top scope, and (scope, pass, how the explanation starts; * for any count) on that model.
 CASES = {
     "tf_bert_pb": ("bert/", [
         ("bert/encoder/layer_0/intermediate/", "GeluFusion", "fused by 'bert/encoder/layer_0/intermediate/dense/mul_3'"),
@@ -22,16 +24,17 @@ CASES = {
          "no match: dataflow pattern attention core (Softmax between two matrix products): no Softmax node in "
          "bert/encoder/layer_0/intermediate/"),
         ("bert/encoder/layer_0/attention/", "MultiHeadAttentionFusion", "fused by 'bert/encoder/layer_0/attention/self'"),
-        ("bert/encoder/layer_0/attention/", "GeluFusion", "no match: dataflow pattern GELU (in 24 forms): no Erf|Erfc|Tanh node"),
+        ("bert/encoder/layer_0/attention/", "GeluFusion",
+         "no match: dataflow pattern GELU (in * forms): no Erf|Erfc|Tanh node in bert/encoder/layer_0/attention/"),
         ("bert/embeddings/LayerNorm/", "LayerNormFusion", "fused by 'bert/embeddings/LayerNorm'"),
         ("bert/embeddings/LayerNorm/", "InstanceNormFusion",
-         "no match: dataflow pattern an instance norm (in 20 forms): 1 match(es) in bert/embeddings/LayerNorm/, none an "
+         "no match: dataflow pattern an instance norm (in * forms): 1 match(es) in bert/embeddings/LayerNorm/, none an "
          "instance norm: the dataflow at bert/embeddings/LayerNorm/batchnorm/add_1 is not an instance norm"),
     ]),
     "keras_transformer_pb": ("encoder_1/", [
         ("encoder_1/layer_0_1/", "GeluFusion", "fused by 'encoder_1/layer_0_1/intermediate_1/Gelu'"),
         ("encoder_1/layer_0_1/", "MultiHeadAttentionFusion", "fused by 'encoder_1/layer_0_1/attention_1'"),
-        ("encoder_1/layer_0_1/", "SwishFusion", "no match: dataflow pattern Swish (in 2 forms): no Sigmoid node in encoder_1/layer_0_1/"),
+        ("encoder_1/layer_0_1/", "SwishFusion", "no match: dataflow pattern Swish (in * forms): no Sigmoid node in encoder_1/layer_0_1/"),
     ]),
 }
 
@@ -63,7 +66,7 @@ def test_explain_gives_every_builtin_its_fusion_or_nearest_miss(fixture, request
             assert top in explanation.reason, explanation
     for scope_name, pass_name, expected in cases:
         _, here = explain(path, scope_name)
-        assert here[pass_name].reason.startswith(expected), here[pass_name]
+        assert fnmatch.fnmatchcase(here[pass_name].reason, expected.replace("[", "[[]") + "*"), here[pass_name]
 
 
 def test_inspect_explain_prints_a_row_per_builtin(tf_bert_pb):
