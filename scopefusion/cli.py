@@ -190,10 +190,11 @@ def convert(
         _fail(str(e))
     _say_format_and_runnability(output, format, result)
     if not quiet:
-        from .summary import print_summary
+        from .summary import print_fusion_warnings, print_summary
 
         # With an output on stdout, the summary goes to stderr.
         print_summary(result.report(), str(output), fmt, to_stderr=to_stdout)
+        print_fusion_warnings(result.fusion_run.warnings())
 
 
 @app.command()
@@ -239,7 +240,7 @@ def verify(
         report = run_verify(model, inputs=feeds or None, seed=seed, rtol=rtol, atol=atol, runtime=runtime, **options)
     except ScopeFusionError as e:
         _fail(str(e))
-    from .summary import Section, print_sections
+    from .summary import Section, print_fusion_warnings, print_sections
 
     rows = [
         (str(check.profile), out.name, "x".join(map(str, out.shape)) or "scalar", f"{out.max_abs:.3g}",
@@ -250,6 +251,7 @@ def verify(
     title = f"verify {model} in {runtime} (rtol {rtol:g}, atol {atol:g}, {report.seconds:.1f} s)"
     columns = ("profile", "output", "shape", "max abs", "max rel", "result")
     print_sections([Section(title, columns, rows, frozenset({"max abs", "max rel"}))])
+    print_fusion_warnings(report.fusion_warnings)
     if json_out is not None:
         try:
             write_outputs([(json_out, (json.dumps(report.to_dict(), indent=2) + "\n").encode())])

@@ -7,7 +7,8 @@
 * ``diff A B``: the main graphs of two models compared structurally (:func:`scopefusion.testing.graph_diff`).
   A model file is converted (both the same way); a file named ``*.ge`` is read as a saved GE model and
   ``*.ge-text``, ``*.ge.txt`` or ``*.golden.txt`` as one in text form. Exit 0 equal, 1 different, 2 bad input.
-* ``passes [--rules FILE]``: every registered pass in run order with its source, general flag and state.
+* ``passes [--rules FILE]``: every registered pass in run order with its source, general flag and state,
+  and the fused ops the rules declare.
 
 The commands register on :data:`scopefusion.cli.app`; heavy imports happen inside them.
 """
@@ -68,7 +69,7 @@ def inspect(
 
     from .cli_checks import check_pass_names
     from .convert import fusion_setup
-    from .dialects import default_op_registry
+    from .dialects.fused.declared import op_registry_for
     from .errors import ScopeFusionError
     from .html_report import scope_notes
     from .parser import load
@@ -82,7 +83,7 @@ def inspect(
         graph = ScopeGraph.build(source)
         scope = graph.tree[explain] if explain is not None else None
         registry, _ = fusion_setup(rules=options["rules"], enable=options["enable"], disable=options["disable"])
-        manager = PassManager(registry, ops=default_op_registry(source))
+        manager = PassManager(registry, ops=op_registry_for(source, registry.fused_ops))
         run = manager.run(graph)
         explanations = manager.explain(scope, graph) if scope is not None else []
     except (BadInput, ScopeFusionError) as e:
@@ -164,7 +165,9 @@ def _passes_run_table(run: Any):
         table.add_column(col, justify="right" if col in ("fused", "refused") else "left", overflow="fold")
     for r in run.passes:
         matched = ", ".join(r.scopes_matched[:3]) + (f", … (+{len(r.scopes_matched) - 3})" if len(r.scopes_matched) > 3 else "")
-        status = r.status if not r.error else f"error: {r.error}"
+        status = r.status if not r.error else f"error: {r.error}" + (f" at {r.error_at}" if r.error_at else "")
+        if r.replaces:
+            status += f" (replaces the {r.replaces}, which would fuse {r.builtin_would_fuse})"
         table.add_row(r.name, r.source, status, matched or "-", str(len(r.results_accepted)), str(len(r.results_refused)))
     if not run.passes:
         table.add_row("(no pass enabled)", "", "", "", "0", "0")
@@ -292,7 +295,9 @@ def passes(
     entries = registry.passes()
     if json_out:
         rows = [{"order": i + 1, **e.to_dict()} for i, e in enumerate(entries)]
-        typer.echo(json.dumps({"passes": rows, "replacements": [str(r) for r in registry.replacements]}, indent=2))
+        fused_ops = [op.to_dict() for op in registry.fused_ops]
+        typer.echo(json.dumps({"passes": rows, "replacements": [str(r) for r in registry.replacements],
+                               "fused_ops": fused_ops}, indent=2))  # fmt: skip
         return
     table = Table(title=f"Fusion passes ({len(entries)} registered, {len(registry.enabled_passes())} enabled)", title_justify="left")
     for col in ("order", "pass", "source", "general", "enabled"):
@@ -303,3 +308,6 @@ def passes(
     console.print(table)
     for r in registry.replacements:
         console.print(f"note: {r}", markup=False)
+    for op in registry.fused_ops:
+        replaces = " (replaces the builtin op)" if op.replaces else ""
+        console.print(f"fused op {op.op.qualified_name} declared by {op.source}{replaces}", markup=False)

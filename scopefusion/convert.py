@@ -76,7 +76,7 @@ def convert(
 
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
-    from .dialects import default_op_registry
+    from .dialects.fused.declared import op_registry_for
     from .ir.types import IRContext
     from .ir_builder.build import build_graph
     from .ir_builder.memory_plan import plan_memory
@@ -112,7 +112,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
-        ops = default_op_registry(source)
+        ops = op_registry_for(source, registry.fused_ops)
         manager = PassManager(registry, strict=strict, ops=ops)
         fusion_run = manager.run(scope_graph, progress=progress)
     context = IRContext()
@@ -163,7 +163,9 @@ def fusion_setup(
     entry_points: bool = True,
 ):
     """``(PassRegistry, OpParserRegistry)`` as ``convert`` uses them: user rules (files, then installed
-    packages) registered before the builtins, enable/disable applied."""
+    packages) registered before the builtins, enable/disable applied; the fused ops the rules declare
+    (``registry.fused_ops``) checked against the builtin fused ops."""
+    from .dialects.fused.declared import check_declared_ops
     from .fusion_rules import BUILTIN_RULES
     from .ir_builder.op_parsers import default_op_parsers
     from .scope import PassRegistry
@@ -175,4 +177,5 @@ def fusion_setup(
         registry.load_entry_points()
     registry.load_builtins(BUILTIN_RULES)
     registry.configure(enable=tuple(enable), disable=tuple(disable))
+    check_declared_ops(registry.fused_ops)
     return registry, default_op_parsers()

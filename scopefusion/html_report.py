@@ -185,10 +185,11 @@ def _passes_section(run: "RunReport") -> str:
         rows.append(
             f"<tr class=\"{_e(r.status)}\"><td>{_e(r.name)}</td><td>{_e(r.source)}</td><td>{_e(r.status)}</td>"
             f"<td>{_e(matched or '-')}</td><td>{len(r.results_accepted)}</td><td>{len(r.results_refused)}</td>"
-            f"<td>{r.seconds * 1000:.1f}</td><td>{_e(r.error)}</td></tr>"
+            f"<td>{r.seconds * 1000:.1f}</td><td>{_e(r.error + (f' at {r.error_at}' if r.error_at else ''))}</td></tr>"
         )
     head = "".join(f"<th>{h}</th>" for h in ("pass", "source", "status", "scopes matched", "fused", "refused", "ms", "error"))
     replaced = "".join(f"<p class=\"muted\">{_e(text)}</p>" for text in run.replacements)
+    replaced += "".join(f"<p class=\"warning\">warning: {_e(text)}</p>" for text in run.warnings())
     return (
         f"<section id=\"passes-section\"><h2>Passes ({len(run.passes)} ran)</h2>{replaced}"
         f"<table id=\"passes\" class=\"sortable\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"

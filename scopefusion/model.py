@@ -87,7 +87,8 @@ class Model:
         return sorted(names)
 
     def report(self) -> dict[str, Any]:
-        """The JSON report: fusions, refusals, op counts, un-inferred ops, profiles, timings."""
+        """The JSON report: fusions, refusals, every pass that ran (source, what it replaced, scopes matched,
+        fusions accepted and refused, error, time), warnings, op counts, un-inferred ops, profiles, timings."""
         return {
             "model": self.source.path,
             "framework": self.source.framework,
@@ -96,7 +97,8 @@ class Model:
             "ops": self.op_counts(),
             "uninferred_ops": self.uninferred_ops(),
             "profiles": [p.to_dict() for p in self.profiles],
-            "passes": [r.to_dict() for r in getattr(self.fusion_run, "reports", [])],
+            "passes": [r.to_dict() for r in self.fusion_run.passes],
+            "fusion_warnings": self.fusion_run.warnings(),
             "dropped_attrs": {k: v for k, v in sorted(self.dropped_attrs.items())},
             "timings_s": dict(self.timings),
             **({"onnx": dict(self.onnx_export)} if self.onnx_export is not None else {}),

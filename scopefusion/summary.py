@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Section", "print_sections", "print_summary", "summary_sections", "summary_tables", "summary_text"]
+__all__ = ["Section", "print_fusion_warnings", "print_sections", "print_summary", "summary_sections", "summary_tables", "summary_text"]
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,37 @@ def _shape_text(inputs: Mapping[str, Any]) -> str:
     return "; ".join(f"{name}:{'*' if dims is None else ','.join(map(str, dims))}" for name, dims in inputs.items())
 
 
+def _fused_text(count: int, info: Mapping[str, Any] | None) -> str:
+    """A rule's fusion count, with the builtin it replaces (and what that would fuse) or that it raised."""
+    text = str(count)
+    if info and info.get("replaces"):
+        would = info.get("builtin_would_fuse")
+        text += f" (replaces the {info['replaces']}" + (f", which would fuse {would})" if would is not None else ")")
+    if info and info.get("error"):
+        text += " (raised: see the warning)"
+    return text
+
+
+def print_fusion_warnings(warnings: Sequence[str]) -> None:
+    """Writes one ``warning:`` line per fusion warning (a pass that raised, with its exception and
+    ``file:line``; a replaced builtin that would have fused more) to stderr, as plain text."""
+    import sys
+
+    for line in warnings:
+        sys.stderr.write(f"warning: {line}\n")
+
+
 def summary_sections(report: Mapping[str, Any], output: str, fmt: str) -> list[Section]:
     """The summary of ``report`` (:meth:`~scopefusion.model.Model.report`) for a model written to ``output``."""
     fusions, refused = report["fusions"], report["refused"]
-    rules = sorted(set(fusions) | set(refused))
+    passes = {p["name"]: p for p in report.get("passes", [])}
+    rules = sorted(set(fusions) | set(refused) | {n for n, p in passes.items() if p["replaces"] or p["error"]})
     sections = [
         Section(
             f"Fusions ({sum(fusions.values())} applied)",
             ("rule", "fused", "refused"),
-            [(rule, str(fusions.get(rule, 0)), str(len(refused.get(rule, [])))) for rule in rules]
-            or [("(none)", "0", "0")],
+            [(rule, _fused_text(fusions.get(rule, 0), passes.get(rule)), str(len(refused.get(rule, []))))
+             for rule in rules] or [("(none)", "0", "0")],
             frozenset({"fused", "refused"}),
         )
     ]

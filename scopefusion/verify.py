@@ -64,6 +64,8 @@ class VerifyReport:
     atol: float
     seconds: float = 0.0
     fusions: dict[str, int] = field(default_factory=dict)
+    # What the conversion's fusion passes must say: a pass that raised, a replacement that fused less.
+    fusion_warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,7 @@ class VerifyReport:
             "max_abs": self.max_abs,
             "seconds": self.seconds,
             "fusions": self.fusions,
+            "fusion_warnings": list(self.fusion_warnings),
             "profiles": [
                 {"profile": c.profile, "inputs": {k: list(v) for k, v in c.inputs.items()}, "ok": c.ok,
                  "outputs": [o.to_dict() for o in c.outputs]}
@@ -144,7 +147,8 @@ def _run_and_compare(
                 raise VerifyError(f"{path}: the source model has output {name!r} but the converted model has {sorted(got)}")
             outputs.append(_compare(name, got[name], expected, rtol, atol))
         checks.append(ProfileCheck(index, {k: tuple(np.shape(v)) for k, v in feeds.items()}, outputs))
-    report = VerifyReport(str(path), checks, rtol, atol, round(time.perf_counter() - start, 3), model.fusion_counts())
+    report = VerifyReport(str(path), checks, rtol, atol, round(time.perf_counter() - start, 3), model.fusion_counts(),
+                          model.fusion_run.warnings())  # fmt: skip
     return report
 
 

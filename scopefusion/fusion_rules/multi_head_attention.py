@@ -63,11 +63,13 @@ from typing import Any
 
 import numpy as np
 
-from scopefusion.fusion_rules.base.anchored import best_match, downstream
+from scopefusion.fusion_rules.base.anchored import best_match, downstream, seeded_miss
 from scopefusion.scope import (
     FusionScopesResult,
     Match,
+    PatternCheck,
     Refused,
+    Scope,
     ScopeBasePass,
     ScopeGraph,
     ScopesResult,
@@ -385,15 +387,41 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     def define_patterns(self) -> list:
         return []
 
+    @staticmethod
+    def _core_anchors(graph: ScopeGraph, softmax: str) -> list[str]:
+        """The matrix products a core pattern is anchored at for ``softmax``."""
+        anchors = [c for c, slot, _ in graph.consumers(softmax) if slot == 0 and graph.node(c).op_type in PRODUCTS]
+        if any(graph.node(c).op_type == "Unsqueeze" for c, _, _ in graph.consumers(softmax)):
+            anchors += downstream(graph, softmax, 7, ("Transpose",))  # tf2onnx's lowered einsum
+        return anchors
+
+    def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
+        """The attention core tried from every Softmax in ``scope``: the nearest miss, or why a matched core
+        is not attention after all (its projections, heads or Softmax axis)."""
+        where = "dataflow pattern attention core (Softmax between two matrix products)"
+        if graph is None:
+            return [PatternCheck(where, "not tried without a graph")]
+        miss = seeded_miss(graph, scope, ("Softmax",), self._core_anchors, CORE_PATTERNS)
+        if miss is not None:
+            return [PatternCheck(where, miss)]
+        for node in scope.all_nodes:
+            if node.op_type != "Softmax":
+                continue
+            kind, core, _ = best_match(graph, self._core_anchors(graph, node.name), CORE_PATTERNS, node.name)
+            if core is None:
+                continue
+            try:
+                self._extend(graph, Candidate(node.name, core, kind))
+            except Refused as refused:
+                return [PatternCheck(where, f"the core at {node.name} matches, but it is not fused: {refused.reason}")]
+            return [PatternCheck(where, None)]
+        return [PatternCheck(where, None)]
+
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
         selected: list[ScopesResult] = []
         covered: list[str] = []
         for softmax in graph.nodes_by_type("Softmax"):
-            anchors = [
-                c for c, slot, _ in graph.consumers(softmax.name) if slot == 0 and graph.node(c).op_type in PRODUCTS
-            ]
-            if any(graph.node(c).op_type == "Unsqueeze" for c, _, _ in graph.consumers(softmax.name)):
-                anchors += downstream(graph, softmax.name, 7, ("Transpose",))  # tf2onnx's lowered einsum
+            anchors = self._core_anchors(graph, softmax.name)
             kind, core, miss = best_match(graph, anchors, CORE_PATTERNS, softmax.name)
             scope = graph.tree.scope_of(softmax.name)
             if core is None:

@@ -489,8 +489,9 @@ class OpRegistry:
         for d in defs:
             self.register(d)
 
-    def register(self, opdef: OpDef) -> OpDef:
-        if opdef.qualified_name in self._defs:
+    def register(self, opdef: OpDef, *, replace: bool = False) -> OpDef:
+        """Adds ``opdef``; with ``replace``, it takes the place of the definition of the same name."""
+        if opdef.qualified_name in self._defs and not replace:
             raise ValueError(f"op {opdef.qualified_name} is already registered")
         self._defs[opdef.qualified_name] = opdef
         return opdef

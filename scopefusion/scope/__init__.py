@@ -29,7 +29,7 @@ from .passes import (
     scope_rule,
 )
 from .plan import FusionPlan
-from .registry import BUILTIN, ENTRY_POINT_GROUP, PassRegistry, RegisteredPass, Replacement
+from .registry import BUILTIN, ENTRY_POINT_GROUP, DeclaredOp, PassRegistry, RegisteredPass, Replacement
 from .result import (
     FUSION_DISABLE_INDEX,
     INPUT_FROM_FUSION_SCOPE,
@@ -49,6 +49,7 @@ __all__ = [
     "ConstPattern",
     "DataflowPattern",
     "DataflowRulePass",
+    "DeclaredOp",
     "ENTRY_POINT_GROUP",
     "Explanation",
     "FUSED_DIALECT",

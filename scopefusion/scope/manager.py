@@ -2,10 +2,12 @@
 
 Each pass runs (:meth:`ScopeBasePass.run`), then each of its results is submitted to the run's
 :class:`FusionPlan` (validated against the graph and everything accepted before). A pass that raises
-is reported by name and skipped, the others go on; in strict mode the run fails with a FusionError
-naming the pass and the passes that ran before it. :meth:`PassManager.explain` answers "why did this
-scope not fuse?" for each pass: the first failing feature, what the pass did with a match, and why a
-result was refused.
+is reported by name, exception and the ``file:line`` where it was raised, and skipped, the others go
+on; in strict mode the run fails with a FusionError naming the pass and the passes that ran before it.
+A user pass that replaces a builtin is reported with the count the builtin would have fused on the
+same graph (the builtin runs first on its own, counting only); fewer fusions than that is a warning.
+:meth:`PassManager.explain` answers "why did this scope not fuse?" for each pass: where it fused, why a
+result was refused, the first failing feature, or the nearest miss of its dataflow.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
 from ..errors import FusionError
@@ -26,7 +29,7 @@ from .tree import Scope, ScopeTree
 if TYPE_CHECKING:  # pragma: no cover
     from ..progress import ProgressFn
 
-__all__ = ["Explanation", "PassManager", "PassReport", "RunReport"]
+__all__ = ["Explanation", "PassManager", "PassReport", "RunReport", "raised_at"]
 
 CHANGED = "changed"
 NOT_CHANGED = "not_changed"
@@ -45,20 +48,48 @@ class PassReport:
     results_refused: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str = ""
+    error_at: str = ""
     seconds: float = 0.0
+    replaces: str = ""
+    builtin_would_fuse: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "source": self.source,
             "status": self.status,
+            "replaces": self.replaces,
+            "builtin_would_fuse": self.builtin_would_fuse,
             "scopes_matched": list(self.scopes_matched),
+            "fusions_accepted": len(self.results_accepted),
+            "fusions_refused": len(self.results_refused),
             "results_accepted": list(self.results_accepted),
             "results_refused": [r.to_dict() for r in self.results_refused],
             "notes": list(self.notes),
             "error": self.error,
+            "error_at": self.error_at,
             "seconds": round(self.seconds, 6),
         }
+
+    @property
+    def fused_fewer_than_builtin(self) -> bool:
+        """True when this pass replaces a builtin that would have fused more on the same graph."""
+        return self.builtin_would_fuse is not None and len(self.results_accepted) < self.builtin_would_fuse
+
+    def warnings(self) -> list[str]:
+        """What the conversion summary must say about this pass: an error, or a replacement that fused less."""
+        out = []
+        if self.error:
+            where = f" at {self.error_at}" if self.error_at else ""
+            out.append(
+                f"fusion pass {self.name!r} ({self.source}) raised {self.error}{where}; the conversion went on without it"
+            )
+        if self.fused_fewer_than_builtin:
+            out.append(
+                f"fusion pass {self.name!r} ({self.source}) replaces the builtin pass of that name and fused "
+                f"{len(self.results_accepted)} instance(s) where the builtin would have fused {self.builtin_would_fuse}"
+            )
+        return out
 
 
 @dataclass
@@ -85,9 +116,14 @@ class RunReport:
     def refused(self) -> list[Refusal]:
         return list(self.plan.refused)
 
+    def warnings(self) -> list[str]:
+        """Every pass's warnings in run order (see :meth:`PassReport.warnings`)."""
+        return [w for r in self.passes for w in r.warnings()]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "passes": [r.to_dict() for r in self.passes],
+            "warnings": self.warnings(),
             "accepted": [a.to_dict() for a in self.plan.accepted],
             "replacements": list(self.replacements),
             "seconds": round(self.seconds, 6),
@@ -153,10 +189,9 @@ class PassManager:
         per-pass reports with the fusion plan; ``progress("fusion", done, total, pass_name)`` is called
         before each pass and once at the end (see :mod:`scopefusion.progress`)."""
         start = time.perf_counter()
+        known = self._known_types(graph)
+        would_fuse = self._replaced_builtin_counts(graph, known)
         graph.tree.reset_sub_types()
-        known: KnownOpTypes | Callable[[str], bool] | None = self._known
-        if self._ops is not None:
-            known = KnownOpTypes.from_op_registry(self._ops, framework_dialect(graph.source))
         plan = FusionPlan(graph, known)
         reports: list[PassReport] = []
         matched_by_pass: dict[str, set[str]] = {}
@@ -165,6 +200,9 @@ class PassManager:
             if progress is not None:
                 progress("fusion", done, len(enabled), entry.name)
             report = PassReport(entry.name, entry.source)
+            if entry.name in would_fuse:
+                report.replaces = f"builtin {entry.name}"
+                report.builtin_would_fuse = would_fuse[entry.name]
             reports.append(report)
             t0 = time.perf_counter()
             try:
@@ -172,13 +210,14 @@ class PassManager:
             except Exception as exc:
                 report.status = ERROR
                 report.error = f"{type(exc).__name__}: {exc}"
+                report.error_at = raised_at(exc, user=not entry.is_builtin)
                 report.notes.append("".join(traceback.format_exception_only(type(exc), exc)).strip())
                 report.seconds = time.perf_counter() - t0
                 if self.strict:
                     before = [r.name for r in reports[:-1]]
                     raise FusionError(
-                        f"fusion pass {entry.name!r} ({entry.source}) failed: {report.error}; passes run before "
-                        f"it: {', '.join(before) or 'none'}; fix or disable the pass"
+                        f"fusion pass {entry.name!r} ({entry.source}) failed: {report.error} at {report.error_at}; "
+                        f"passes run before it: {', '.join(before) or 'none'}; fix or disable the pass"
                     ) from exc
                 continue
             report.scopes_matched = [s.name for s in outcome.matched]
@@ -200,6 +239,35 @@ class PassManager:
         self._last = (graph, run, matched_by_pass)
         return run
 
+    def _known_types(self, graph: ScopeGraph) -> KnownOpTypes | Callable[[str], bool] | None:
+        if self._ops is not None:
+            return KnownOpTypes.from_op_registry(self._ops, framework_dialect(graph.source))
+        return self._known
+
+    def _replaced_builtin_counts(
+        self, graph: ScopeGraph, known: KnownOpTypes | Callable[[str], bool] | None
+    ) -> dict[str, int | None]:
+        """For each enabled user pass that replaces a builtin: how many fusions the builtin alone would
+        have had accepted on ``graph`` (None when it raised). Counting only: nothing is kept."""
+        counts: dict[str, int | None] = {}
+        for entry in self.registry.enabled_passes():
+            builtin = self.registry.replaced_builtin(entry.name)
+            if builtin is None:
+                continue
+            graph.tree.reset_sub_types()
+            plan = FusionPlan(graph, known)
+            try:
+                outcome = builtin.rule.run(graph)
+            except Exception:
+                counts[entry.name] = None
+                continue
+            accepted = 0
+            for result in outcome.results:
+                result.pass_name = builtin.name
+                accepted += not isinstance(plan.submit(result), Refusal)
+            counts[entry.name] = accepted
+        return counts
+
     def explain(self, scope: Scope | str, graph: ScopeGraph | None = None) -> list[Explanation]:
         """For each enabled pass, why ``scope`` did or did not match and fuse.
 
@@ -219,11 +287,32 @@ class PassManager:
             checks = list(entry.rule.explain(scope, graph))
             matched = bool(checks) and checks[-1].matched if _is_dataflow(checks) else any(c.matched for c in checks)
             reason = self._summary(entry.name, scope, checks, matched, run_info)
+            matched = matched or reason.startswith(("fused by", "matched"))
             out.append(Explanation(entry.name, scope.name, matched, reason, checks))
         return out
 
     @staticmethod
     def _summary(name: str, scope: Scope, checks: list[PatternCheck], matched: bool, run_info: Any) -> str:
+        """What the last run did in ``scope`` comes first (an error, a fusion, a refusal); then why the
+        pass's patterns do not match there: the first failing scope feature or the dataflow's nearest miss."""
+        if run_info is not None:
+            _, run, matched_by_pass = run_info
+            plan: FusionPlan = run.plan
+            report = next((r for r in run.passes if r.name == name), None)
+            if report is not None and report.status == ERROR:
+                return f"the pass failed: {report.error}" + (f" at {report.error_at}" if report.error_at else "")
+            tree = plan.graph.tree
+            fused = [a for a in plan.accepted if a.pass_name == name and _concerns(tree, scope, a.scopes, a.claimed)]
+            if fused:
+                more = f" and {len(fused) - 3} more" if len(fused) > 3 else ""
+                shown = ", ".join(repr(a.name) for a in fused[:3]) + more
+                failing = [c for c in checks if not c.matched]
+                if failing and not matched and not _is_dataflow(checks):
+                    shown += f" (inside {scope.name}; the scope itself: no match: {failing[0]})"
+                return f"fused by {shown}"
+            refused = [r for r in plan.refused if r.pass_name == name and _concerns(tree, scope, r.scopes, r.nodes)]
+            if refused:
+                return f"matched, but the result was refused: {refused[0].reason}"
         if not matched:
             failing = [c for c in checks if not c.matched]
             if not failing:
@@ -231,21 +320,26 @@ class PassManager:
             return f"no match: {failing[-1] if _is_dataflow(checks) else failing[0]}"
         if run_info is None:
             return "features match (the pass has not run on this graph)"
-        _, run, matched_by_pass = run_info
-        plan: FusionPlan = run.plan
-        report = next((r for r in run.passes if r.name == name), None)
-        if report is not None and report.status == ERROR:
-            return f"matched, but the pass failed: {report.error}"
-        tree = plan.graph.tree
-        fused = [a for a in plan.accepted if a.pass_name == name and _concerns(tree, scope, a.scopes, a.claimed)]
-        if fused:
-            return f"fused by {', '.join(repr(a.name) for a in fused)}"
-        refused = [r for r in plan.refused if r.pass_name == name and _concerns(tree, scope, r.scopes, r.nodes)]
-        if refused:
-            return f"matched, but the result was refused: {refused[0].reason}"
-        if scope.name not in matched_by_pass.get(name, set()):
+        if not _is_dataflow(checks) and scope.name not in matched_by_pass.get(name, set()):
             return "features match now, but the scope was not a final match in the run (multi-batch or an enclosing match)"
         return "matched, but last_match_scopes_and_ops did not select it or another check declined it"
+
+
+def raised_at(exc: BaseException, *, user: bool) -> str:
+    """``file:line`` where ``exc`` was raised: the innermost frame, or for a user pass the innermost frame
+    outside scopefusion itself (the rule's own code rather than a library call it made)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    chosen = frames[-1]
+    if user:
+        outside = [f for f in frames if not Path(f.filename).resolve().is_relative_to(_PACKAGE_DIR)]
+        if outside:
+            chosen = outside[-1]
+    return f"{chosen.filename}:{chosen.lineno}"
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def _is_dataflow(checks: list[PatternCheck]) -> bool:

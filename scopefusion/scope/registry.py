@@ -3,10 +3,15 @@
 * ``register(rule, name=None, general=None)``: a :class:`ScopeBasePass` instance or subclass. General
   passes are on by default and can be disabled; others are off until enabled by name.
 * ``load_builtins(rules)``: the builtin rules (an explicit iterable; the scope layer has none of its own).
-* ``load_rules_file(path)``: a Python file defining ``FUSION_RULES`` (passes or pass classes) and/or
+* ``load_rules_file(path)``: a Python file defining ``FUSION_RULES`` (passes or pass classes),
+  ``FUSED_OPS`` (the fused ops its rules produce, made with ``scopefusion.define_fused_op``) and/or
   ``register(registry)``; a file that fails to import is a FusionError naming the file and the cause.
 * ``load_entry_points()``: installed packages' entry points in the group ``scopefusion.fusion_rules``;
-  each names a pass, a pass class, a list of them, or a ``register(registry)`` function.
+  each names a pass, a pass class, a list of them (fused op definitions may be among them), or a
+  ``register(registry)`` function.
+* ``declare_op(op)``: a fused op definition the registered rules produce; ``fused_ops`` lists them with
+  their sources. The registry only keeps them: the conversion that uses this registry adds them to its
+  own op registry (:func:`scopefusion.dialects.fused.declared.op_registry_for`).
 
 Run order: user passes (file, package or direct registration) in registration order, then builtins in
 theirs. A user pass with a builtin's name replaces that builtin (recorded in ``replacements``), as
@@ -32,7 +37,7 @@ from typing import Any, Iterable, Iterator
 from ..errors import FusionError
 from .passes import ScopeBasePass
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement"]
+__all__ = ["BUILTIN", "DeclaredOp", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement", "is_op_definition"]
 
 ENTRY_POINT_GROUP = "scopefusion.fusion_rules"
 BUILTIN = "builtin"
@@ -58,6 +63,32 @@ class RegisteredPass:
 
 
 @dataclass(frozen=True)
+class DeclaredOp:
+    """A fused op definition the registered rules produce (``scopefusion.define_fused_op``) and where it
+    was declared. The scope layer only keeps it; the conversion adds ``op`` to its op registry."""
+
+    op: Any
+    source: str
+
+    @property
+    def name(self) -> str:
+        return str(self.op.name)
+
+    @property
+    def replaces(self) -> bool:
+        """True when the definition replaces the builtin fused op of the same name."""
+        return bool(getattr(self.op, "replaces", False))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op.qualified_name, "source": self.source, "replaces_builtin": self.replaces}
+
+
+def is_op_definition(obj: Any) -> bool:
+    """True for an op definition (an object with a ``qualified_name`` and a ``dialect``), not a pass."""
+    return not isinstance(obj, (ScopeBasePass, type)) and hasattr(obj, "qualified_name") and hasattr(obj, "dialect")
+
+
+@dataclass(frozen=True)
 class Replacement:
     """A builtin pass replaced by a user pass of the same name."""
 
@@ -76,6 +107,7 @@ class PassRegistry:
         self._user: dict[str, RegisteredPass] = {}
         self._builtin: dict[str, RegisteredPass] = {}
         self.replacements: list[Replacement] = []
+        self.fused_ops: list[DeclaredOp] = []
         self._source = USER
 
     # ------------------------------------------------------------------ registration
@@ -100,6 +132,21 @@ class PassRegistry:
             self._user[pass_name] = entry
             if pass_name in self._builtin:
                 self.replacements.append(Replacement(pass_name, origin, BUILTIN))
+        return entry
+
+    def declare_op(self, op: Any) -> DeclaredOp:
+        """Declares a fused op definition (from ``scopefusion.define_fused_op``) that the rules produce."""
+        if not is_op_definition(op):
+            raise FusionError(f"cannot declare {op!r} as a fused op; make it with scopefusion.define_fused_op(name)")
+        for other in self.fused_ops:
+            if other.op.qualified_name == op.qualified_name:
+                if other.op is op:
+                    return other
+                raise FusionError(
+                    f"fused op {op.name!r} is declared twice: by {other.source} and by {self._source}; rename one of them"
+                )
+        entry = DeclaredOp(op, self._source)
+        self.fused_ops.append(entry)
         return entry
 
     def _check_free(self, table: dict[str, RegisteredPass], name: str, origin: str) -> None:
@@ -151,10 +198,15 @@ class PassRegistry:
             raise FusionError(f"cannot load fusion rules from {path}: {type(exc).__name__}: {exc}; fix the file") from exc
         rules = getattr(module, "FUSION_RULES", None)
         register = getattr(module, "register", None)
-        if rules is None and not callable(register):
-            raise FusionError(f"fusion rules file {path} defines neither FUSION_RULES nor register(registry); add one of them")
+        ops = getattr(module, "FUSED_OPS", None)
+        if rules is None and not callable(register) and ops is None:
+            raise FusionError(
+                f"fusion rules file {path} defines none of FUSION_RULES, FUSED_OPS and register(registry); add one of them"
+            )
         added: list[RegisteredPass] = []
         with self._from(label):
+            if ops is not None:
+                self._declare_all(ops, str(path))
             if rules is not None:
                 added += self._register_all(rules, str(path))
             if callable(register):
@@ -182,11 +234,25 @@ class PassRegistry:
         return added
 
     def _register_all(self, rules: Any, where: str) -> list[RegisteredPass]:
-        if isinstance(rules, ScopeBasePass) or (isinstance(rules, type) and issubclass(rules, ScopeBasePass)):
+        if isinstance(rules, ScopeBasePass) or is_op_definition(rules) or (isinstance(rules, type) and issubclass(rules, ScopeBasePass)):
             rules = [rules]
         if isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
             raise FusionError(f"fusion rules from {where} must be passes or a list of passes, got {rules!r}")
-        return [self.register(rule) for rule in rules]
+        added = []
+        for rule in rules:
+            if is_op_definition(rule):
+                self.declare_op(rule)
+            else:
+                added.append(self.register(rule))
+        return added
+
+    def _declare_all(self, ops: Any, where: str) -> None:
+        if is_op_definition(ops):
+            ops = [ops]
+        if isinstance(ops, (str, bytes)) or not isinstance(ops, Iterable):
+            raise FusionError(f"FUSED_OPS of {where} must be a list of fused op definitions, got {ops!r}")
+        for op in ops:
+            self.declare_op(op)
 
     def _call_register(self, register: Any, where: str) -> list[RegisteredPass]:
         before = set(id(e) for e in self._entries())
@@ -252,6 +318,12 @@ class PassRegistry:
 
     def names(self) -> list[str]:
         return [e.name for e in self.passes()]
+
+    def replaced_builtin(self, name: str) -> RegisteredPass | None:
+        """The builtin pass that the user pass ``name`` replaces, if any."""
+        if name in self._user and name in self._builtin:
+            return self._builtin[name]
+        return None
 
     def get(self, name: str) -> RegisteredPass | None:
         return self._user.get(name) or self._builtin.get(name)

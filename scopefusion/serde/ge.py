@@ -81,7 +81,9 @@ GRAPH_NAME_ATTR = "_graph_name"
 SUBGRAPHS_ATTR = "_subgraphs"
 # Input slots that read a later op: TF1 loop back edges (NextIteration -> Merge), the one cycle a graph may hold.
 BACK_EDGES_ATTR = "_back_edges"
-RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR, SHARED_WEIGHT_ATTR})
+# The IR op type of an op whose definition names another type to write to GE (a declared fused op's ge_type).
+OP_TYPE_ATTR = "_op_type"
+RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR, SHARED_WEIGHT_ATTR, OP_TYPE_ATTR})
 RESERVED_GRAPH_ATTRS = frozenset({GRAPH_NAME_ATTR, SUBGRAPHS_ATTR})
 _VT = pb.AttrDef.ListValue
 _INDEX = re.compile(r"-?[0-9]+")
@@ -340,6 +342,15 @@ def _write_graph(graph: Graph, graph_def: pb.GraphDef, name: str, sink: _BodySin
         ctx.at(f"{where} attribute {key!r}").write_attr(attr_value, graph_def.attr[key])
 
 
+def _ge_type(node: Node) -> str:
+    """The op type written to GE: the definition's ``ge_type`` when it names one, else the IR op type."""
+    opdef = node.graph.registry.lookup(node.op)
+    ge_type = getattr(opdef, "ge_type", None)
+    if ge_type and isinstance(ge_type, str) and "." not in ge_type:
+        return ge_type
+    return node.op_type
+
+
 def _ref(value: Value, written: Mapping[str, Node], where: str) -> str:
     producer = value.producer
     if written.get(producer.name) is not producer:
@@ -357,10 +368,12 @@ def _write_op(
     if "." in node.op_type or not node.op_type:
         raise SerdeError(f"{where}: op type {node.op_type!r} must be a non-empty name without '.'")
     op_def.name = node.name
-    op_def.type = node.op_type
+    op_def.type = _ge_type(node)
     op_def.id = index
     if node.dialect != DEFAULT_DIALECT:
         op_def.attr[DIALECT_ATTR].s = node.dialect.encode("utf-8", "surrogateescape")
+    if op_def.type != node.op_type:
+        op_def.attr[OP_TYPE_ATTR].s = node.op_type.encode("utf-8", "surrogateescape")
     for slot, value in enumerate(node.inputs):
         desc = op_def.input_desc.add()
         if value is None:
@@ -524,13 +537,16 @@ def _parse_op(op_def: pb.OpDef, graph_where: str, ctx: SerdeContext) -> _OpRecor
     for key, attr in sorted(op_def.attr.items()):
         if key not in RESERVED_OP_ATTRS:
             attrs[key] = ctx.at(f"{where} attribute {key!r}").read_attr(attr)
+    op_type = op_def.type
+    if OP_TYPE_ATTR in op_def.attr:
+        op_type = _reserved_str(op_def.attr[OP_TYPE_ATTR], f"{where} attribute {OP_TYPE_ATTR!r}")
     back_edges: tuple[int, ...] = ()
     if BACK_EDGES_ATTR in op_def.attr:
         attr = op_def.attr[BACK_EDGES_ATTR]
         back_edges = tuple(int(i) for i in attr.list.i) if attr.WhichOneof("value") == "list" else ()
         if not back_edges or any(not 0 <= i < len(inputs) or inputs[i] is None for i in back_edges):
             raise SerdeError(f"{where}: reserved attribute {BACK_EDGES_ATTR!r} must list input slots that read an op")
-    op = f"{dialect}.{op_def.type}" if dialect else op_def.type
+    op = f"{dialect}.{op_type}" if dialect else op_type
     return _OpRecord(
         op_def.name, op, inputs, controls, types, list(zip(keys, op_def.subgraph_name)), attrs, where, back_edges
     )

@@ -36,7 +36,7 @@ from ..errors import ScopeFusionError, SerdeError
 from ..ir.graph import DATA_OP, Graph
 from ..ir.types import TensorType
 from .onnx_attrs import type_proto
-from .onnx_fused import FusedExporterRegistry, default_fused_exporters
+from .onnx_fused import FusedExporterRegistry, fused_exporters_for
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
 from .onnx_lowering import LoweringRegistry, default_lowerings
 from .onnx_optimize import optimize_graph
@@ -92,7 +92,8 @@ def model_to_onnx(
         model: a converted model.
         opset: the default-domain opset for a model without one of its own (TF-born); an ONNX-born model
             is exported at its own opset (see the module NOTE), and another value is an error.
-        exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops
+            carry, :func:`fused_exporters_for`).
         lowerings: ``tf`` op lowerings (default: :func:`~.onnx_lowering.default_lowerings`).
         keep_tf_ops: write ``tf`` ops without a lowering in domain ``tf`` instead of failing (the file
             will not run in onnxruntime).
@@ -161,7 +162,8 @@ def graph_to_onnx(
     Args:
         graph: the main graph.
         opset: the default-domain opset (default :data:`DEFAULT_EXPORT_OPSET`).
-        exporters: fused-op exporters (default: :func:`default_fused_exporters`).
+        exporters: fused-op exporters (default: the builtin ones and those the graph's declared fused ops
+            carry, :func:`fused_exporters_for`).
         domain_versions: versions of custom domains (default 1).
         dim_params: names for unknown input dims, by input node name.
         functions: model-local functions to include.
@@ -180,8 +182,8 @@ def graph_to_onnx(
         raise SerdeError(f"ONNX opset {opset!r} is not one the installed onnx {onnx.__version__} knows (1..{latest}); pick one in that range")
     if not 17 <= opset and _has_tf_ops(graph):
         raise SerdeError(f"ONNX opset {opset} is below 17, the lowest a TensorFlow model is exported at; pick 17..{latest}")
-    writer = GraphWriter(opset, exporters if exporters is not None else default_fused_exporters(), domain_versions,
-                         lowerings=lowerings if lowerings is not None else default_lowerings())
+    writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry),
+                         domain_versions, lowerings=lowerings if lowerings is not None else default_lowerings())
     body = _guard(lambda: writer.write(graph, dim_params=dim_params), f"graph {graph.name!r}")
     if writer.unlowered and not keep_tf_ops:
         raise SerdeError(unlowered_message(writer.unlowered))

@@ -35,6 +35,7 @@ __all__ = [
     "FusedExporterRegistry",
     "Unmapped",
     "default_fused_exporters",
+    "fused_exporters_for",
 ]
 
 FusedExporter = Callable[["FusedEmitter"], None]
@@ -72,6 +73,10 @@ class FusedExporterRegistry:
             )
         self._exporters[fused_type] = exporter
 
+    def remove(self, fused_type: str) -> None:
+        """Forgets the exporter of ``fused_type`` (if any): such nodes go to domain ``scopefusion``."""
+        self._exporters.pop(fused_type, None)
+
     def get(self, fused_type: str) -> FusedExporter | None:
         return self._exporters.get(fused_type)
 
@@ -87,6 +92,21 @@ def default_fused_exporters() -> FusedExporterRegistry:
     from .onnx_fused_ops import BUILTIN_EXPORTERS
 
     return FusedExporterRegistry(BUILTIN_EXPORTERS)
+
+
+def fused_exporters_for(op_registry: Any) -> FusedExporterRegistry:
+    """The builtin exporters, with those of the fused ops a conversion's rules declared in
+    ``op_registry`` (:func:`scopefusion.define_fused_op`): a declared op's ``onnx_export`` is its exporter;
+    a declared op without one (a replaced builtin included) goes to domain ``scopefusion``."""
+    from ..dialects.fused.declared import declared_ops_of
+
+    exporters = default_fused_exporters()
+    for op in declared_ops_of(op_registry) if op_registry is not None else ():
+        if op.onnx_export is not None:
+            exporters.register(op.name, op.onnx_export, replace=True)
+        else:
+            exporters.remove(op.name)
+    return exporters
 
 
 class FusedEmitter:

@@ -53,6 +53,11 @@ def test_every_op_is_inferred_and_the_memory_plan_is_valid(name, converted):
     profile.graph.verify()
     profile.memory_plan.validate()
     assert profile.memory_plan.arena_bytes > 0
+    # The report lists every pass that ran, and its counts agree with the fusions.
+    report = model.report()
+    assert [p["name"] for p in report["passes"]] == [p.name for p in model.fusion_run.passes] != []
+    assert {p["name"]: p["fusions_accepted"] for p in report["passes"] if p["fusions_accepted"]} == report["fusions"]
+    assert all(p["source"] == "builtin" and not p["error"] for p in report["passes"])
 
 
 @pytest.mark.parametrize("name", FULLY_STATIC)

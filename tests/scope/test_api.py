@@ -8,7 +8,7 @@ from pathlib import Path
 import scopefusion.scope as scope
 
 PUBLIC = [
-    "AcceptedFusion", "BUILTIN", "COMMUTATIVE_OPS", "ConstPattern", "DataflowPattern", "DataflowRulePass",
+    "AcceptedFusion", "BUILTIN", "COMMUTATIVE_OPS", "ConstPattern", "DataflowPattern", "DataflowRulePass", "DeclaredOp",
     "ENTRY_POINT_GROUP", "Explanation", "FUSION_DISABLE_INDEX", "FunctionScopePass", "FusedInput", "FusedOutput",
     "FusionPlan", "FusionScopesResult", "INPUT_FROM_FUSION_SCOPE", "InnerNodeInfo", "Match", "Matches", "NearMiss",
     "NodeAttrFeature", "NodeOpTypeFeature", "OUTPUT_TO_FUSION_SCOPE", "OpBuilder", "PassManager", "PassOutcome",

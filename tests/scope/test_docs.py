@@ -18,8 +18,13 @@ def test_the_guide_has_examples_of_every_part():
     assert len(infos) >= 10 and "file=my_rules.py" in infos
     text = DOC.read_text()
     for needle in ("ScopeBasePass", "scope_rule", "dataflow_rule", "load_rules_file", "load_entry_points",
-                   "scopefusion.fusion_rules", "replacements", "explain("):
+                   "scopefusion.fusion_rules", "replacements", "explain(", "define_fused_op", "set_reference",
+                   "set_onnx_export", "FUSED_OPS", '"LayerNormFusion"', "builtin_would_fuse", "error_at"):
         assert needle in text
+    # The replacement example names a real builtin.
+    from scopefusion.fusion_rules import BUILTIN_RULES
+
+    assert "LayerNormFusion" in {rule.pass_name for rule in BUILTIN_RULES} and "ScopeLayerNormPass" not in text
 
 
 def test_the_python_examples_run(tmp_path, monkeypatch, capsys):

@@ -59,6 +59,9 @@ class Boom(ScopeBasePass):
         raise ValueError("bad rule")
 
 
+BOOM_LINE = Boom.last_match_scopes_and_ops.__code__.co_firstlineno + 1
+
+
 class Order(ScopeBasePass):
     general = True
     log: list[str] = []
@@ -86,6 +89,7 @@ def test_a_raising_pass_is_reported_and_skipped(graph):
     report = PassManager(registry_of(Boom, cell_rule)).run(graph)
     boom, cell = report.passes
     assert (boom.name, boom.status, boom.error) == ("Boom", "error", "ValueError: bad rule")
+    assert boom.error_at == f"{__file__}:{BOOM_LINE}"
     assert cell.status == "changed" and cell.results_accepted == ["net/cell_a"]
     # Boom's tags were cleared before Cell ran.
     assert graph.scope("net/").sub_type == ""
@@ -95,7 +99,8 @@ def test_strict_mode_fails_the_run_naming_the_pass_and_those_before(graph):
     with pytest.raises(FusionError) as info:
         PassManager(registry_of(cell_rule, Boom), strict=True).run(graph)
     assert str(info.value) == (
-        "fusion pass 'Boom' (user) failed: ValueError: bad rule; passes run before it: Cell; fix or disable the pass"
+        f"fusion pass 'Boom' (user) failed: ValueError: bad rule at {__file__}:{BOOM_LINE}; passes run before it: "
+        "Cell; fix or disable the pass"
     )
     assert isinstance(info.value.__cause__, ValueError)
 
@@ -156,7 +161,11 @@ def test_explain_says_why_for_each_pass(graph):
     assert str(by_pass["Cell"]) == "Cell: fused by 'net/cell_a'"
     assert manager.explain("net/odd/")[1].reason == "matched, but the result was refused: odd cells stay unfused"
     net = manager.explain(graph.scope("net/"))[1]
-    assert net.reason.startswith("no match: set 0 batch 0 pattern 'cell': NodeOpTypeFeature('Sigmoid', 1): Sigmoid is present 3 times")
+    # net/ itself does not match, but the pass fused inside it: both are said.
+    assert net.reason.startswith(
+        "fused by 'net/cell_a' (inside net/; the scope itself: no match: set 0 batch 0 pattern 'cell': "
+        "NodeOpTypeFeature('Sigmoid', 1): Sigmoid is present 3 times"
+    )
     json.dumps([e.to_dict() for e in manager.explain("net/")])
 
 

@@ -265,5 +265,6 @@ def test_onnx_layer_norm_by_scope_features_and_dataflow(onnx_source):
     assert second.inputs[0].producer == "/encoder/layers.0/norm/Add_1"
     assert report.plan.resolve_tensor("/encoder/layers.0/norm/Add_1", 0) == ("/encoder/layers.0/norm", 0)
     assert manager.explain("encoder/layers.0/")[0].reason.startswith(
-        "no match: set 0 batch 0 pattern 'norm': ScopeFeature('', 0, suffix='norm'): last name is 'layers.0'"
+        "fused by '/encoder/layers.0/norm' (inside encoder/layers.0/; the scope itself: no match: set 0 batch 0 "
+        "pattern 'norm': ScopeFeature('', 0, suffix='norm'): last name is 'layers.0'"
     )

@@ -171,7 +171,7 @@ def test_rules_file_errors(tmp_path):
         PassRegistry().load_rules_file(tmp_path / "missing.py")
     empty = tmp_path / "empty.py"
     empty.write_text("X = 1\n")
-    with pytest.raises(FusionError, match="defines neither FUSION_RULES nor register"):
+    with pytest.raises(FusionError, match="defines none of FUSION_RULES, FUSED_OPS and register"):
         PassRegistry().load_rules_file(empty)
     bad = tmp_path / "bad.py"
     bad.write_text("FUSION_RULES = 'LayerNorm'\n")

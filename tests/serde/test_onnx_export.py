@@ -522,7 +522,8 @@ def test_public_api_is_locked():
     expected = {
         "scopefusion.serde.onnx_export": {"DEFAULT_EXPORT_OPSET", "FALLBACK_DOMAIN", "graph_to_onnx", "model_to_onnx", "model_to_onnx_bytes", "ONNX_TARGETS", "onnx_summary",
                                            "unlowered_message"},
-        "scopefusion.serde.onnx_fused": {"FusedEmitter", "FusedExporter", "FusedExporterRegistry", "Unmapped", "default_fused_exporters"},
+        "scopefusion.serde.onnx_fused": {"FusedEmitter", "FusedExporter", "FusedExporterRegistry", "Unmapped", "default_fused_exporters",
+                                        "fused_exporters_for"},
     }
     for name, symbols in expected.items():
         module = importlib.import_module(name)

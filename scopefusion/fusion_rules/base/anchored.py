@@ -23,6 +23,8 @@ from scopefusion.scope import (
     FusionScopesResult,
     Match,
     NearMiss,
+    PatternCheck,
+    Scope,
     ScopeBasePass,
     ScopeGraph,
     ScopesResult,
@@ -37,6 +39,7 @@ __all__ = [
     "fusion_name",
     "named_like",
     "scalar_constants_reason",
+    "seeded_miss",
 ]
 
 
@@ -79,6 +82,13 @@ class AnchoredDataflowPass(ScopeBasePass):
             + (str(miss) if miss is not None else self.no_match)
         )
 
+    def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
+        """The dataflow tried from every seed in ``scope``: a match, or the nearest miss (or no seed at all)."""
+        where = f"dataflow pattern {self.what} (in {len(self.patterns)} forms)"
+        if graph is None:
+            return [PatternCheck(where, "not tried without a graph")]
+        return [PatternCheck(where, seeded_miss(graph, scope, self.seed_types, self.anchors, self.patterns))]
+
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
         selected: list[ScopesResult] = []
         taken: set[str] = set()
@@ -106,6 +116,30 @@ class AnchoredDataflowPass(ScopeBasePass):
         reason = self.parameters(match, result.captures["tag"], result)
         if reason is not None:
             result.invalidate(f"{output} has the dataflow of a {self.what} but {reason}")
+
+
+def seeded_miss(
+    graph: ScopeGraph,
+    scope: Scope,
+    seed_types: Sequence[str],
+    anchors: Callable[[ScopeGraph, str], list[str]],
+    patterns: Sequence[tuple[Any, DataflowPattern]],
+) -> str | None:
+    """None when a pattern matches from some seed of ``seed_types`` in ``scope``; else why not: no seed
+    there, or the nearest miss over every seed."""
+    seeds = [n.name for n in scope.all_nodes if n.op_type in seed_types]
+    label = scope.name or "the graph"
+    if not seeds:
+        return f"no {'|'.join(seed_types)} node in {label} (the pass starts its search from those)"
+    nearest: NearMiss | None = None
+    for seed in seeds:
+        _, match, miss = best_match(graph, anchors(graph, seed), patterns, seed)
+        if match is not None:
+            return None
+        if miss is not None and (nearest is None or miss.depth > nearest.depth):
+            nearest = miss
+    tried = f"{len(seeds)} {'|'.join(seed_types)} node(s) tried in {label}"
+    return f"no match: {tried}; nearest miss {nearest}" if nearest is not None else f"no match: {tried}"
 
 
 def downstream(graph: ScopeGraph, name: str, hops: int, op_types: Sequence[str]) -> list[str]:

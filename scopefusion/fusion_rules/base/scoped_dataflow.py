@@ -164,6 +164,33 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
 
     # ------------------------------------------------------------------ the framework
     def explain(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
+        """The scope features, then what decides: the dataflow searched in ``scope`` (the whole graph for
+        the root) and what :meth:`judge` makes of each match, or the nearest miss."""
+        checks = self._feature_checks(scope, graph)
+        where = f"dataflow pattern {self.what} (in {len(self.patterns)} forms)"
+        if graph is None:
+            return checks
+        found, miss = self._search(graph, None if scope.is_root else scope)
+        label = scope.name or "the graph"
+        if not found:
+            if miss:
+                return checks + [PatternCheck(where, f"no match in {label}; {miss}")]
+            ends = sorted({t for p in self.patterns for t in p.anchor_types})
+            present = {n.op_type for n in scope.all_nodes}
+            absent = sorted({t for p in self.patterns for t in self.required_ops(p)} - present)
+            why = f"no {'|'.join(ends)} node in {label} (its patterns end at those)" if not present & set(ends) else (
+                f"no match in {label}: each form needs an op that is not there ({'|'.join(absent)} absent)")
+            return checks + [PatternCheck(where, why)]
+        reasons = []
+        for match in found:
+            verdict = _Judged.of(self, graph, match)
+            if verdict.attrs is not None:
+                return checks + [PatternCheck(where, None)]
+            at = match.outputs[0][0] if match.outputs else match.node_names[-1]
+            reasons.append(verdict.reason or f"the dataflow at {at} is not {self.what} (another rule's computation)")
+        return checks + [PatternCheck(where, f"{len(found)} match(es) in {label}, none {self.what}: {reasons[0]}")]
+
+    def _feature_checks(self, scope: Scope, graph: ScopeGraph | None = None) -> list[PatternCheck]:
         """The scope patterns on ``scope``; when none matches, also on its direct children, since a
         candidate region is often the parent of the matched scope (``LayerNorm/`` of ``LayerNorm/moments/``)."""
         checks = super().explain(scope, graph)
