@@ -128,6 +128,16 @@ class OpDef:
         self.fold: Callable[..., Any] | None = None
         self.memory_forward: int | None = None  # output 0 may alias this input's buffer
 
+    def copy(self) -> "OpDef":
+        """A definition equal to this one that can be declared further without changing this one: the
+        spec lists and attribute map are new, the frozen specs and the functions are shared."""
+        clone = OpDef.__new__(OpDef)
+        clone.__dict__.update(self.__dict__)
+        clone.inputs = list(self.inputs)
+        clone.outputs = list(self.outputs)
+        clone.attrs = dict(self.attrs)
+        return clone
+
     @property
     def qualified_name(self) -> str:
         return f"{self.dialect}.{self.name}" if self.dialect else self.name
