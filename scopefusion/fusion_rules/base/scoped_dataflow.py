@@ -97,6 +97,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
             needed = self.required_ops(pattern)
             if any(not graph.nodes_by_type(t) if root else within.op_count(t) < 0 for t in needed):  # type: ignore[union-attr]
                 continue
+            if root and not pattern.may_match(graph):
+                continue
             matches = pattern.find(graph, within=within)
             for match in matches:
                 names = set(match.node_names)
