@@ -172,11 +172,14 @@ def compile_package(workdir: Path) -> None:
     subprocess.run([sys.executable, "-c", code, *models], env=_env(), check=True, capture_output=True)
 
 
-def _child(script: str, *args: str) -> dict:
+def _child(script: str, *args: str, required: bool = True) -> dict:
     out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=_env())
     lines = out.stdout.strip().splitlines()
     if out.returncode or not lines:
-        raise SystemExit(f"measuring {args[0]} failed:\n{out.stderr[-3000:]}")
+        if required:
+            raise SystemExit(f"measuring {args[0]} failed:\n{out.stderr[-3000:]}")
+        last = (out.stderr.strip().splitlines() or ["no message"])[-1][:160]
+        return {"error": f"the process exited with code {out.returncode}: {last}"}
     return json.loads(lines[-1])
 
 
@@ -208,7 +211,7 @@ def measure(name: str, workdir: Path, tf2onnx: bool) -> dict:
     row["model"] = name
     row["file_bytes"] = path.stat().st_size
     if tf2onnx and row["framework"] != "onnx":
-        row["tf2onnx"] = _child(_TF2ONNX, str(path), json.dumps(shapes))
+        row["tf2onnx"] = _child(_TF2ONNX, str(path), json.dumps(shapes), required=False)
     return row
 
 
