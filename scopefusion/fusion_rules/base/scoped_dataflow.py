@@ -126,7 +126,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         answered: dict[str, int] = {}
         for match in found:
             verdict = _Judged.of(self, graph, match)
-            home = next((r for r in regions.values() if any(r.contains(scope_of(n)) for n in match.node_names)), None)
+            scopes = [scope_of(n) for n in match.node_names] if regions else []
+            home = next((r for r in regions.values() if any(r.contains(s) for s in scopes)), None)
             if home is not None:  # a region answered only by other rules' matches is not refused either
                 answered[home.name] = answered.get(home.name, 0) + (0 if verdict.skips else 1)
             judged.append((match, verdict, home))
