@@ -147,3 +147,17 @@ def test_unfused_bert_keeps_numerics_of_constants(bert_model, tf_bert_pb):
     for node in bert_model.graph.nodes:
         if node.op == "ge.Const" and node.name in consts:
             np.testing.assert_array_equal(node.attrs.get("value"), consts[node.name])
+
+
+def test_the_convert_command_imports_no_runtime_framework_or_report(onnx_attention, tf_bert_pb, tmp_path):
+    code = (
+        "import sys\nfrom scopefusion.cli import main\n"
+        "for model in sys.argv[1:]:\n"
+        "    try:\n"
+        f"        main(['convert', model, '-o', {str(tmp_path / 'out.ge')!r}, '-q'])\n"
+        "    except SystemExit as e:\n"
+        "        assert not e.code, e.code\n"
+        "print(sorted(m for m in ('onnxruntime', 'tensorflow', 'scopefusion.html_report') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tf_bert_pb), str(onnx_attention)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -14,7 +14,6 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from google.protobuf import message as _message
-from google.protobuf import text_format
 
 from ..dtypes import DType
 from ..errors import ModelLoadError, ParseError
@@ -92,6 +91,8 @@ def parse_graph_def_text(text: str, where: str):
     Raises:
         ModelLoadError: the text is not a GraphDef in protobuf text format.
     """
+    from google.protobuf import text_format
+
     graph_def = tfpb.GraphDef()
     try:
         text_format.Parse(text, graph_def, allow_unknown_field=True)

@@ -344,6 +344,11 @@ class DataflowPattern:
     def anchor_types(self) -> tuple[str, ...]:
         return self.outputs[0].op.op_types
 
+    def may_match(self, graph: ScopeGraph) -> bool:
+        """False when ``graph`` lacks every op type of some op of the pattern, so that no anchor can match
+        (a cheap test from the op-type index; True says nothing about a match)."""
+        return all(any(graph.nodes_by_type(t) for t in op.op_types) for op in self._ops)
+
     # ------------------------------------------------------------------ search
     def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False) -> Matches:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph

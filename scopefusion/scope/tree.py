@@ -183,6 +183,7 @@ class ScopeTree:
 
     def __init__(self) -> None:
         self._position: dict[str, int] = {}
+        self._holder: dict[str, Scope] = {}  # node name -> the scope that holds it directly
         self.root = Scope(ROOT_NAME, None, self)
         self._scopes: dict[str, Scope] = {}
         self._order: list[Scope] = [self.root]
@@ -199,6 +200,7 @@ class ScopeTree:
         # rfind, one slice and one dict lookup per node; canonical names are computed once per scope.
         by_raw: dict[str, Scope] = {"": self.root}
         position = self._position
+        holder = self._holder
         root = self.root
         for i, node in enumerate(nodes):
             name = node.name
@@ -209,6 +211,7 @@ class ScopeTree:
                 key = scope_key(raw)
                 scope = self._ensure(key) if key else root
                 by_raw[raw] = scope
+            holder[name] = scope
             scope._nodes.append(node)
             counts = scope._counts
             op = node.op_type
@@ -275,10 +278,10 @@ class ScopeTree:
 
     def scope_of(self, node_name: str) -> Scope:
         """The scope that holds ``node_name`` directly (the root for a name without ``/``)."""
-        if node_name not in self._position:
+        scope = self._holder.get(node_name)
+        if scope is None:
             raise FusionError(f"no node named {node_name!r} in the scope tree; pass a node of this graph")
-        key = scope_key(_raw_prefix(node_name))
-        return self._scopes[key] if key else self.root
+        return scope
 
     def position(self, node_name: str) -> int:
         """The node's index in graph order."""

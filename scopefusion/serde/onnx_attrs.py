@@ -21,11 +21,12 @@ into a ``GraphProto`` (it owns naming and outer-scope references).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, cast
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, numpy_helper
+from onnx import AttributeProto, helper, numpy_helper
 
 from ..dtypes import DType
 from ..errors import SerdeError
@@ -33,7 +34,7 @@ from ..ir import attrs as A
 from ..ir.attrs import AttrType, AttrValue, values_equal
 from ..ir.types import TensorType
 
-__all__ = ["KIND_OF_TYPE", "attribute_proto", "is_schema_default", "onnx_elem_type", "tensor_proto", "type_proto"]
+__all__ = ["KIND_OF_TYPE", "attribute_proto", "is_schema_default", "onnx_elem_type", "tensor_into", "tensor_proto", "type_proto"]
 
 _K = AttributeProto
 
@@ -215,6 +216,34 @@ def tensor_proto(array: np.ndarray, name: str) -> onnx.TensorProto:
         return numpy_helper.from_array(array, name)
     except (TypeError, ValueError, KeyError) as e:
         raise SerdeError(f"tensor {name or '(attribute)'!r} of numpy dtype {array.dtype} has no ONNX form ({e})") from None
+
+
+def tensor_into(array: np.ndarray, name: str, target: onnx.TensorProto) -> None:
+    """Fills the empty ``target`` as :func:`tensor_proto` makes it, writing a plain numeric array's bytes
+    straight into it instead of into a message that is then copied."""
+    array = np.asarray(array)
+    try:
+        code = None if array.dtype == object or array.dtype.kind in "SU" else helper.np_dtype_to_tensor_dtype(array.dtype)
+    except (TypeError, ValueError, KeyError):
+        code = None
+    if code is None or code in _PACKED:
+        target.CopyFrom(tensor_proto(array, name))
+        return
+    target.dims.extend(array.shape)
+    if name:
+        target.name = name
+    if array.dtype.byteorder == ">" or (sys.byteorder == "big" and array.dtype.byteorder == "="):
+        array = array.astype(array.dtype.newbyteorder("<"))
+    target.raw_data = array.tobytes()
+    target.data_type = code
+
+
+# Element types numpy_helper.from_array packs (sub-byte and 6-bit codes): written through tensor_proto.
+_PACKED = frozenset(
+    getattr(onnx.TensorProto, name)
+    for name in ("INT4", "UINT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2")
+    if hasattr(onnx.TensorProto, name)
+)
 
 
 def type_proto(t: TensorType | None, dim_params: tuple[str, ...] = ()) -> onnx.TypeProto:

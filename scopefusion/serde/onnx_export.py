@@ -184,7 +184,10 @@ def graph_to_onnx(
         raise SerdeError(f"ONNX opset {opset} is below 17, the lowest a TensorFlow model is exported at; pick 17..{latest}")
     writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry),
                          domain_versions, lowerings=lowerings if lowerings is not None else default_lowerings())
-    body = _guard(lambda: writer.write(graph, dim_params=dim_params), f"graph {graph.name!r}")
+    # The graph is written in place into the model (helper.make_model would copy it, weights and all).
+    proto = onnx.ModelProto()
+    proto.ir_version = onnx.IR_VERSION
+    body = _guard(lambda: writer.write(graph, dim_params=dim_params, into=proto.graph), f"graph {graph.name!r}")
     if writer.unlowered and not keep_tf_ops:
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
@@ -198,7 +201,9 @@ def graph_to_onnx(
         if f.domain not in known:
             imports.append(helper.make_opsetid(f.domain, (domain_versions or {}).get(f.domain, 1)))
             known.add(f.domain)
-    proto = helper.make_model(body, opset_imports=imports, functions=functions, producer_name=PRODUCER)
+    proto.opset_import.extend(imports)
+    proto.functions.extend(functions)
+    proto.producer_name = PRODUCER
     from .. import __version__
 
     proto.producer_version = __version__

@@ -36,7 +36,7 @@ from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.types import TensorType
-from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_proto, type_proto
+from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_into, tensor_proto, type_proto
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
@@ -114,10 +114,12 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ graphs
     def write(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
-              parent: _Scope | None = None) -> onnx.GraphProto:
-        """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name."""
+              parent: _Scope | None = None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
+        """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name.
+        With ``into`` (an empty ``GraphProto``, such as a new model's ``graph``), written there and returned."""
         scope = _Scope(graph, parent)
-        proto = onnx.GraphProto(name=graph.name)
+        proto = into if into is not None else onnx.GraphProto()
+        proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
         defined: set[int] = {id(v) for v in graph.inputs}
         defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
@@ -127,7 +129,7 @@ class GraphWriter:
             if node.op == DATA_OP:
                 continue
             if node.op == CONST_OP:
-                proto.initializer.append(tensor_proto(node.attrs.as_tensor("value"), scope.names[id(node.outputs[0])]))
+                tensor_into(node.attrs.as_tensor("value"), scope.names[id(node.outputs[0])], proto.initializer.add())
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:

@@ -217,3 +217,17 @@ def test_open_attrs_keep_undeclared_attributes_but_check_declared_ones():
     assert conv.attrs.as_bool("use_cudnn_on_gpu") is True
     with pytest.raises(GraphError, match="attribute 'strides': expected a list or tuple, found str"):
         g.add_node("tf.Conv2D", [x, x], name="c2", attrs={"strides": "1"})
+
+
+def test_bindings_follow_later_declarations():
+    op = OpDef("Grow", "test").input("x").output("y")
+    assert [(s.name, a, b) for s, a, b in op.bind_inputs(1)] == [("x", 0, 1)]
+    op.input("rest", ParamType.DYNAMIC)
+    assert [(s.name, a, b) for s, a, b in op.bind_inputs(3)] == [("x", 0, 1), ("rest", 1, 3)]
+    assert [(s.name, a, b) for s, a, b in op.bind_inputs(1)] == [("x", 0, 1), ("rest", 1, 1)]
+    op.value_depend("x")
+    assert op.bind_inputs(1)[0][0].value_depend
+    op.output("z", ParamType.OPTIONAL)
+    assert [(s.name, a, b) for s, a, b in op.bind_outputs(2)] == [("y", 0, 1), ("z", 1, 2)]
+    with pytest.raises(ValueError, match="found 4"):
+        op.bind_outputs(4)

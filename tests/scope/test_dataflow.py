@@ -244,3 +244,17 @@ def test_match_capture_errors(gelu_graph):
         match["nope"]
     with pytest.raises(FusionError, match="is not a constant"):
         match.value("out")
+
+
+def test_may_match_is_false_only_when_an_op_has_none_of_its_types(gelu_graph):
+    assert DataflowPattern(gelu_erf).may_match(gelu_graph)
+
+    def gelu_tanh(op, x):
+        return op.Mul(x, op.Tanh(x))
+
+    def either(op, x):
+        return op.Mul(x, op.op(("Tanh", "Erf"), x))
+
+    assert not DataflowPattern(gelu_tanh).may_match(gelu_graph)
+    assert not DataflowPattern(gelu_tanh).find(gelu_graph)
+    assert DataflowPattern(either).may_match(gelu_graph)

@@ -97,6 +97,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
             needed = self.required_ops(pattern)
             if any(not graph.nodes_by_type(t) if root else within.op_count(t) < 0 for t in needed):  # type: ignore[union-attr]
                 continue
+            if root and not pattern.may_match(graph):
+                continue
             matches = pattern.find(graph, within=within)
             for match in matches:
                 names = set(match.node_names)
@@ -124,7 +126,8 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         answered: dict[str, int] = {}
         for match in found:
             verdict = _Judged.of(self, graph, match)
-            home = next((r for r in regions.values() if any(r.contains(scope_of(n)) for n in match.node_names)), None)
+            scopes = [scope_of(n) for n in match.node_names] if regions else []
+            home = next((r for r in regions.values() if any(r.contains(s) for s in scopes)), None)
             if home is not None:  # a region answered only by other rules' matches is not refused either
                 answered[home.name] = answered.get(home.name, 0) + (0 if verdict.skips else 1)
             judged.append((match, verdict, home))
