@@ -166,7 +166,8 @@ def keras_stack() -> bytes:
     keras.utils.set_random_seed(0)
     sequence = keras.Input((6, 5), name="sequence")
     x = keras.layers.LSTM(8, return_sequences=True, name="first")(sequence)
-    x = keras.layers.Bidirectional(keras.layers.GRU(4, return_sequences=True), name="both")(x)
+    # Every layer is named: an unnamed one takes a process-wide counter that depends on the models built before.
+    x = keras.layers.Bidirectional(keras.layers.GRU(4, return_sequences=True, name="gru"), name="both")(x)
     x = keras.layers.LSTM(3, go_backwards=True, name="last")(x)
     return _freeze_keras(keras.Model(sequence, x, name="stack"), "sequence", (None, 6, 5))
 
