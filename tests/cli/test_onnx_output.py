@@ -52,7 +52,7 @@ def test_a_contradicting_format_exits_2_without_output(tf_bert_pb, tmp_path):
     out = tmp_path / "m.onnx"
     proc = run("convert", tf_bert_pb, "-o", out, "--format", "ge")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "has the suffix of the onnx format but --format is ge" in one_line(proc.stderr) and not out.exists()
+    assert "--format ge contradicts the output name" in one_line(proc.stderr) and not out.exists()
 
 
 def test_an_unknown_ending_writes_ge_and_says_so(tf_bert_pb, tmp_path):
