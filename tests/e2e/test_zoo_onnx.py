@@ -59,7 +59,15 @@ def keras_rnn_stack_pb(model_store) -> Path:
     """LSTM → Bidirectional(GRU) → LSTM(go_backwards), frozen (input ``sequence`` [?, 6, 5])."""
     from tests.fusion_rules.test_dynamic_rnn import keras_stack
 
-    return model_store.file("onnx_rnn_stack.pb", keras_stack)  # not the fusion test's file: layer names vary
+    def build() -> bytes:
+        import keras
+
+        try:
+            return keras_stack()
+        finally:  # Keras numbers layer names per process: leave the counters as a later builder expects them
+            keras.utils.clear_session()
+
+    return model_store.file("onnx_rnn_stack.pb", build)  # not the fusion test's file: layer names vary
 
 
 def _source(request, name: str, fixture: str, source: str) -> Path:
