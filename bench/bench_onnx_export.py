@@ -132,7 +132,7 @@ def tf2onnx_export(path: Path, repeat: int) -> tuple[float, bytes]:
     import tensorflow as tf
     import tf2onnx
 
-    from tests.models.saved_models import frozen_outputs
+    from tests.models.frozen_saved_model import frozen_outputs
 
     def once() -> bytes:
         graph_def = tf.compat.v1.GraphDef.FromString(path.read_bytes())

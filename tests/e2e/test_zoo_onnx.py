@@ -18,6 +18,7 @@ from scopefusion.serde.onnx_export import model_to_onnx
 from scopefusion.verify import make_inputs
 from tests.e2e.zoo import ZOO
 from tests.models.frozen_saved_model import saved_model_from_frozen
+from tests.models.saved_models import SAVED_ZOO, write_saved_model
 
 TOLERANCE = 1e-4
 LARGE = {"resnet50", "efficientnet_b0"}
@@ -58,14 +59,26 @@ def keras_rnn_stack_pb(model_store) -> Path:
     """LSTM → Bidirectional(GRU) → LSTM(go_backwards), frozen (input ``sequence`` [?, 6, 5])."""
     from tests.fusion_rules.test_dynamic_rnn import keras_stack
 
-    return model_store.file("fr_stack.pb", keras_stack)
+    def build() -> bytes:
+        import keras
+
+        try:
+            return keras_stack()
+        finally:  # Keras numbers layer names per process: leave the counters as a later builder expects them
+            keras.utils.clear_session()
+
+    return model_store.file("onnx_rnn_stack.pb", build)  # not the fusion test's file: layer names vary
 
 
-def _source(request, fixture: str, source: str) -> Path:
+def _source(request, name: str, fixture: str, source: str) -> Path:
+    """The model's file: its frozen graph, or its SavedModel — written by TensorFlow's own exporters for the
+    zoo models that have one (``tests/models/saved_models.py``), else the frozen graph behind a signature."""
+    store = request.getfixturevalue("model_store")
+    if source == "saved_model" and name in SAVED_ZOO:
+        return store.written(f"sm_zoo_{name}", lambda path: write_saved_model(name, path))
     frozen = request.getfixturevalue(fixture)
     if source == "frozen":
         return frozen
-    store = request.getfixturevalue("model_store")
     return store.written(f"sm_{frozen.stem}", lambda path: saved_model_from_frozen(frozen.read_bytes(), path))
 
 
@@ -96,7 +109,7 @@ def max_error(got: np.ndarray, expected: np.ndarray) -> float:
 
 @pytest.mark.parametrize("name,fixture,dynamic_batch,source", list(_params()))
 def test_zoo_model_exports_to_onnx_that_onnxruntime_runs_like_tensorflow(name, fixture, dynamic_batch, source, request):
-    path = _source(request, fixture, source)
+    path = _source(request, name, fixture, source)
     model = convert(path)
     proto = model_to_onnx(model)
     onnx.checker.check_model(proto, full_check=True)
