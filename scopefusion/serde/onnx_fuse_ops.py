@@ -98,10 +98,10 @@ def _pad_into_conv(index: "GraphIndex", node) -> bool:
         return False
     if _attr(conv, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         return False
-    pads = [int(p) for p in pads.reshape(-1)]
-    rank = len(pads) // 2
-    begins, ends = pads[:rank], pads[rank:]
-    if any(p < 0 for p in pads) or any(begins[d] or ends[d] for d in (0, 1)):
+    pad_list = [int(p) for p in pads.reshape(-1)]
+    rank = len(pad_list) // 2
+    begins, ends = pad_list[:rank], pad_list[rank:]
+    if any(p < 0 for p in pad_list) or any(begins[d] or ends[d] for d in (0, 1)):
         return False
     spatial = rank - 2
     current = list(_attr(conv, "pads", [0] * (2 * spatial)))

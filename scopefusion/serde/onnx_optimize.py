@@ -275,7 +275,7 @@ def _fold_initializer_ops(index: GraphIndex) -> bool:
     for node in list(index.graph.node):
         if node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1:
             values = [index.constant(name) if name else None for name in node.input]
-            if values and all(v is not None for v in values) and values[0].size <= MAX_FOLD_ELEMENTS:
+            if values and all(v is not None for v in values) and values[0] is not None and values[0].size <= MAX_FOLD_ELEMENTS:
                 out = _fold(node, values)
                 if out is not None and index.free(node.output[0]):
                     index.add_initializer(out, node.output[0])

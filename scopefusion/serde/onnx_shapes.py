@@ -12,7 +12,7 @@ with at most one other entry (−1: the rest), gets the constant shape; the comp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Union, cast
 
 import numpy as np
 from onnx import helper
@@ -143,7 +143,7 @@ def _compute(index: "GraphIndex", name: str, cache: dict, depth: int) -> list[En
                 return None
             entries = a + b
         if all(isinstance(v, int) and v >= 0 for v in entries):
-            return [int(np.prod(entries, dtype=np.int64))]
+            return [int(np.prod([int(cast(int, v)) for v in entries], dtype=np.int64))]
         return [None]
     if op == "Gather":
         inner = _vector(index, node.input[0], cache, depth + 1)

@@ -155,10 +155,10 @@ def _merge_reshapes(index: "GraphIndex", node: onnx.NodeProto) -> bool:
         return False
     if _attr(node, "allowzero", 0) or _attr(inner, "allowzero", 0):
         return False
-    s1, s2 = index.constant(inner.input[1]), index.constant(node.input[1])
-    if s1 is None or s2 is None:
+    c1, c2 = index.constant(inner.input[1]), index.constant(node.input[1])
+    if c1 is None or c2 is None:
         return False
-    s1, s2 = [int(d) for d in s1.reshape(-1)], [int(d) for d in s2.reshape(-1)]
+    s1, s2 = [int(d) for d in c1.reshape(-1)], [int(d) for d in c2.reshape(-1)]
     if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
         return False
     index.set_input(node, 0, inner.input[0])

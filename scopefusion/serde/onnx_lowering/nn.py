@@ -16,7 +16,7 @@ half up, which is TF's ``floor((x + 0.5) · scale)``); neither → ``asymmetric`
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -176,7 +176,7 @@ def _pool(onnx_op: str, from_inputs: bool = False) -> Lowering:
         if len(kernel) != rank - 2 or any(v != 1 for v in (ksize[0], ksize[-1] if channels_last else ksize[1])):
             e.decline("it pools over the batch or channel dim")
         pads = _pads(e, kernel, strides, [1] * len(kernel), channels_last)
-        extra = {"count_include_pad": 0} if onnx_op == "AveragePool" else {}
+        extra: dict[str, Any] = {"count_include_pad": 0} if onnx_op == "AveragePool" else {}
         x = _in_layout(e, e.input(0), rank, channels_last)
         y = e.op(onnx_op, [x], kernel_shape=kernel, strides=strides, **pads, **extra)[0]
         _out_layout(e, y, rank, channels_last)

@@ -38,7 +38,7 @@ def _rank(e: LoweringEmitter) -> None:
 
 
 def _broadcast_args(e: LoweringEmitter) -> None:
-    zero = e.typed_scalar(0, np.int8, "zero")
+    zero = e.typed_scalar(0, np.dtype(np.int8), "zero")
     a = e.op("Expand", [zero, e.int64(0)])[0]
     b = e.op("Expand", [zero, e.int64(1)])[0]
     _to_out(e, e.op("Shape", [e.op("Add", [a, b])[0]])[0])

@@ -20,7 +20,7 @@ defaults, and a shrunk dim's end is ``begin + 1`` (or the end of the dim when ``
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,8 +35,7 @@ def _bits(mask: int, n: int) -> list[bool]:
 
 def _strided_slice(e: LoweringEmitter) -> None:
     rank = e.rank(0)
-    strides = e.require_const(3, "strides")
-    strides = [int(s) for s in np.asarray(strides).reshape(-1)]
+    strides = [int(s) for s in np.asarray(e.require_const(3, "strides")).reshape(-1)]
     n = len(strides)
     begin_c, end_c = e.const_value(1), e.const_value(2)
     kinds = ("begin", "end", "ellipsis", "new_axis", "shrink_axis")
@@ -97,13 +96,13 @@ def _strided_slice(e: LoweringEmitter) -> None:
             starts_n, ends_n = e.ints(starts, "starts"), e.ints(ends, "ends")
         else:
             picked = e.ints(index, "spec")
-            b = e.op("Gather", [e.int64(1), picked], axis=0)[0]
-            en = e.op("Gather", [e.int64(2), picked], axis=0)[0]
+            b_n = e.op("Gather", [e.int64(1), picked], axis=0)[0]
+            en_n = e.op("Gather", [e.int64(2), picked], axis=0)[0]
             use_begin_n = e.const(np.asarray(use_begin), "use_begin")
-            starts_n = e.op("Where", [use_begin_n, b, e.ints(default_begin, "default_begin")])[0]
+            starts_n = e.op("Where", [use_begin_n, b_n, e.ints(default_begin, "default_begin")])[0]
             past = e.op("Where", [e.op("Equal", [starts_n, e.ints([-1], "minus_one")])[0], e.ints([INT64_MAX], "max"),
                                   e.op("Add", [starts_n, e.ints([1], "one")])[0]])[0]
-            ends_n = e.op("Where", [e.const(np.asarray(use_end), "use_end"), en, e.ints(default_end, "default_end")])[0]
+            ends_n = e.op("Where", [e.const(np.asarray(use_end), "use_end"), en_n, e.ints(default_end, "default_end")])[0]
             if any(shrunk):
                 ends_n = e.op("Where", [e.const(np.asarray(shrunk), "shrunk"), past, ends_n])[0]
         last = not shrink and not new_axes
@@ -128,10 +127,10 @@ def _slice(e: LoweringEmitter) -> None:
         ends = np.where(s == -1, INT64_MAX, b + s)
         e.result("Slice", [e.input(0), e.ints(b, "starts"), e.ints(ends, "ends"), e.ints(range(rank), "axes")])
         return
-    b, s = e.int64(1), e.int64(2)
-    ends = e.op("Where", [e.op("Equal", [s, e.ints([-1], "minus_one")])[0], e.ints([INT64_MAX], "max"),
-                          e.op("Add", [b, s])[0]])[0]
-    e.result("Slice", [e.input(0), b, ends])
+    b_n, s_n = e.int64(1), e.int64(2)
+    ends_n = e.op("Where", [e.op("Equal", [s_n, e.ints([-1], "minus_one")])[0], e.ints([INT64_MAX], "max"),
+                            e.op("Add", [b_n, s_n])[0]])[0]
+    e.result("Slice", [e.input(0), b_n, ends_n])
 
 
 def _axis(e: LoweringEmitter, i: int, rank: int) -> int:
@@ -147,7 +146,7 @@ def _split(e: LoweringEmitter) -> None:
     rank = e.rank(1)
     axis = _axis(e, 0, rank)
     count = len(e.outputs)
-    extra = {"num_outputs": count} if e.opset >= 18 else {}
+    extra: dict[str, Any] = {"num_outputs": count} if e.opset >= 18 else {}
     e.op("Split", [e.input(1)], outputs=_split_outputs(e), axis=axis, **extra)
 
 
@@ -185,7 +184,7 @@ def _unpack(e: LoweringEmitter) -> None:
     axis = int(e.attr("axis", 0))
     axis = axis + rank if axis < 0 else axis
     count = len(e.outputs)
-    extra = {"num_outputs": count} if e.opset >= 18 else {}
+    extra: dict[str, Any] = {"num_outputs": count} if e.opset >= 18 else {}
     parts = e.op("Split", [e.input(0)], outputs=count, axis=axis, **extra)
     for k, part in enumerate(parts):
         if e.used(k):
