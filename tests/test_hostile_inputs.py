@@ -335,3 +335,16 @@ def test_markup_in_op_types_is_printed_as_written_in_a_terminal(tmp_path, monkey
     monkeypatch.setattr(rich.console, "Console", Terminal)
     print_summary(result.report(), "o.ge", "ge")
     assert "[/x]Op" in capsys.readouterr().out
+
+
+def test_a_dim_past_int64_even_beside_an_unknown_one_is_an_inference_error(tmp_path):
+    from scopefusion.parser.proto import tf_framework_pb2 as tfpb
+    from tests.models import hostile_strategies as hs
+
+    most = (1 << 63) - 1
+    nodes = [hostile.placeholder("x", (most, -1)), hs._const("m", [most, 1], tfpb.DT_INT64, (2,)),
+             hostile._tf_node("t", "Tile", ["x", "m"], T=hs._attr_type(), Tmultiples=hs._attr_type(tfpb.DT_INT64))]
+    model = tmp_path / "tile.pb"
+    model.write_bytes(hostile.tf_graph(nodes))
+    with pytest.raises(InferenceError, match="a dim larger than a size can hold"):
+        convert(model)

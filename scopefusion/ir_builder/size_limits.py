@@ -16,7 +16,14 @@ def check_tensor_sizes(graph: Graph, where: str = "") -> None:
     for node in graph.nodes:
         for value in node.outputs:
             t = value.type
-            if not isinstance(t, TensorType) or not t.is_static:
+            if not isinstance(t, TensorType):
+                continue
+            if t.shape is not None and any(d > MAX_ELEMENTS for d in t.shape):
+                raise InferenceError(
+                    f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}, a dim larger "
+                    "than a size can hold (int64); check the model's or --input-shape's dims"
+                )
+            if not t.is_static:
                 continue
             nbytes = t.nbytes
             if nbytes is not None and nbytes > MAX_ELEMENTS:
