@@ -267,7 +267,8 @@ def _own_opset(imports: Mapping[str, int]) -> int | None:
 
 
 def _dim_params(model: "Model") -> dict[str, tuple[str, ...]]:
-    """The source's names for unknown input dims (ONNX ``dim_param``), by input node name."""
+    """Names for unknown input dims (ONNX ``dim_param``), by input node name: the source's own (ONNX), else
+    (TensorFlow, which names none) ``<input>_dim<i>`` for each unknown dim, so every one stays symbolic."""
     out = {}
     for node in model.graph.nodes:
         if node.op != DATA_OP:
@@ -276,6 +277,11 @@ def _dim_params(model: "Model") -> dict[str, tuple[str, ...]]:
         params = source.attrs.get("dim_params") if source is not None else None
         if params:
             out[node.name] = tuple(params)
+        elif not model.source.is_onnx:
+            t = node.outputs[0].type
+            if isinstance(t, TensorType) and t.rank is not None and -1 in t.shape:
+                stem = node.name.split(":")[0].replace("/", "_")
+                out[node.name] = tuple(f"{stem}_dim{i}" if d < 0 else "" for i, d in enumerate(t.shape))
     return out
 
 

@@ -208,3 +208,15 @@ def test_an_unfused_tf1_loop_frame_fails_saying_what_to_do(tf1_cond_pb):
         model_to_onnx(model)
     message = str(info.value)
     assert "tf.Enter x" in message and "TF1 control-flow frames" in message and "TF2 control flow" in message
+
+
+def test_unknown_input_dims_of_a_tensorflow_model_stay_symbolic(tf_bert_pb):
+    import onnx
+
+    from scopefusion.convert import convert
+
+    model = onnx.load_from_string(convert(tf_bert_pb).to_bytes("onnx"))
+    for info in model.graph.input:
+        dims = info.type.tensor_type.shape.dim
+        assert dims[0].dim_param == f"{info.name.split(':')[0]}_dim0" and not dims[0].HasField("dim_value")
+        assert all(d.HasField("dim_value") for d in dims[1:])
