@@ -285,37 +285,44 @@ class Graph:
             yield from node.outputs
 
     def clone(self) -> "Graph":
-        """A structural copy (same names, attributes shared where immutable, bodies cloned)."""
+        """A structural copy (same names, attributes shared where immutable, bodies cloned).
+
+        The source was checked when it was built, so nodes are copied without :meth:`add_node`'s checks;
+        uses are made in schedule order, back edges last, as rebuilding node by node would make them.
+        """
         other = Graph(self.name, self.context, self.registry)
         mapping: dict[int, Value] = {}
+        nodes: dict[int, Node] = {}
         later: list[tuple[Node, int, Value]] = []  # back edges: inputs produced later in the schedule
+        lookup = self.registry.lookup
         for node in self.nodes:
-            inputs = []
+            new = Node(other, node.name, node.dialect, node.op_type)
+            new.opdef = lookup(node.op)
+            new.attrs._attrs = {k: v.copy() for k, v in node.attrs._attrs.items()}
+            inputs = new.inputs
             for slot, v in enumerate(node.inputs):
-                if v is not None and id(v) not in mapping:
-                    later.append((node, slot, v))
-                    v = None
-                inputs.append(None if v is None else mapping[id(v)])
-            new = other.add_node(
-                node.op,
-                inputs,
-                name=node.name,
-                attrs={k: v.copy() for k, v in node.attrs.items()},
-                output_types=[v.type for v in node.outputs],
-                control_inputs=[other.node(c.name) for c in node.control_inputs],
-                subgraphs={k: g.clone() for k, g in node.subgraphs.items()},
-                allow_unknown=True,
-            )
+                mapped = None if v is None else mapping.get(id(v))
+                if v is not None and mapped is None:
+                    later.append((new, slot, v))
+                inputs.append(mapped)
+                if mapped is not None:
+                    mapped._uses[(new, slot)] = None
+            for v in node.outputs:
+                out = Value(new, v.index, v.type)
+                out.meta = dict(v.meta)
+                new.outputs.append(out)
+                mapping[id(v)] = out
+            new.control_inputs = [nodes[id(c)] for c in node.control_inputs]
+            new.subgraphs = {k: g.clone() for k, g in node.subgraphs.items()}
             new.meta = dict(node.meta)
-            for old_v, new_v in zip(node.outputs, new.outputs):
-                mapping[id(old_v)] = new_v
-                new_v.meta = dict(old_v.meta)
-        for node, slot, v in later:
-            other.node(node.name).replace_input_with(slot, mapping[id(v)])
+            nodes[id(node)] = new
+            other._names[new.name] = new
+            other.nodes.append(new)
+        for new, slot, v in later:
+            new.replace_input_with(slot, mapping[id(v)])
         other.inputs = [mapping[id(v)] for v in self.inputs]
         other.outputs = [mapping[id(v)] for v in self.outputs]
-        for key, value in self.attrs.items():
-            other.attrs.set_attr(key, value.copy())
+        other.attrs._attrs = {k: v.copy() for k, v in self.attrs._attrs.items()}
         return other
 
     # ------------------------------------------------------------------ checking
