@@ -12,10 +12,16 @@ type is part of every check) and is an error too.
 
 NOTE: one ONNX call answers dtypes and shapes; the dtype hook (which the core runs first) makes it and
 keeps the answer on the context for the shape hook.
+
+NOTE: answers are remembered per op definition instance (so per registry) in a bounded :class:`AnswerCache`,
+keyed by everything ONNX's answer depends on: which inputs are present, each input's dtype and shape,
+the value of value-dependent inputs, the output count and the attributes. A node whose attributes or
+input values cannot be keyed exactly and cheaply (tensors, graphs, large or object arrays) is not cached.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,29 +33,77 @@ from .protos import dtype_of_type_str, input_type_proto, node_proto, tensor_prot
 if TYPE_CHECKING:  # pragma: no cover
     from .schemas import OnnxOp
 
-__all__ = ["attach", "constant_value", "node_attrs"]
+__all__ = ["AnswerCache", "answer_cache", "attach", "constant_value", "node_attrs"]
 
 # Ops whose schema has no inference function but whose output 0 has input 0's shape and dtype.
 _SAME_AS_INPUT = frozenset({"GroupNormalization", "MeanVarianceNormalization"})
 
 _CACHE = "_onnx_inferred"
+_ANSWERS = "_onnx_answers"
+
+Answer = list[tuple[tuple[int, ...] | None, Any]]
+
+# Largest value-dependent input (in elements) whose bytes go into a cache key.
+_MAX_KEYED_ELEMENTS = 64
+
+
+class AnswerCache:
+    """ONNX inference answers of one op definition, least recently used dropped past ``capacity``."""
+
+    def __init__(self, owner: OpDef, capacity: int = 256):
+        self.owner = owner
+        self.capacity = capacity
+        self.hits = 0
+        self.misses = 0
+        self._answers: OrderedDict[tuple, Answer] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, key: tuple) -> Answer | None:
+        answer = self._answers.get(key)
+        if answer is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._answers.move_to_end(key)
+        return answer
+
+    def put(self, key: tuple, answer: Answer) -> None:
+        self._answers[key] = answer
+        if len(self._answers) > self.capacity:
+            self._answers.popitem(last=False)
 
 
 def attach(opdef: OpDef, op: "OnnxOp") -> None:
-    """Sets ``opdef``'s dtype and shape hooks to ONNX inference (Constant: its attribute's value)."""
+    """Sets ``opdef``'s dtype and shape hooks to ONNX inference (Constant: its attribute's value).
+
+    Each definition the hooks run for (a registry's copy included) gets its own :class:`AnswerCache`,
+    see :func:`answer_cache`.
+    """
     if op.op_type == "Constant" and op.domain == "":
         opdef.set_infer_dtype(_constant_dtype).set_infer_shape(_constant_shape)
         return
 
     def infer_dtype(ctx: InferContext) -> None:
-        for i, (_, dtype) in enumerate(_inferred(ctx, op)):
+        for i, (_, dtype) in enumerate(_inferred(ctx, op, answer_cache(ctx.opdef))):
             ctx.set_output_dtype(i, dtype)
 
     def infer_shape(ctx: InferContext) -> None:
-        for i, (shape, _) in enumerate(_inferred(ctx, op)):
+        for i, (shape, _) in enumerate(_inferred(ctx, op, answer_cache(ctx.opdef))):
             ctx.set_output_shape(i, shape)
 
     opdef.set_infer_dtype(infer_dtype).set_infer_shape(infer_shape)
+
+
+def answer_cache(opdef: OpDef) -> AnswerCache:
+    """The inference answers remembered for ``opdef``; a copy of a definition (``OpDef.copy`` shares the
+    attributes) gets a new, empty one, so a cache lives as long as its registry."""
+    answers = opdef.__dict__.get(_ANSWERS)
+    if answers is None or answers.owner is not opdef:
+        answers = AnswerCache(opdef)
+        setattr(opdef, _ANSWERS, answers)
+    return answers
 
 
 def node_attrs(ctx: InferContext, op: "OnnxOp") -> dict[str, Any]:
@@ -57,12 +111,63 @@ def node_attrs(ctx: InferContext, op: "OnnxOp") -> dict[str, Any]:
     return {name: ctx.attr(name) for name in op.attr_kinds}
 
 
-def _inferred(ctx: InferContext, op: "OnnxOp") -> list[tuple[tuple[int, ...] | None, Any]]:
+def _inferred(ctx: InferContext, op: "OnnxOp", answers: AnswerCache | None = None) -> Answer:
     cached = ctx.__dict__.get(_CACHE)
     if cached is None:
-        cached = _run_onnx(ctx, op)
+        key = _answer_key(ctx, op) if answers is not None else None
+        if key is not None and answers is not None:
+            cached = answers.get(key)
+            if cached is None:
+                cached = _run_onnx(ctx, op)
+                answers.put(key, cached)
+        else:
+            cached = _run_onnx(ctx, op)
         setattr(ctx, _CACHE, cached)
-    return cached
+    return [(shape, dtype) for shape, dtype in cached]
+
+
+def _answer_key(ctx: InferContext, op: "OnnxOp") -> tuple | None:
+    """Everything ONNX's answer for the node depends on, or None when part of it cannot be keyed exactly."""
+    inputs: list[Any] = []
+    for i in range(ctx.num_inputs):
+        if not ctx.has_input(i):
+            inputs.append(None)
+            continue
+        info = ctx.input(i)
+        if info.dtype is None or info.dtype.onnx is None:
+            return None  # _run_onnx reports it
+        data: Any = None
+        if info.data is not None:
+            array = np.asarray(info.data)
+            if array.dtype.kind not in "biuf" or array.size > _MAX_KEYED_ELEMENTS:
+                return None
+            data = (array.dtype.str, array.shape, array.tobytes())
+        shape = None if info.shape is None else tuple(int(d) for d in info.shape)
+        inputs.append((info.dtype.name, shape, data))
+    attrs = []
+    for name, value in sorted(node_attrs(ctx, op).items()):
+        frozen = _frozen(value)
+        if frozen is _UNKEYABLE:
+            return None
+        attrs.append((name, frozen))
+    return (op.op_type, op.domain, op.opset, ctx.num_outputs, tuple(inputs), tuple(attrs))
+
+
+_UNKEYABLE = object()
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in equal only for equal values (type included, floats by their bits); else _UNKEYABLE."""
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, float):
+        return ("float", value.hex())
+    if isinstance(value, (list, tuple)):
+        items = tuple(_frozen(v) for v in value)
+        if any(v is _UNKEYABLE for v in items):
+            return _UNKEYABLE
+        return (type(value).__name__, items)
+    return _UNKEYABLE
 
 
 def _run_onnx(ctx: InferContext, op: "OnnxOp") -> list[tuple[tuple[int, ...] | None, Any]]:
