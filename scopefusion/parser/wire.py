@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-__all__ = ["CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "iter_fields", "read_varint", "strip"]
+__all__ = ["CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "iter_fields", "encode_varint", "read_varint", "strip"]
 
 Path = tuple[tuple[int, Union[int, str]], ...]
 
@@ -194,7 +194,8 @@ def iter_fields(buf, start: int, end: int):
         yield field_number, wire_type, field_start, payload, pos
 
 
-def _encode_varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
+    """The protobuf varint of a non-negative ``value``."""
     out = bytearray()
     while True:
         b = value & 0x7F
@@ -253,8 +254,8 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
             step = (number, ordinal)
             inner = sub
         body = _strip(buf, payload, nxt, inner, threshold, path + (step,), cuts)
-        pieces.append(_encode_varint((number << 3) | LEN))
-        pieces.append(_encode_varint(len(body)))
+        pieces.append(encode_varint((number << 3) | LEN))
+        pieces.append(encode_varint(len(body)))
         pieces.append(body)
     if not pieces:
         return bytes(buf[start:end])

@@ -14,15 +14,11 @@ from tests.e2e import zoo
 
 
 def _built(store, name: str) -> Path:
-    model = zoo.BY_NAME[name]
-    return store.file(model.file_name, model.builder)
+    return zoo.model_file(store, name)
 
 
 def _testdata(name: str) -> Path:
-    path = zoo.TESTDATA / zoo.BY_NAME[name].file_name
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; run testdata/make_torch_onnx.py or make_tf2onnx.py (see their docstrings)")
-    return path
+    return zoo.model_file(None, name)
 
 
 @pytest.fixture(scope="session")

@@ -21,12 +21,9 @@ SEQ = 8
 # ------------------------------------------------------------------------------------------ models
 def zoo_model(model_store, name: str) -> Path:
     """A model of the zoo (``tests/e2e/zoo.py``), built once per session and shared with the end-to-end tests."""
-    from tests.e2e.zoo import BY_NAME
+    from tests.e2e.zoo import model_file
 
-    model = BY_NAME[name]
-    if model.builder is None:
-        return TESTDATA / model.file_name
-    return model_store.file(model.file_name, model.builder)
+    return model_file(model_store, name)
 
 
 @pytest.fixture(scope="session")

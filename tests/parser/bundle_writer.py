@@ -12,20 +12,9 @@ from __future__ import annotations
 import struct
 
 from scopefusion.parser.tensor_bundle import TABLE_MAGIC, crc32c, mask_crc, read_table
+from scopefusion.parser.wire import encode_varint
 
 __all__ = ["read_table", "rewrite_index", "write_table"]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
@@ -33,7 +22,7 @@ def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
     restarts = []
     for key, value in entries:
         restarts.append(len(body))
-        body += _varint(0) + _varint(len(key)) + _varint(len(value)) + key + value
+        body += encode_varint(0) + encode_varint(len(key)) + encode_varint(len(value)) + key + value
     restarts = restarts or [0]
     body += b"".join(struct.pack("<I", r) for r in restarts) + struct.pack("<I", len(restarts))
     return bytes(body)
@@ -53,9 +42,9 @@ def write_table(entries: list[tuple[bytes, bytes]]) -> bytes:
     out += _with_trailer(meta)
     index_offset = len(out)
     last = entries[-1][0] if entries else b""
-    index = _block([(last, _varint(0) + _varint(len(data)))])
+    index = _block([(last, encode_varint(0) + encode_varint(len(data)))])
     out += _with_trailer(index)
-    handles = _varint(meta_offset) + _varint(len(meta)) + _varint(index_offset) + _varint(len(index))
+    handles = encode_varint(meta_offset) + encode_varint(len(meta)) + encode_varint(index_offset) + encode_varint(len(index))
     out += handles + b"\x00" * (40 - len(handles)) + struct.pack("<Q", TABLE_MAGIC)
     return bytes(out)
 

@@ -164,7 +164,9 @@ def test_snappy_blocks_decode_literals_and_overlapping_copies():
 
 
 def test_a_table_of_snappy_blocks_reads():
-    from .bundle_writer import _block, _varint, _with_trailer
+    from scopefusion.parser.wire import encode_varint as _varint
+
+    from .bundle_writer import _block, _with_trailer
 
     raw = _block([(b"", b"header"), (b"key", b"value" * 3)])
     compressed = _varint(len(raw)) + bytes([(len(raw) - 1) << 2]) + raw

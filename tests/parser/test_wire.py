@@ -14,9 +14,9 @@ from scopefusion.parser.wire import CUT, Spec, WireError, iter_fields, read_vari
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**32, 2**63 - 1, 2**64 - 1])
 def test_read_varint_round_trips(value):
-    from scopefusion.parser.wire import _encode_varint
+    from scopefusion.parser.wire import encode_varint
 
-    data = _encode_varint(value) + b"\xff"
+    data = encode_varint(value) + b"\xff"
     assert read_varint(data, 0, len(data)) == (value, len(data) - 1)
 
 
