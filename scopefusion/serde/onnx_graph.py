@@ -361,7 +361,7 @@ class GraphWriter:
         else:
             emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
                                       fresh_node=self._nodes.claim, folded=folded,
-                                      write_body=lambda g: self.write(g, parent=scope))
+                                      write_body=lambda g: self.write(g, parent=scope), names=scope.names)
         try:
             exporter(emitter)
         except Unmapped as e:

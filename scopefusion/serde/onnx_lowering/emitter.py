@@ -42,10 +42,12 @@ class LoweringEmitter(FusedEmitter):
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
                  *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
-                 folded: Mapping[int, np.ndarray], write_body: Callable[[Graph], onnx.GraphProto] | None = None) -> None:
+                 folded: Mapping[int, np.ndarray], write_body: Callable[[Graph], onnx.GraphProto] | None = None,
+                 names: Mapping[int, str] | None = None) -> None:
         super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node)
         self._folded = folded
         self._write_body = write_body
+        self._names = names or {}
 
     # ------------------------------------------------------------------ bodies
     def body(self, key: str) -> Graph:
@@ -89,6 +91,15 @@ class LoweringEmitter(FusedEmitter):
         """The value of input ``i`` when it is a constant, else None."""
         value = self.node.inputs[i] if i < len(self.node.inputs) else None
         return constant_of(value, self._folded)
+
+    def value_const(self, value: Value | None) -> np.ndarray | None:
+        """The array any IR value of this graph always holds (a constant or a folded value), else None."""
+        return constant_of(value, self._folded)
+
+    def value_name(self, value: Value) -> str | None:
+        """The ONNX tensor name of an IR value of this graph written before this node, else None; a lowering
+        that rewrites a chain of nodes ending at its own reads the chain's inputs through it."""
+        return self._names.get(id(value))
 
     def require_const(self, i: int, what: str) -> np.ndarray:
         """The value of input ``i`` (``what`` it is, for the reason); declines when it is not constant."""

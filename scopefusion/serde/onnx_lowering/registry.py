@@ -49,10 +49,24 @@ class LoweringRegistry:
 
 def default_lowerings() -> LoweringRegistry:
     """A fresh registry holding every builtin lowering."""
-    from . import array, control, detection, elementwise, misc, nn, reduce, shapes, slicing
+    from . import (
+        array,
+        control,
+        conv_transpose,
+        detection,
+        elementwise,
+        misc,
+        nn,
+        reduce,
+        resize,
+        shapes,
+        slicing,
+        space_batch,
+    )
 
     registry = LoweringRegistry()
-    for family in (elementwise, nn, detection, array, slicing, shapes, reduce, control, misc):
+    for family in (elementwise, nn, conv_transpose, resize, detection, array, space_batch, slicing, shapes, reduce,
+                   control, misc):
         for op_type, fn in family.LOWERINGS:
             registry.register(op_type, fn)
     return registry

@@ -1,0 +1,178 @@
+"""``SpaceToBatchND`` and ``BatchToSpaceND`` (``tf.space_to_batch_nd``, and what ``tf.nn.atrous_conv2d`` and
+dilated depthwise convolutions are built from), and their chain around a convolution as one dilated ``Conv``.
+
+With ``M`` block dims (input dims ``1…M``), ``block_shape`` ``b`` and ``paddings`` / ``crops`` constant:
+
+* ``SpaceToBatchND(x)``: ``Pad`` the block dims, ``Reshape`` to ``[N, S₁/b₁, b₁, …, S_M/b_M, b_M, R…]``,
+  ``Transpose`` to ``[b₁, …, b_M, N, S₁/b₁, …, S_M/b_M, R…]``, ``Reshape`` to ``[b₁⋯b_M·N, S₁/b₁, …, R…]``.
+* ``BatchToSpaceND(x)``: the reverse (``Reshape`` to ``[b₁, …, b_M, B/(b₁⋯b_M), S…, R…]``, ``Transpose`` to
+  ``[B/(b₁⋯b_M), S₁, b₁, …, S_M, b_M, R…]``, ``Reshape``), then a ``Slice`` that drops the crops.
+
+The reshape targets are constants where the shapes are static apart from the batch, else computed from
+``Shape``.
+
+**Dilated convolution.** ``SpaceToBatchND(x, b, pads) → Conv2D / DepthwiseConv2dNative (VALID, stride 1,
+no dilation, constant filter) → BatchToSpaceND(b, crops)`` on NHWC data is the convolution of ``x`` with
+dilations ``b`` and pads ``pads − crops`` (each batch slot of the middle convolution holds one phase of the
+padded input, and interleaving the phases back is the dilated convolution; cropping its ends is padding
+less). ``BatchToSpaceND`` writes that one ``Conv``, reading ``x`` directly when every pad is at least its
+crop; the two nodes before it are then unread and the clean-up removes them. Anything else is lowered node
+by node, which computes the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...ir.graph import Node
+from .emitter import INT64_MAX, LoweringEmitter
+from .nn import to_channels_first, to_channels_last
+
+__all__ = ["LOWERINGS"]
+
+
+def _block_and_pairs(e: LoweringEmitter, what: str) -> tuple[list[int], list[tuple[int, int]]]:
+    block = [int(v) for v in e.require_const(1, "block_shape").reshape(-1)]
+    pairs = e.require_const(2, what).reshape(-1)
+    if not block or len(pairs) != 2 * len(block):
+        e.decline(f"block_shape {block} and {what} {pairs.tolist()} do not fit (M >= 1 block dims, [M, 2] {what})")
+    if any(b < 1 for b in block) or any(p < 0 for p in pairs):
+        e.decline(f"block_shape {block} or {what} {pairs.tolist()} has a value TF refuses")
+    rank = e.rank(0)
+    if rank < 1 + len(block):
+        e.decline(f"rank {rank} is too small for {len(block)} block dims")
+    return block, [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(len(block))]
+
+
+def _static(dims: Sequence[int] | None) -> bool:
+    return dims is not None and all(d >= 0 for d in dims)
+
+
+def _shape_parts(e: LoweringEmitter, x: str, m: int) -> tuple[str, str, str]:
+    """``Shape(x)`` cut into the batch ``[1]``, the block dims ``[M]`` and the rest."""
+    shape = e.op("Shape", [x])[0]
+
+    def cut(start: int, end: int) -> str:
+        return e.op("Slice", [shape, e.ints([start], "start"), e.ints([end], "end")])[0]
+
+    return cut(0, 1), cut(1, 1 + m), cut(1 + m, INT64_MAX)
+
+
+def _space_to_batch(e: LoweringEmitter) -> None:
+    block, pads = _block_and_pairs(e, "paddings")
+    m, rank = len(block), e.rank(0)
+    x = e.input(0)
+    if any(p != (0, 0) for p in pads):
+        begin = [0, *(p[0] for p in pads), *([0] * (rank - 1 - m))]
+        end = [0, *(p[1] for p in pads), *([0] * (rank - 1 - m))]
+        x = e.op("Pad", [x, e.ints(begin + end, "pads")])[0]
+    t = e.input_type(0)
+    dims = list(t.shape)[1:] if t is not None and t.rank == rank else None
+    if dims is not None and _static(dims):
+        padded = [d + a + b for d, (a, b) in zip(dims, pads)]
+        if any(p % b for p, b in zip(padded, block)):
+            e.decline(f"padded block dims {padded} are not multiples of block_shape {block}")
+        quotients = [p // b for p, b in zip(padded, block)]
+        rest = dims[m:]
+        split = e.ints([0, *(v for q, b in zip(quotients, block) for v in (q, b)), *rest], "split_shape")
+        joined = e.ints([-1, *quotients, *rest], "joined_shape")
+    else:
+        batch, spatial, rest_dims = _shape_parts(e, x, m)
+        blocks = e.ints(block, "block")
+        quotients_t = e.op("Div", [spatial, blocks])[0]
+        pairs = e.op("Concat", [e.unsqueeze(quotients_t, [1]), e.const(np.asarray(block, np.int64).reshape(-1, 1), "block_column")], axis=1)[0]
+        interleaved = e.op("Reshape", [pairs, e.ints([-1], "flat")])[0]
+        split = e.op("Concat", [batch, interleaved, rest_dims], axis=0)[0]
+        new_batch = e.op("Mul", [batch, e.ints([int(np.prod(block))], "block_product")])[0]
+        joined = e.op("Concat", [new_batch, quotients_t, rest_dims], axis=0)[0]
+    perm = [*range(2, 2 * m + 1, 2), 0, *range(1, 2 * m, 2), *range(2 * m + 1, rank + m)]
+    y = e.op("Reshape", [x, split])[0]
+    y = e.op("Transpose", [y], perm=perm)[0]
+    e.result("Reshape", [y, joined])
+
+
+def _batch_to_space(e: LoweringEmitter) -> None:
+    if _dilated_conv(e):
+        return
+    block, crops = _block_and_pairs(e, "crops")
+    m, rank = len(block), e.rank(0)
+    product = int(np.prod(block))
+    t = e.input_type(0)
+    dims = list(t.shape)[1:] if t is not None and t.rank == rank else None
+    if dims is not None and _static(dims):
+        split = e.ints([*block, -1, *dims], "split_shape")
+        joined = e.ints([-1, *(d * b for d, b in zip(dims, block)), *dims[m:]], "joined_shape")
+    else:
+        batch, spatial, rest_dims = _shape_parts(e, e.input(0), m)
+        new_batch = e.op("Div", [batch, e.ints([product], "block_product")])[0]
+        split = e.op("Concat", [e.ints(block, "block"), new_batch, spatial, rest_dims], axis=0)[0]
+        grown = e.op("Mul", [spatial, e.ints(block, "block")])[0]
+        joined = e.op("Concat", [new_batch, grown, rest_dims], axis=0)[0]
+    perm = [m, *(v for i in range(m) for v in (m + 1 + i, i)), *range(2 * m + 1, rank + m)]
+    y = e.op("Reshape", [e.input(0), split])[0]
+    y = e.op("Transpose", [y], perm=perm)[0]
+    if not any(c != (0, 0) for c in crops):
+        e.result("Reshape", [y, joined])
+        return
+    y = e.op("Reshape", [y, joined])[0]
+    starts = [c[0] for c in crops]
+    ends = [-c[1] if c[1] else INT64_MAX for c in crops]
+    e.result("Slice", [y, e.ints(starts, "starts"), e.ints(ends, "ends"), e.ints(list(range(1, m + 1)), "axes")])
+
+
+# ----------------------------------------------------------------------------- the dilated convolution
+def _int_values(e: LoweringEmitter, node: Node, i: int) -> list[int] | None:
+    found = e.value_const(node.inputs[i]) if i < len(node.inputs) else None
+    return None if found is None else [int(v) for v in np.asarray(found).reshape(-1)]
+
+
+def _dilated_conv(e: LoweringEmitter) -> bool:
+    """Writes ``SpaceToBatchND → convolution → BatchToSpaceND`` as one dilated ``Conv`` when the chain ending
+    at this node is one (see the module docstring); returns whether it did."""
+    source = e.node.inputs[0]
+    conv = source.producer if source is not None else None
+    if conv is None or conv.op not in ("tf.Conv2D", "tf.DepthwiseConv2dNative") or conv.inputs[0] is None:
+        return False
+    space = conv.inputs[0].producer
+    if space.op != "tf.SpaceToBatchND" or str(conv.attrs.get("data_format", "NHWC")) != "NHWC":
+        return False
+    if str(conv.attrs.get("padding", "")) != "VALID":
+        return False
+    if any(int(v) != 1 for key in ("strides", "dilations") for v in conv.attrs.get(key, (1, 1, 1, 1))):
+        return False
+    block, crops = _int_values(e, e.node, 1), _int_values(e, e.node, 2)
+    if block is None or crops is None or len(block) != 2 or _int_values(e, space, 1) != block:
+        return False
+    pads = _int_values(e, space, 2)
+    weights = e.value_const(conv.inputs[1]) if len(conv.inputs) > 1 else None
+    x = e.value_name(space.inputs[0]) if space.inputs[0] is not None else None
+    x_type = space.inputs[0].type if space.inputs[0] is not None else None
+    if pads is None or len(pads) != 4 or len(crops) != 4 or weights is None or weights.ndim != 4 or x is None:
+        return False
+    if getattr(x_type, "rank", None) != 4:
+        return False
+    begin = [pads[0] - crops[0], pads[2] - crops[2]]
+    end = [pads[1] - crops[1], pads[3] - crops[3]]
+    if min(begin + end) < 0:
+        return False
+    kh, kw, c_in, c_out = weights.shape
+    if conv.op == "tf.DepthwiseConv2dNative":
+        w = np.transpose(weights.reshape(kh, kw, 1, c_in * c_out), [3, 2, 0, 1])
+        group = c_in
+    else:
+        channels = x_type.shape[3]  # type: ignore[union-attr]
+        if channels < 0 or channels % c_in:
+            return False
+        w, group = np.transpose(weights, [3, 2, 0, 1]), channels // c_in
+    nchw = e.op("Transpose", [x], perm=to_channels_first(4))[0]
+    y = e.op("Conv", [nchw, e.const(w, "W")], kernel_shape=[kh, kw], dilations=block, pads=begin + end,
+             group=group if group != 1 else None)[0]
+    e.result("Transpose", [y], perm=to_channels_last(4))
+    return True
+
+
+LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
+    ("SpaceToBatchND", _space_to_batch), ("BatchToSpaceND", _batch_to_space),
+]  # fmt: skip

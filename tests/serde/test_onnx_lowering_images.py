@@ -1,0 +1,213 @@
+"""Lowerings of transposed convolution, space/batch reshuffles and the bicubic and area resizes, against
+TensorFlow: models built from tf functions and Keras layers, frozen, converted, exported at every opset from
+17 to 23, run in onnxruntime and compared with TensorFlow on the same inputs (within 1e-5 absolute and
+relative; the issue's bar is 1e-4). Plus the dilated-convolution chain becoming one ``Conv``, and the
+weights of the resizes against TF's kernels for many sizes."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from scopefusion.convert import convert
+from scopefusion.runtime.source_runner import source_runner
+from scopefusion.serde.onnx_export import model_to_onnx
+
+OPSETS = list(range(17, 24))
+RNG = np.random.default_rng(11)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _constant(*shape: int) -> Any:
+    import tensorflow as tf
+
+    return tf.constant(f32(*shape))
+
+
+def _case(name: str, fn: Callable[[], Callable[..., Any]], feeds: list[np.ndarray], shape: list[int | None]):
+    """``fn()`` builds the traced function; input ``in0`` is declared with ``shape`` (None: unknown) and fed
+    each of ``feeds``."""
+    return pytest.param(name, fn, feeds, shape, id=name)
+
+
+def _keras_transposes() -> Callable[..., Any]:
+    import keras
+
+    keras.utils.set_random_seed(1)
+    layers = [keras.layers.Conv2DTranspose(5, 3, strides=s, padding=p) for p in ("same", "valid") for s in (1, 2, 3)]
+    layers.append(keras.layers.Conv2DTranspose(4, (4, 3), strides=(2, 3), padding="same", output_padding=(1, 0)))
+    layers.append(keras.layers.Conv2DTranspose(3, 2, strides=2, padding="valid", output_padding=1))
+    return lambda x: tuple(layer(x) for layer in layers)
+
+
+def _raw_transposes() -> Callable[..., Any]:
+    import tensorflow as tf
+
+    w, w2 = _constant(3, 3, 6, 4), _constant(5, 4, 2, 4)
+    return lambda x: (tf.nn.conv2d_transpose(x, w, [2, 31, 33, 6], 2, "VALID"),  # TF zero-fills the uncovered tail
+                      tf.nn.conv2d_transpose(x, w2, [2, 29, 47, 2], [1, 2, 3, 1], "SAME"),
+                      tf.nn.conv2d_transpose(x, w, [2, 14, 16, 6], 1, [[0, 0], [1, 2], [2, 0], [0, 0]]))
+
+
+def _space_batch() -> Callable[..., Any]:
+    import tensorflow as tf
+
+    def fn(x):
+        s2b = tf.space_to_batch_nd(x, [2, 3], [[1, 0], [2, 3]])
+        one_dim = tf.space_to_batch_nd(x, [3], [[0, 3]])
+        return (s2b, tf.batch_to_space(s2b, [2, 3], [[1, 0], [1, 2]]), one_dim,
+                tf.batch_to_space(one_dim, [3], [[2, 1]]), tf.batch_to_space(tf.concat([x, x], 0), [2, 1], [[0, 1], [0, 0]]))
+
+    return fn
+
+
+def _dilated() -> Callable[..., Any]:
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(2)
+    depthwise = keras.layers.DepthwiseConv2D(3, dilation_rate=(2, 3), padding="same", depth_multiplier=2)
+    w, dw = _constant(3, 3, 4, 5), _constant(2, 3, 4, 1)
+    return lambda x: (tf.nn.atrous_conv2d(x, w, 2, "SAME"), tf.nn.atrous_conv2d(x, w, 3, "VALID"), depthwise(x),
+                      tf.nn.depthwise_conv2d(x, dw, [1, 1, 1, 1], "VALID", dilations=[4, 2]))
+
+
+def _resizes(kind: str) -> Callable[..., Any]:
+    import tensorflow as tf
+
+    sizes = ([7, 9], [37, 41], [30, 32], [1, 1], [15, 3])
+    return lambda x: tuple(tf.image.resize(x, size, kind) for size in sizes)
+
+
+def _resizes_v1() -> Callable[..., Any]:
+    import tensorflow as tf
+
+    image = tf.compat.v1.image
+    return lambda x: (image.resize_bicubic(x, [7, 9], align_corners=True), image.resize_bicubic(x, [37, 41]),
+                      image.resize_bicubic(x, [31, 5], half_pixel_centers=True), image.resize_area(x, [37, 41]),
+                      image.resize_area(x, [37, 41], align_corners=True), image.resize_area(x, [7, 5], align_corners=True),
+                      tf.image.resize(tf.cast(tf.abs(x) * 50, tf.uint8), [7, 9], "area"),
+                      tf.image.resize(tf.cast(x * 50, tf.int32), [17, 19], "bicubic"))
+
+
+def _cases():
+    image, tall = f32(2, 15, 16, 4), f32(1, 40, 7, 4)
+    yield _case("conv2d_transpose_keras", _keras_transposes, [image, f32(3, 15, 16, 4)], [None, 15, 16, 4])
+    yield _case("conv2d_transpose_raw", _raw_transposes, [image], [2, 15, 16, 4])
+    yield _case("space_to_batch_static", _space_batch, [image], [None, 15, 16, 4])
+    yield _case("space_to_batch_dynamic", _space_batch, [image, f32(1, 9, 7, 4)], [None, None, None, 4])
+    yield _case("dilated_convolutions", _dilated, [image, f32(1, 15, 16, 4)], [None, 15, 16, 4])
+    yield _case("resize_bicubic", lambda: _resizes("bicubic"), [image], [None, 15, 16, 4])
+    yield _case("resize_area", lambda: _resizes("area"), [image], [None, 15, 16, 4])
+    yield _case("resize_bicubic_dynamic", lambda: _resizes("bicubic"), [image, tall, f32(1, 1, 1, 4)],
+                [None, None, None, 4])
+    yield _case("resize_area_dynamic", lambda: _resizes("area"), [image, tall, f32(1, 2, 1, 4)], [None, None, None, 4])
+    yield _case("resize_v1_modes", _resizes_v1, [image], [None, 15, 16, 4])
+    yield _case("resize_v1_modes_dynamic", _resizes_v1, [image, tall], [None, None, None, 4])
+
+
+@pytest.fixture(scope="module")
+def frozen(model_store):
+    def get(name: str, fn: Callable[[], Callable[..., Any]], shape: list[int | None]) -> Path:
+        def build() -> bytes:
+            import tensorflow as tf
+
+            from tests.models.more_models import _freeze
+
+            return _freeze(fn(), [tf.TensorSpec(shape, tf.float32, name="in0")])
+
+        return model_store.file(f"lowering_images_{name}.pb", build)
+
+    return get
+
+
+def _run(model: Any, opset: int, feeds: list[dict[str, np.ndarray]]) -> onnx.ModelProto:
+    """Exports ``model`` at ``opset``, checks the file, and compares onnxruntime with TF on each feed."""
+    proto = model_to_onnx(model, opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {n.domain for n in proto.graph.node} <= {""}
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    runner = source_runner(model.source)
+    names = [o.name for o in session.get_outputs()]
+    for feed in feeds:
+        ours = dict(zip(names, session.run(None, feed)))
+        theirs = runner.run(feed)
+        assert sorted(ours) == sorted(theirs)
+        for key, expected in theirs.items():
+            where = f"output {key} at opset {opset} for input shape {feed['in0'].shape}"
+            assert ours[key].shape == expected.shape, where
+            np.testing.assert_allclose(ours[key], expected, rtol=1e-5, atol=1e-5, err_msg=where)
+    return proto
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name,fn,feeds,shape", list(_cases()))
+def test_lowered_ops_compute_what_tensorflow_computes(name, fn, feeds, shape, opset, frozen):
+    model = convert(frozen(name, fn, shape))
+    _run(model, opset, [{"in0": x} for x in feeds])
+
+
+def test_space_to_batch_around_a_convolution_becomes_one_dilated_conv(frozen):
+    model = convert(frozen("dilated_convolutions", _dilated, [None, 15, 16, 4]))
+    assert collections.Counter(n.op for n in model.graph.nodes)["tf.SpaceToBatchND"] == 4
+    proto = _run(model, 23, [{"in0": f32(2, 15, 16, 4)}])
+    ops = collections.Counter(n.op_type for n in proto.graph.node)
+    assert ops["Conv"] == 4 and not {"Reshape", "Pad", "Slice"} & set(ops), ops
+    dilations = sorted(tuple(a.ints) for n in proto.graph.node if n.op_type == "Conv" for a in n.attribute
+                       if a.name == "dilations")
+    assert dilations == [(2, 2), (2, 3), (3, 3), (4, 2)]
+
+
+def test_a_keras_upsampling_decoder_matches_tensorflow(model_store):
+    """Conv2D, dilated DepthwiseConv2D, Conv2DTranspose, bicubic and area Resizing; the transposed
+    convolutions' sizes are built at run time from the batch (a Pack), so the resizes see unknown sizes."""
+    from tests.models.upsampling_models import keras_upsampling_decoder
+
+    model = convert(model_store.file("keras_upsampling_decoder.pb", keras_upsampling_decoder))
+    for opset in (17, 23):
+        proto = model_to_onnx(model, opset=opset)
+        onnx.checker.check_model(proto, full_check=True)
+        ops = collections.Counter(n.op_type for n in proto.graph.node)
+        assert ops["ConvTranspose"] == 2 and ops["Conv"] == 2 and ops["MatMul"] == 4 and "Reshape" not in ops, ops
+        session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        for batch in (1, 4):
+            image = f32(batch, 12, 12, 3)
+            (ours,) = session.run(None, {"image": image})
+            (theirs,) = source_runner(model.source).run({"image": image}).values()
+            assert ours.shape == (batch, 20, 30, 4)
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5, err_msg=f"opset {opset} batch {batch}")
+
+
+@pytest.mark.parametrize("kind", ["bicubic", "area"])
+def test_resize_weights_are_tensorflows_for_many_sizes(kind):
+    """Channel ``c`` of the image is the one-hot column ``c``: TF's output is its weight matrix."""
+    import tensorflow as tf
+
+    from scopefusion.serde.onnx_lowering.resize import area_weights, bicubic_weights
+
+    for size_in in (1, 2, 3, 5, 8, 13, 64):
+        eye = tf.reshape(tf.eye(size_in), [1, size_in, 1, size_in])
+        for size_out in (1, 2, 3, 7, 16, 29, 100):
+            modes = [(False, False), (True, False)] + ([(False, True)] if kind == "bicubic" else [])
+            if kind == "area" and size_in == 1 < size_out:
+                modes.remove((True, False))  # scale 0: TF divides by it
+            for align, half in modes:
+                if kind == "bicubic":
+                    image = tf.raw_ops.ResizeBicubic(images=eye, size=[size_out, 1], align_corners=align,
+                                                     half_pixel_centers=half)
+                    ours = bicubic_weights(size_in, size_out, align, half)
+                else:
+                    image = tf.raw_ops.ResizeArea(images=eye, size=[size_out, 1], align_corners=align)
+                    ours = area_weights(size_in, size_out, align)
+                theirs = image.numpy().reshape(size_out, size_in)
+                np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6,
+                                           err_msg=f"{kind} {size_in} -> {size_out} align={align} half={half}")
