@@ -7,11 +7,13 @@ node and an op type without a lowering make the export fail, naming every such o
 unless the caller keeps them in domain ``tf`` (``keep_tf_ops``).
 
 Families, as in the dialect itself: :mod:`.elementwise` (math, activations, comparisons, casts),
+:mod:`.compositions` (Atan2, Cumprod, InTopKV2, BroadcastGradientArgs: exact compositions of ONNX ops),
 :mod:`.nn` (matmuls, convolutions, pooling, normalization, resize), :mod:`.conv_transpose`
 (Conv2DBackpropInput), :mod:`.resize` (bicubic and area resizes), :mod:`.detection` (TopK,
 NonMaxSuppression), :mod:`.array` (reshaping, padding, tiling), :mod:`.space_batch` (SpaceToBatchND,
 BatchToSpaceND, and their chain around a convolution as one dilated Conv), :mod:`.slicing` (slices, joins,
-gathers, scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, NoOp).
+gathers, scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, NoOp), :mod:`.random_ops`
+(random ops, same distributions).
 
 Registering a lowering is one call::
 

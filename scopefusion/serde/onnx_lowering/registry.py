@@ -51,12 +51,14 @@ def default_lowerings() -> LoweringRegistry:
     """A fresh registry holding every builtin lowering."""
     from . import (
         array,
+        compositions,
         control,
         conv_transpose,
         detection,
         elementwise,
         misc,
         nn,
+        random_ops,
         reduce,
         resize,
         shapes,
@@ -65,8 +67,8 @@ def default_lowerings() -> LoweringRegistry:
     )
 
     registry = LoweringRegistry()
-    for family in (elementwise, nn, conv_transpose, resize, detection, array, space_batch, slicing, shapes, reduce,
-                   control, misc):
+    for family in (elementwise, compositions, nn, conv_transpose, resize, detection, array, space_batch, slicing, shapes,
+                   reduce, control, misc, random_ops):
         for op_type, fn in family.LOWERINGS:
             registry.register(op_type, fn)
     return registry
