@@ -70,6 +70,21 @@ def _space_batch() -> Callable[..., Any]:
     return fn
 
 
+def _space_batch_runtime_pads() -> Callable[..., Any]:
+    """Paddings and crops computed from the input's shape, as ``required_space_to_batch_paddings`` does."""
+    import tensorflow as tf
+
+    def fn(x):
+        size = tf.shape(x)[1:3]
+        extra = (tf.constant([2, 3]) - (size + [1, 0]) % tf.constant([2, 3])) % tf.constant([2, 3])
+        paddings = tf.stack([tf.stack([1, extra[0]]), tf.stack([0, extra[1]])])
+        crops = tf.stack([tf.stack([0, extra[0]]), tf.stack([1, extra[1]])])
+        s2b = tf.space_to_batch_nd(x, [2, 3], paddings)
+        return s2b, tf.batch_to_space(s2b * 2.0, [2, 3], crops)
+
+    return fn
+
+
 def _dilated() -> Callable[..., Any]:
     import keras
     import tensorflow as tf
@@ -105,6 +120,8 @@ def _cases():
     yield _case("conv2d_transpose_raw", _raw_transposes, [image], [2, 15, 16, 4])
     yield _case("space_to_batch_static", _space_batch, [image], [None, 15, 16, 4])
     yield _case("space_to_batch_dynamic", _space_batch, [image, f32(1, 9, 7, 4)], [None, None, None, 4])
+    yield _case("space_to_batch_runtime_pads", _space_batch_runtime_pads, [image, tall, f32(1, 1, 1, 4)],
+                [None, None, None, 4])
     yield _case("dilated_convolutions", _dilated, [image, f32(1, 15, 16, 4)], [None, 15, 16, 4])
     yield _case("resize_bicubic", lambda: _resizes("bicubic"), [image], [None, 15, 16, 4])
     yield _case("resize_area", lambda: _resizes("area"), [image], [None, 15, 16, 4])
@@ -185,6 +202,25 @@ def test_a_keras_upsampling_decoder_matches_tensorflow(model_store):
             (theirs,) = source_runner(model.source).run({"image": image}).values()
             assert ours.shape == (batch, 20, 30, 4)
             np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5, err_msg=f"opset {opset} batch {batch}")
+
+
+def test_a_keras_decoder_for_images_of_any_size_matches_tensorflow(model_store):
+    """Dilation paddings and crops, and the transposed convolutions' sizes, are computed at run time."""
+    from tests.models.upsampling_models import keras_fully_convolutional_decoder
+
+    model = convert(model_store.file("keras_fully_convolutional_decoder.pb", keras_fully_convolutional_decoder))
+    for opset in (17, 23):
+        proto = model_to_onnx(model, opset=opset)
+        onnx.checker.check_model(proto, full_check=True)
+        ops = collections.Counter(n.op_type for n in proto.graph.node)
+        assert ops["ConvTranspose"] == 2 and ops["Conv"] == 2, ops  # the dilated one is a single Conv
+        session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        for shape in [(1, 12, 12, 3), (2, 15, 9, 3), (1, 1, 1, 3), (3, 31, 64, 3)]:
+            image = f32(*shape)
+            (ours,) = session.run(None, {"image": image})
+            (theirs,) = source_runner(model.source).run({"image": image}).values()
+            assert ours.shape == (shape[0], 37, 41, 6)
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5, err_msg=f"opset {opset} shape {shape}")
 
 
 @pytest.mark.parametrize("kind", ["bicubic", "area"])

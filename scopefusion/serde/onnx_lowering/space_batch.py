@@ -33,16 +33,23 @@ from .nn import to_channels_first, to_channels_last
 __all__ = ["LOWERINGS"]
 
 
-def _block_and_pairs(e: LoweringEmitter, what: str) -> tuple[list[int], list[tuple[int, int]]]:
+def _block_and_pairs(e: LoweringEmitter, what: str) -> tuple[list[int], list[tuple[int, int]] | None]:
+    """The constant ``block_shape`` and the ``paddings`` / ``crops`` pairs (None when computed at run time)."""
     block = [int(v) for v in e.require_const(1, "block_shape").reshape(-1)]
-    pairs = e.require_const(2, what).reshape(-1)
-    if not block or len(pairs) != 2 * len(block):
-        e.decline(f"block_shape {block} and {what} {pairs.tolist()} do not fit (M >= 1 block dims, [M, 2] {what})")
-    if any(b < 1 for b in block) or any(p < 0 for p in pairs):
-        e.decline(f"block_shape {block} or {what} {pairs.tolist()} has a value TF refuses")
     rank = e.rank(0)
+    if not block or any(b < 1 for b in block):
+        e.decline(f"block_shape {block} is not M >= 1 positive sizes")
     if rank < 1 + len(block):
         e.decline(f"rank {rank} is too small for {len(block)} block dims")
+    found = e.const_value(2)
+    if found is None:
+        t = e.input_type(2)
+        if t is None or t.rank != 2 or t.shape[0] not in (-1, len(block)):
+            e.decline(f"{what} is not a [{len(block)}, 2] tensor")
+        return block, None
+    pairs = np.asarray(found).reshape(-1)
+    if len(pairs) != 2 * len(block) or any(p < 0 for p in pairs):
+        e.decline(f"{what} {pairs.tolist()} is not {len(block)} pairs of sizes >= 0")
     return block, [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(len(block))]
 
 
@@ -60,17 +67,28 @@ def _shape_parts(e: LoweringEmitter, x: str, m: int) -> tuple[str, str, str]:
     return cut(0, 1), cut(1, 1 + m), cut(1 + m, INT64_MAX)
 
 
+def _onnx_pads(e: LoweringEmitter, pairs: str, m: int, rank: int) -> str:
+    """ONNX ``Pad``'s ``pads`` for a run-time ``[M, 2]`` int64 tensor of pairs on dims ``1…M``."""
+    by_side = e.op("Transpose", [pairs], perm=[1, 0])[0]  # [2, M]: the begins, the ends
+    parts = [e.const(np.zeros((2, 1), np.int64), "batch_pads"), by_side]
+    if rank - 1 - m:
+        parts.append(e.const(np.zeros((2, rank - 1 - m), np.int64), "rest_pads"))
+    return e.op("Reshape", [e.op("Concat", parts, axis=1)[0], e.ints([-1], "flat")])[0]
+
+
 def _space_to_batch(e: LoweringEmitter) -> None:
     block, pads = _block_and_pairs(e, "paddings")
     m, rank = len(block), e.rank(0)
     x = e.input(0)
-    if any(p != (0, 0) for p in pads):
+    if pads is None:
+        x = e.op("Pad", [x, _onnx_pads(e, e.int64(2), m, rank)])[0]
+    elif any(p != (0, 0) for p in pads):
         begin = [0, *(p[0] for p in pads), *([0] * (rank - 1 - m))]
         end = [0, *(p[1] for p in pads), *([0] * (rank - 1 - m))]
         x = e.op("Pad", [x, e.ints(begin + end, "pads")])[0]
     t = e.input_type(0)
     dims = list(t.shape)[1:] if t is not None and t.rank == rank else None
-    if dims is not None and _static(dims):
+    if pads is not None and dims is not None and _static(dims):
         padded = [d + a + b for d, (a, b) in zip(dims, pads)]
         if any(p % b for p, b in zip(padded, block)):
             e.decline(f"padded block dims {padded} are not multiples of block_shape {block}")
@@ -80,9 +98,9 @@ def _space_to_batch(e: LoweringEmitter) -> None:
         joined = e.ints([-1, *quotients, *rest], "joined_shape")
     else:
         batch, spatial, rest_dims = _shape_parts(e, x, m)
-        blocks = e.ints(block, "block")
-        quotients_t = e.op("Div", [spatial, blocks])[0]
-        pairs = e.op("Concat", [e.unsqueeze(quotients_t, [1]), e.const(np.asarray(block, np.int64).reshape(-1, 1), "block_column")], axis=1)[0]
+        quotients_t = e.op("Div", [spatial, e.ints(block, "block")])[0]
+        pairs = e.op("Concat", [e.unsqueeze(quotients_t, [1]),
+                                e.const(np.asarray(block, np.int64).reshape(-1, 1), "block_column")], axis=1)[0]
         interleaved = e.op("Reshape", [pairs, e.ints([-1], "flat")])[0]
         split = e.op("Concat", [batch, interleaved, rest_dims], axis=0)[0]
         new_batch = e.op("Mul", [batch, e.ints([int(np.prod(block))], "block_product")])[0]
@@ -113,13 +131,21 @@ def _batch_to_space(e: LoweringEmitter) -> None:
     perm = [m, *(v for i in range(m) for v in (m + 1 + i, i)), *range(2 * m + 1, rank + m)]
     y = e.op("Reshape", [e.input(0), split])[0]
     y = e.op("Transpose", [y], perm=perm)[0]
-    if not any(c != (0, 0) for c in crops):
+    axes = e.ints(list(range(1, m + 1)), "axes")
+    if crops is None:
+        y = e.op("Reshape", [y, joined])[0]
+        pairs = e.int64(2)
+        starts = e.op("Gather", [pairs, e.const(np.asarray(0, np.int64), "begin")], axis=1)[0]
+        crop_ends = e.op("Gather", [pairs, e.const(np.asarray(1, np.int64), "end")], axis=1)[0]
+        sizes = e.op("Slice", [e.op("Shape", [y])[0], e.ints([1], "start"), e.ints([1 + m], "stop")])[0]
+        e.result("Slice", [y, starts, e.op("Sub", [sizes, crop_ends])[0], axes])
+    elif not any(c != (0, 0) for c in crops):
         e.result("Reshape", [y, joined])
-        return
-    y = e.op("Reshape", [y, joined])[0]
-    starts = [c[0] for c in crops]
-    ends = [-c[1] if c[1] else INT64_MAX for c in crops]
-    e.result("Slice", [y, e.ints(starts, "starts"), e.ints(ends, "ends"), e.ints(list(range(1, m + 1)), "axes")])
+    else:
+        y = e.op("Reshape", [y, joined])[0]
+        starts_c = [c[0] for c in crops]
+        ends = [-c[1] if c[1] else INT64_MAX for c in crops]
+        e.result("Slice", [y, e.ints(starts_c, "starts"), e.ints(ends, "ends"), axes])
 
 
 # ----------------------------------------------------------------------------- the dilated convolution
@@ -142,21 +168,17 @@ def _dilated_conv(e: LoweringEmitter) -> bool:
         return False
     if any(int(v) != 1 for key in ("strides", "dilations") for v in conv.attrs.get(key, (1, 1, 1, 1))):
         return False
-    block, crops = _int_values(e, e.node, 1), _int_values(e, e.node, 2)
-    if block is None or crops is None or len(block) != 2 or _int_values(e, space, 1) != block:
+    block = _int_values(e, e.node, 1)
+    if block is None or len(block) != 2 or _int_values(e, space, 1) != block:
         return False
-    pads = _int_values(e, space, 2)
     weights = e.value_const(conv.inputs[1]) if len(conv.inputs) > 1 else None
     x = e.value_name(space.inputs[0]) if space.inputs[0] is not None else None
     x_type = space.inputs[0].type if space.inputs[0] is not None else None
-    if pads is None or len(pads) != 4 or len(crops) != 4 or weights is None or weights.ndim != 4 or x is None:
+    pads_value = space.inputs[2] if len(space.inputs) > 2 else None
+    pads_name = e.value_name(pads_value) if pads_value is not None else None
+    if weights is None or weights.ndim != 4 or x is None or getattr(x_type, "rank", None) != 4 or pads_name is None:
         return False
-    if getattr(x_type, "rank", None) != 4:
-        return False
-    begin = [pads[0] - crops[0], pads[2] - crops[2]]
-    end = [pads[1] - crops[1], pads[3] - crops[3]]
-    if min(begin + end) < 0:
-        return False
+    pads, crops = _int_values(e, space, 2), _int_values(e, e.node, 2)
     kh, kw, c_in, c_out = weights.shape
     if conv.op == "tf.DepthwiseConv2dNative":
         w = np.transpose(weights.reshape(kh, kw, 1, c_in * c_out), [3, 2, 0, 1])
@@ -167,10 +189,29 @@ def _dilated_conv(e: LoweringEmitter) -> bool:
             return False
         w, group = np.transpose(weights, [3, 2, 0, 1]), channels // c_in
     nchw = e.op("Transpose", [x], perm=to_channels_first(4))[0]
-    y = e.op("Conv", [nchw, e.const(w, "W")], kernel_shape=[kh, kw], dilations=block, pads=begin + end,
+    if pads is not None and crops is not None:
+        if len(pads) != 4 or len(crops) != 4:
+            return False
+        begin = [pads[0] - crops[0], pads[2] - crops[2]]
+        end = [pads[1] - crops[1], pads[3] - crops[3]]
+        if min(begin + end) < 0:
+            return False
+        conv_pads = begin + end
+    else:  # pads and crops computed at run time: their difference pads (or, negative, crops) the input
+        difference = e.op("Sub", [e.cast(pads_name, np.int64), e.cast(e.input(2), np.int64)])[0]
+        nchw = e.op("Pad", [nchw, _onnx_pads_nchw(e, difference)])[0]
+        conv_pads = [0, 0, 0, 0]
+    y = e.op("Conv", [nchw, e.const(w, "W")], kernel_shape=[kh, kw], dilations=block, pads=conv_pads,
              group=group if group != 1 else None)[0]
     e.result("Transpose", [y], perm=to_channels_last(4))
     return True
+
+
+def _onnx_pads_nchw(e: LoweringEmitter, pairs: str) -> str:
+    """ONNX ``pads`` of an NCHW tensor for a run-time ``[2, 2]`` int64 tensor of (begin, end) pairs on H, W."""
+    by_side = e.op("Transpose", [pairs], perm=[1, 0])[0]
+    zeros = e.const(np.zeros((2, 2), np.int64), "batch_channel_pads")
+    return e.op("Reshape", [e.op("Concat", [zeros, by_side], axis=1)[0], e.ints([-1], "flat")])[0]
 
 
 LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
