@@ -55,7 +55,27 @@ def _raw_transposes() -> Callable[..., Any]:
     w, w2 = _constant(3, 3, 6, 4), _constant(5, 4, 2, 4)
     return lambda x: (tf.nn.conv2d_transpose(x, w, [2, 31, 33, 6], 2, "VALID"),  # TF zero-fills the uncovered tail
                       tf.nn.conv2d_transpose(x, w2, [2, 29, 47, 2], [1, 2, 3, 1], "SAME"),
-                      tf.nn.conv2d_transpose(x, w, [2, 14, 16, 6], 1, [[0, 0], [1, 2], [2, 0], [0, 0]]))
+                      tf.nn.conv2d_transpose(x, w, [2, 14, 16, 6], 1, [[0, 0], [1, 2], [2, 0], [0, 0]]),
+                      tf.nn.conv2d_transpose(x, w, [2, 15, 16, 6], 1, "SAME", dilations=2),
+                      tf.nn.conv2d_transpose(x, w, [2, 19, 20, 6], 1, "VALID", dilations=2))
+
+
+def _transposes_at_run_time() -> Callable[..., Any]:
+    """Output sizes computed from the input's shape: the lowering cuts the full transposed convolution at run
+    time (SAME, VALID with an uncovered tail, EXPLICIT, dilated)."""
+    import tensorflow as tf
+
+    w = _constant(3, 3, 6, 4)
+
+    def fn(x):
+        n, h, w_ = tf.shape(x)[0], tf.shape(x)[1], tf.shape(x)[2]
+        return (tf.nn.conv2d_transpose(x, w, tf.stack([n, 2 * h, 2 * w_ - 1, 6]), 2, "SAME"),
+                tf.nn.conv2d_transpose(x, w, tf.stack([n, 3 * h + 2, 3 * w_, 6]), 3, "VALID"),
+                tf.nn.conv2d_transpose(x, w, tf.stack([n, h - 1, w_, 6]), 1, [[0, 0], [1, 2], [2, 0], [0, 0]]),
+                tf.nn.conv2d_transpose(x, w, tf.stack([n, h, w_, 6]), 1, "SAME", dilations=2),
+                tf.nn.conv2d_transpose(x, w, tf.stack([n, h + 4, w_ + 4, 6]), 1, "VALID", dilations=2))
+
+    return fn
 
 
 def _space_batch() -> Callable[..., Any]:
@@ -118,6 +138,9 @@ def _cases():
     image, tall = f32(2, 15, 16, 4), f32(1, 40, 7, 4)
     yield _case("conv2d_transpose_keras", _keras_transposes, [image, f32(3, 15, 16, 4)], [None, 15, 16, 4])
     yield _case("conv2d_transpose_raw", _raw_transposes, [image], [2, 15, 16, 4])
+    yield _case("conv2d_transpose_run_time_sizes", _transposes_at_run_time, [image, f32(1, 7, 5, 4)],
+                [None, None, None, 4])
+    yield _case("conv2d_transpose_run_time_sizes_static_input", _transposes_at_run_time, [image], [None, 15, 16, 4])
     yield _case("space_to_batch_static", _space_batch, [image], [None, 15, 16, 4])
     yield _case("space_to_batch_dynamic", _space_batch, [image, f32(1, 9, 7, 4)], [None, None, None, 4])
     yield _case("space_to_batch_runtime_pads", _space_batch_runtime_pads, [image, tall, f32(1, 1, 1, 4)],
