@@ -1,23 +1,25 @@
 """``SpaceToBatchND`` and ``BatchToSpaceND`` (``tf.space_to_batch_nd``, and what ``tf.nn.atrous_conv2d`` and
 dilated depthwise convolutions are built from), and their chain around a convolution as one dilated ``Conv``.
 
-With ``M`` block dims (input dims ``1…M``), ``block_shape`` ``b`` and ``paddings`` / ``crops`` constant:
+With ``M`` block dims (input dims ``1…M``) and a constant ``block_shape`` ``b``:
 
 * ``SpaceToBatchND(x)``: ``Pad`` the block dims, ``Reshape`` to ``[N, S₁/b₁, b₁, …, S_M/b_M, b_M, R…]``,
   ``Transpose`` to ``[b₁, …, b_M, N, S₁/b₁, …, S_M/b_M, R…]``, ``Reshape`` to ``[b₁⋯b_M·N, S₁/b₁, …, R…]``.
 * ``BatchToSpaceND(x)``: the reverse (``Reshape`` to ``[b₁, …, b_M, B/(b₁⋯b_M), S…, R…]``, ``Transpose`` to
   ``[B/(b₁⋯b_M), S₁, b₁, …, S_M, b_M, R…]``, ``Reshape``), then a ``Slice`` that drops the crops.
 
-The reshape targets are constants where the shapes are static apart from the batch, else computed from
-``Shape``.
+``paddings`` and ``crops`` may be computed at run time (TF computes them from the input's shape when the
+spatial dims are unknown). The reshape targets are constants where the shapes and pads are static apart
+from the batch, else computed from ``Shape``.
 
 **Dilated convolution.** ``SpaceToBatchND(x, b, pads) → Conv2D / DepthwiseConv2dNative (VALID, stride 1,
 no dilation, constant filter) → BatchToSpaceND(b, crops)`` on NHWC data is the convolution of ``x`` with
 dilations ``b`` and pads ``pads − crops`` (each batch slot of the middle convolution holds one phase of the
 padded input, and interleaving the phases back is the dilated convolution; cropping its ends is padding
-less). ``BatchToSpaceND`` writes that one ``Conv``, reading ``x`` directly when every pad is at least its
-crop; the two nodes before it are then unread and the clean-up removes them. Anything else is lowered node
-by node, which computes the same values.
+less). ``BatchToSpaceND`` writes that one ``Conv``, reading ``x`` directly (with constant pads and crops,
+when every pad is at least its crop) or through a ``Pad`` by the run-time ``pads − crops`` (a negative
+value crops); the two nodes before it are then unread and the clean-up removes them. Anything else is
+lowered node by node, which computes the same values.
 """
 
 from __future__ import annotations
