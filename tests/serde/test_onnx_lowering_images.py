@@ -123,6 +123,23 @@ def _resizes(kind: str) -> Callable[..., Any]:
     return lambda x: tuple(tf.image.resize(x, size, kind) for size in sizes)
 
 
+def _resizes_to_run_time_sizes() -> Callable[..., Any]:
+    """Sizes computed from the images' shape (twice, a third, one row), every mode."""
+    import tensorflow as tf
+
+    image = tf.compat.v1.image
+
+    def fn(x):
+        size = tf.shape(x)[1:3]
+        double, third, row = size * 2, size // 3 + 1, tf.stack([1, size[1]])
+        return (tf.image.resize(x, double, "bicubic"), tf.image.resize(x, third, "area"),
+                image.resize_bicubic(x, third, align_corners=True), image.resize_bicubic(x, double),
+                image.resize_area(x, double, align_corners=True), image.resize_area(x, row, align_corners=True),
+                tf.image.resize(x, row, "bicubic"))
+
+    return fn
+
+
 def _resizes_v1() -> Callable[..., Any]:
     import tensorflow as tf
 
@@ -151,6 +168,9 @@ def _cases():
     yield _case("resize_bicubic_dynamic", lambda: _resizes("bicubic"), [image, tall, f32(1, 1, 1, 4)],
                 [None, None, None, 4])
     yield _case("resize_area_dynamic", lambda: _resizes("area"), [image, tall, f32(1, 2, 1, 4)], [None, None, None, 4])
+    yield _case("resize_to_run_time_sizes", _resizes_to_run_time_sizes, [image, tall, f32(1, 1, 2, 4)],
+                [None, None, None, 4])
+    yield _case("resize_to_run_time_sizes_static_input", _resizes_to_run_time_sizes, [image], [2, 15, 16, 4])
     yield _case("resize_v1_modes", _resizes_v1, [image], [None, 15, 16, 4])
     yield _case("resize_v1_modes_dynamic", _resizes_v1, [image, tall], [None, None, None, 4])
 
@@ -257,8 +277,6 @@ def test_resize_weights_are_tensorflows_for_many_sizes(kind):
         eye = tf.reshape(tf.eye(size_in), [1, size_in, 1, size_in])
         for size_out in (1, 2, 3, 7, 16, 29, 100):
             modes = [(False, False), (True, False)] + ([(False, True)] if kind == "bicubic" else [])
-            if kind == "area" and size_in == 1 < size_out:
-                modes.remove((True, False))  # scale 0: TF divides by it
             for align, half in modes:
                 if kind == "bicubic":
                     image = tf.raw_ops.ResizeBicubic(images=eye, size=[size_out, 1], align_corners=align,

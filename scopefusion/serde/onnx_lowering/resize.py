@@ -5,7 +5,8 @@ Both resizes are separable: ``out[y, x] = Σ Wy[y, i] · Wx[x, j] · in[i, j]``.
 become ``MatMul(MatMul(Wy, x), Wxᵀ)``, where ``Wy`` is ``[out_h, in_h]`` and ``Wxᵀ`` ``[in_w, out_w]``. Along an
 axis of static size the matrix is computed at export time, in float32, the way TensorFlow's kernel computes
 its weights; along an axis known only at run time the graph computes it from ``Shape`` with the same
-formulas (the bicubic coefficients gathered from the same table). ``size`` must be constant.
+formulas (the bicubic coefficients gathered from the same table), as it does for a ``size`` computed at run
+time.
 
 ONNX ``Resize`` is not used because it does not compute TF's values: TF's bicubic kernel reads its
 weights from a 1024-entry table (the fractional position rounded to 1/1024, an error up to ~1e-3 against the
@@ -16,7 +17,8 @@ exact cubic ONNX evaluates) and ONNX has no area mode.
   the image get weight 0 and the four weights are renormalized to sum to 1. Otherwise: source ``o·scale``,
   ``a = -0.75``, taps outside the image read the edge pixel.
 * Area: output cell ``[o·scale, (o + 1)·scale)`` averages the input cells it overlaps, each weighted by the
-  overlap (indices past the image read the last pixel, which ``align_corners`` can reach).
+  overlap (indices past the image read the last pixel, which ``align_corners`` can reach). A one-pixel
+  axis takes the plain scale even with ``align_corners`` (TF's kernel does).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def bicubic_weights(size_in: int, size_out: int, align_corners: bool, half_pixel
 def area_weights(size_in: int, size_out: int, align_corners: bool) -> np.ndarray:
     """The ``[size_out, size_in]`` matrix of TF's area resize along one axis (its share of the ``1/scale``
     normalisation included)."""
-    scale = _scale(size_in, size_out, align_corners)
+    scale = _scale(size_in, size_out, align_corners and size_in > 1)  # TF's rule for a one-pixel axis
     weights = np.zeros((size_out, size_in), np.float64)
     for o in range(size_out):
         start, stop = _F(o) * scale, _F(o + 1) * scale
@@ -89,22 +91,39 @@ def area_weights(size_in: int, size_out: int, align_corners: bool) -> np.ndarray
 
 # ----------------------------------------------------------------------------- weights computed in the graph
 class _Axis:
-    """The ONNX tensors one axis's weights are computed from when the images' size is known only at run time:
-    the input size ``n`` (int64 and float32 scalars), TF's ``scale``, the output positions ``o`` (float32
-    ``[out, 1]``) and the input positions ``i`` (int64 and float32 ``[1, n]``)."""
+    """The ONNX tensors one axis's weights are computed from when a size is known only at run time: the input
+    size ``n`` (int64 and float32 scalars), TF's ``scale``, the output positions ``o`` and ``o + 1`` (float32
+    ``[out, 1]``) and the input positions ``i`` (int64 and float32 ``[1, n]``). ``size_out`` is an int, or
+    the name of an int64 scalar tensor."""
 
-    def __init__(self, e: LoweringEmitter, x: str, axis: int, size_out: int, align_corners: bool) -> None:
+    def __init__(self, e: LoweringEmitter, x: str, axis: int, size_out: int | str, align_corners: bool,
+                 area: bool) -> None:
         self.e = e
         n = e.op("Gather", [e.op("Shape", [x])[0], e.const(np.asarray(axis, np.int64), "axis")], axis=0)[0]
         self.n, self.n_float = n, e.cast(n, np.float32)
-        if align_corners and size_out > 1:
-            count = e.cast(e.op("Sub", [n, e.const(np.asarray(1, np.int64), "one")])[0], np.float32)
-            self.scale = e.op("Div", [count, e.const(_F(size_out - 1), "out_minus_one")])[0]
+        one = e.const(np.asarray(1, np.int64), "one")
+        zero = e.const(np.asarray(0, np.int64), "zero")
+        if isinstance(size_out, int):
+            out_float = e.const(_F(size_out), "out_size")
+            out_less_one = e.const(_F(size_out - 1), "out_minus_one")
+            self.o = e.const(np.arange(size_out, dtype=_F).reshape(-1, 1), "out_positions")
         else:
-            self.scale = e.op("Div", [self.n_float, e.const(_F(size_out), "out_size")])[0]
-        self.o = e.const(np.arange(size_out, dtype=_F).reshape(-1, 1), "out_positions")
-        self.o_next = e.const(np.arange(1, size_out + 1, dtype=_F).reshape(-1, 1), "out_ends")
-        index = e.op("Range", [e.const(np.asarray(0, np.int64), "zero"), n, e.const(np.asarray(1, np.int64), "step")])[0]
+            out_float = e.cast(size_out, np.float32)
+            out_less_one = e.cast(e.op("Sub", [size_out, one])[0], np.float32)
+            self.o = e.unsqueeze(e.cast(e.op("Range", [zero, size_out, one])[0], np.float32), [1])
+        self.o_next = e.op("Add", [self.o, self.f(1.0)])[0]
+        plain = e.op("Div", [self.n_float, out_float])[0]
+        if not align_corners or (isinstance(size_out, int) and size_out == 1):
+            self.scale = plain
+        else:  # corners where the output has more than one pixel (and, for area, the input too)
+            corners = e.op("Div", [e.cast(e.op("Sub", [n, one])[0], np.float32), out_less_one])[0]
+            conditions = [] if isinstance(size_out, int) else [e.op("Greater", [size_out, one])[0]]
+            if area:
+                conditions.append(e.op("Greater", [n, one])[0])
+            if len(conditions) == 2:
+                conditions = [e.op("And", conditions)[0]]
+            self.scale = e.op("Where", [conditions[0], corners, plain])[0] if conditions else corners
+        index = e.op("Range", [zero, n, one])[0]
         self.i = e.unsqueeze(index, [0])
         self.i_float = e.cast(self.i, np.float32)
 
@@ -164,9 +183,19 @@ def _resize(kind: str) -> Callable[[LoweringEmitter], None]:
     def lower(e: LoweringEmitter) -> None:
         if e.rank(0) != 4:
             e.decline("the images are not rank 4")
-        size = [int(v) for v in e.require_const(1, "size").reshape(-1)]
-        if len(size) != 2 or min(size) < 1:
-            e.decline(f"size {size} is not two positive sizes")
+        found_size = e.const_value(1)
+        sizes: list[int | str]
+        if found_size is not None:
+            constant = [int(v) for v in np.asarray(found_size).reshape(-1)]
+            if len(constant) != 2 or min(constant) < 1:
+                e.decline(f"size {constant} is not two positive sizes")
+            sizes = list(constant)
+        else:
+            size_type = e.input_type(1)
+            if size_type is None or size_type.shape != (2,):
+                e.decline("its size is not a vector of 2 values")
+            size_t = e.int64(1)
+            sizes = [e.op("Gather", [size_t, e.const(np.asarray(k, np.int64), "axis")], axis=0)[0] for k in (0, 1)]
         align, half = bool(e.attr("align_corners", False)), bool(e.attr("half_pixel_centers", False))
         if align and half:
             e.decline("align_corners and half_pixel_centers are both set")
@@ -176,14 +205,14 @@ def _resize(kind: str) -> Callable[[LoweringEmitter], None]:
             x = e.cast(x, np.float32)
         x = e.op("Transpose", [x], perm=to_channels_first(4))[0]
         matrices = []
-        for axis, size_out in zip((2, 3), size):
+        for axis, size_out in zip((2, 3), sizes):
             size_in = t.shape[axis - 1]  # type: ignore[union-attr]
-            if size_in >= 0:
+            if size_in >= 0 and isinstance(size_out, int):
                 found = (bicubic_weights(size_in, size_out, align, half) if kind == "bicubic"
                          else area_weights(size_in, size_out, align))
                 matrices.append(e.const(found if axis == 2 else np.ascontiguousarray(found.T), "weights"))
                 continue
-            ax = _Axis(e, x, axis, size_out, align)
+            ax = _Axis(e, x, axis, size_out, align, kind == "area")
             found_t = _bicubic_in_graph(ax, half) if kind == "bicubic" else _area_in_graph(ax)
             matrices.append(found_t if axis == 2 else e.op("Transpose", [found_t], perm=[1, 0])[0])
         y = e.op("MatMul", [matrices[0], x])[0]
