@@ -116,6 +116,19 @@ def _dilated() -> Callable[..., Any]:
                       tf.nn.depthwise_conv2d(x, dw, [1, 1, 1, 1], "VALID", dilations=[4, 2]))
 
 
+def _dilated_1d() -> Callable[..., Any]:
+    """Keras Conv1D with dilation (causal and same) and tf.nn.convolution on [N, W, C]: each is
+    SpaceToBatchND → ExpandDims → Conv2D → Squeeze → BatchToSpaceND in the graph."""
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(3)
+    causal = keras.layers.Conv1D(5, 3, dilation_rate=2, padding="causal")
+    same = keras.layers.Conv1D(3, 2, dilation_rate=4, padding="same")
+    w = _constant(3, 4, 5)
+    return lambda x: (causal(x), same(x), tf.nn.convolution(x, w, padding="VALID", dilations=3))
+
+
 def _resizes(kind: str) -> Callable[..., Any]:
     import tensorflow as tf
 
@@ -163,6 +176,8 @@ def _cases():
     yield _case("space_to_batch_runtime_pads", _space_batch_runtime_pads, [image, tall, f32(1, 1, 1, 4)],
                 [None, None, None, 4])
     yield _case("dilated_convolutions", _dilated, [image, f32(1, 15, 16, 4)], [None, 15, 16, 4])
+    yield _case("dilated_convolutions_1d", _dilated_1d, [f32(2, 20, 4)], [None, 20, 4])
+    yield _case("dilated_convolutions_1d_dynamic", _dilated_1d, [f32(2, 20, 4), f32(1, 9, 4)], [None, None, 4])
     yield _case("resize_bicubic", lambda: _resizes("bicubic"), [image], [None, 15, 16, 4])
     yield _case("resize_area", lambda: _resizes("area"), [image], [None, 15, 16, 4])
     yield _case("resize_bicubic_dynamic", lambda: _resizes("bicubic"), [image, tall, f32(1, 1, 1, 4)],
@@ -216,15 +231,32 @@ def test_lowered_ops_compute_what_tensorflow_computes(name, fn, feeds, shape, op
     _run(model, opset, [{"in0": x} for x in feeds])
 
 
-def test_space_to_batch_around_a_convolution_becomes_one_dilated_conv(frozen):
-    model = convert(frozen("dilated_convolutions", _dilated, [None, 15, 16, 4]))
-    assert collections.Counter(n.op for n in model.graph.nodes)["tf.SpaceToBatchND"] == 4
-    proto = _run(model, 23, [{"in0": f32(2, 15, 16, 4)}])
-    ops = collections.Counter(n.op_type for n in proto.graph.node)
-    assert ops["Conv"] == 4 and not {"Reshape", "Pad", "Slice"} & set(ops), ops
-    dilations = sorted(tuple(a.ints) for n in proto.graph.node if n.op_type == "Conv" for a in n.attribute
-                       if a.name == "dilations")
-    assert dilations == [(2, 2), (2, 3), (3, 3), (4, 2)]
+def _data_path_ops(proto: onnx.ModelProto) -> collections.Counter:
+    """The op types of the nodes the graph input's data flows through (not the shape arithmetic that
+    starts at a ``Shape``)."""
+    reached = {i.name for i in proto.graph.input}
+    ops: collections.Counter = collections.Counter()
+    for node in proto.graph.node:  # topologically sorted
+        if node.op_type != "Shape" and any(name in reached for name in node.input):
+            ops[node.op_type] += 1
+            reached.update(node.output)
+    return ops
+
+
+@pytest.mark.parametrize("name,fn,shape,dilations", [
+    ("dilated_convolutions", _dilated, [None, 15, 16, 4], [(2, 2), (2, 3), (3, 3), (4, 2)]),
+    ("dilated_convolutions_1d", _dilated_1d, [None, 20, 4], [(2,), (3,), (4,)]),
+    ("dilated_convolutions_1d_dynamic", _dilated_1d, [None, None, 4], [(2,), (3,), (4,)]),
+])
+def test_space_to_batch_around_a_convolution_becomes_one_dilated_conv(name, fn, shape, dilations, frozen):
+    model = convert(frozen(name, fn, shape))
+    assert collections.Counter(n.op for n in model.graph.nodes)["tf.SpaceToBatchND"] == len(dilations)
+    proto = _run(model, 23, [{"in0": f32(2, *[9 if d is None else d for d in shape[1:]])}])
+    ops = _data_path_ops(proto)
+    assert ops["Conv"] == len(dilations) and not {"Reshape", "Slice", "Squeeze", "Unsqueeze"} & set(ops), ops
+    found = sorted(tuple(a.ints) for n in proto.graph.node if n.op_type == "Conv" for a in n.attribute
+                   if a.name == "dilations")
+    assert found == dilations
 
 
 def test_a_keras_upsampling_decoder_matches_tensorflow(model_store):

@@ -13,7 +13,8 @@ spatial dims are unknown). The reshape targets are constants where the shapes an
 from the batch, else computed from ``Shape``.
 
 **Dilated convolution.** ``SpaceToBatchND(x, b, pads) → Conv2D / DepthwiseConv2dNative (VALID, stride 1,
-no dilation, constant filter) → BatchToSpaceND(b, crops)`` on NHWC data is the convolution of ``x`` with
+no dilation, constant filter) → BatchToSpaceND(b, crops)`` on NHWC data (or on NWC data with the
+convolution as ``tf.nn.conv1d`` writes it, ``ExpandDims → Conv2D → Squeeze``) is the convolution of ``x`` with
 dilations ``b`` and pads ``pads − crops`` (each batch slot of the middle convolution holds one phase of the
 padded input, and interleaving the phases back is the dilated convolution; cropping its ends is padding
 less). ``BatchToSpaceND`` writes that one ``Conv``, reading ``x`` directly (with constant pads and crops,
@@ -28,7 +29,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...ir.graph import Node
+from ...ir.graph import Node, Value
 from .emitter import INT64_MAX, LoweringEmitter
 from .nn import to_channels_first, to_channels_last
 
@@ -156,61 +157,97 @@ def _int_values(e: LoweringEmitter, node: Node, i: int) -> list[int] | None:
     return None if found is None else [int(v) for v in np.asarray(found).reshape(-1)]
 
 
+def _producer(value: Value | None, op: str | tuple[str, ...]) -> Node | None:
+    """The node computing ``value`` when its op is ``op`` (or one of them)."""
+    if value is None:
+        return None
+    node = value.producer
+    return node if node.op in ((op,) if isinstance(op, str) else op) else None
+
+
+def _chain(e: LoweringEmitter) -> tuple[Node, Node, int] | None:
+    """The ``SpaceToBatchND`` and the convolution of a chain ending at this node, and its spatial rank: 2, or 1
+    for ``tf.nn.conv1d``'s ``ExpandDims(axis 1) → Conv2D → Squeeze(axis 1)``."""
+    conv = _producer(e.node.inputs[0], ("tf.Conv2D", "tf.DepthwiseConv2dNative"))
+    rank = 2
+    if conv is None:
+        squeeze = _producer(e.node.inputs[0], "tf.Squeeze")
+        if squeeze is None or [int(v) % 4 for v in squeeze.attrs.get("squeeze_dims", ())] != [1]:
+            return None
+        conv, rank = _producer(squeeze.inputs[0], "tf.Conv2D"), 1
+    if conv is None:
+        return None
+    source = conv.inputs[0]
+    if rank == 1:
+        expand = _producer(source, "tf.ExpandDims")
+        axis = _int_values(e, expand, 1) if expand is not None else None
+        if expand is None or axis is None or len(axis) != 1 or axis[0] % 4 != 1:
+            return None
+        source = expand.inputs[0]
+    space = _producer(source, "tf.SpaceToBatchND")
+    if space is None or str(conv.attrs.get("data_format", "NHWC")) != "NHWC":
+        return None
+    if str(conv.attrs.get("padding", "")) != "VALID":
+        return None
+    if any(int(v) != 1 for key in ("strides", "dilations") for v in conv.attrs.get(key, (1, 1, 1, 1))):
+        return None
+    return space, conv, rank
+
+
 def _dilated_conv(e: LoweringEmitter) -> bool:
     """Writes ``SpaceToBatchND → convolution → BatchToSpaceND`` as one dilated ``Conv`` when the chain ending
     at this node is one (see the module docstring); returns whether it did."""
-    source = e.node.inputs[0]
-    conv = source.producer if source is not None else None
-    if conv is None or conv.op not in ("tf.Conv2D", "tf.DepthwiseConv2dNative") or conv.inputs[0] is None:
+    found = _chain(e)
+    if found is None:
         return False
-    space = conv.inputs[0].producer
-    if space.op != "tf.SpaceToBatchND" or str(conv.attrs.get("data_format", "NHWC")) != "NHWC":
-        return False
-    if str(conv.attrs.get("padding", "")) != "VALID":
-        return False
-    if any(int(v) != 1 for key in ("strides", "dilations") for v in conv.attrs.get(key, (1, 1, 1, 1))):
-        return False
+    space, conv, r = found
     block = _int_values(e, e.node, 1)
-    if block is None or len(block) != 2 or _int_values(e, space, 1) != block:
+    if block is None or len(block) != r or _int_values(e, space, 1) != block:
         return False
     weights = e.value_const(conv.inputs[1]) if len(conv.inputs) > 1 else None
     x = e.value_name(space.inputs[0]) if space.inputs[0] is not None else None
     x_type = space.inputs[0].type if space.inputs[0] is not None else None
     pads_value = space.inputs[2] if len(space.inputs) > 2 else None
     pads_name = e.value_name(pads_value) if pads_value is not None else None
-    if weights is None or weights.ndim != 4 or x is None or getattr(x_type, "rank", None) != 4 or pads_name is None:
+    if weights is None or weights.ndim != 4 or x is None or getattr(x_type, "rank", None) != r + 2 or not pads_name:
         return False
-    pads, crops = _int_values(e, space, 2), _int_values(e, e.node, 2)
-    kh, kw, c_in, c_out = weights.shape
+    if r == 1:
+        if weights.shape[0] != 1:
+            return False
+        weights = weights[0]
+    kernel, (c_in, c_out) = list(weights.shape[:r]), weights.shape[r:]
+    to_oi_spatial = [r + 1, r, *range(r)]
     if conv.op == "tf.DepthwiseConv2dNative":
-        w = np.transpose(weights.reshape(kh, kw, 1, c_in * c_out), [3, 2, 0, 1])
+        w = np.transpose(weights.reshape(*kernel, 1, c_in * c_out), to_oi_spatial)
         group = c_in
     else:
-        channels = x_type.shape[3]  # type: ignore[union-attr]
+        channels = x_type.shape[-1]  # type: ignore[union-attr]
         if channels < 0 or channels % c_in:
             return False
-        w, group = np.transpose(weights, [3, 2, 0, 1]), channels // c_in
-    nchw = e.op("Transpose", [x], perm=to_channels_first(4))[0]
+        w, group = np.transpose(weights, to_oi_spatial), channels // c_in
+    first = e.op("Transpose", [x], perm=to_channels_first(r + 2))[0]
+    pads, crops = _int_values(e, space, 2), _int_values(e, e.node, 2)
     if pads is not None and crops is not None:
-        if len(pads) != 4 or len(crops) != 4:
+        if len(pads) != 2 * r or len(crops) != 2 * r:
             return False
-        begin = [pads[0] - crops[0], pads[2] - crops[2]]
-        end = [pads[1] - crops[1], pads[3] - crops[3]]
+        begin = [pads[2 * d] - crops[2 * d] for d in range(r)]
+        end = [pads[2 * d + 1] - crops[2 * d + 1] for d in range(r)]
         if min(begin + end) < 0:
             return False
         conv_pads = begin + end
     else:  # pads and crops computed at run time: their difference pads (or, negative, crops) the input
         difference = e.op("Sub", [e.cast(pads_name, np.int64), e.cast(e.input(2), np.int64)])[0]
-        nchw = e.op("Pad", [nchw, _onnx_pads_nchw(e, difference)])[0]
-        conv_pads = [0, 0, 0, 0]
-    y = e.op("Conv", [nchw, e.const(w, "W")], kernel_shape=[kh, kw], dilations=block, pads=conv_pads,
+        first = e.op("Pad", [first, _onnx_pads_channels_first(e, difference, r)])[0]
+        conv_pads = [0] * (2 * r)
+    y = e.op("Conv", [first, e.const(w, "W")], kernel_shape=kernel, dilations=block, pads=conv_pads,
              group=group if group != 1 else None)[0]
-    e.result("Transpose", [y], perm=to_channels_last(4))
+    e.result("Transpose", [y], perm=to_channels_last(r + 2))
     return True
 
 
-def _onnx_pads_nchw(e: LoweringEmitter, pairs: str) -> str:
-    """ONNX ``pads`` of an NCHW tensor for a run-time ``[2, 2]`` int64 tensor of (begin, end) pairs on H, W."""
+def _onnx_pads_channels_first(e: LoweringEmitter, pairs: str, r: int) -> str:
+    """ONNX ``pads`` of a channels-first tensor for a run-time ``[r, 2]`` int64 tensor of (begin, end) pairs
+    on its ``r`` spatial dims."""
     by_side = e.op("Transpose", [pairs], perm=[1, 0])[0]
     zeros = e.const(np.zeros((2, 2), np.int64), "batch_channel_pads")
     return e.op("Reshape", [e.op("Concat", [zeros, by_side], axis=1)[0], e.ints([-1], "flat")])[0]
