@@ -29,7 +29,9 @@ Top-level graphs after the first (shape profiles) share the main graph's equal c
 is written once (layout in :mod:`scopefusion.serde.shared_weights`), and a model too large for one
 protobuf file is refused before it is written.
 
-Writing is deterministic: same IR, same bytes (maps sorted, ``deterministic=True``).
+Writing is deterministic: same IR, same bytes (maps sorted, ``deterministic=True``). :func:`to_model_bytes`
+gives the bytes as pieces that stream each large tensor from its array to the file
+(:mod:`scopefusion.serde.weight_stream`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from . import ge_ir_pb2 as pb
 from .attr_serializers import AttrSerializerRegistry, SerdeContext, default_serializer_registry
 from .shared_weights import SHARED_WEIGHT_ATTR, check_model_size, restore_shared_weights, share_weights
 from .tensors import value_type_from_desc, value_type_to_desc
+from .weight_stream import ModelBytes, stream_message
 
 __all__ = [
     "CONTROL_INDEX",
@@ -69,6 +72,7 @@ __all__ = [
     "model_to_proto",
     "read_standalone_graph",
     "to_bytes",
+    "to_model_bytes",
     "to_text",
     "write_standalone_graph",
 ]
@@ -195,7 +199,13 @@ def graph_from_proto(
 
 def to_bytes(graphs: Graph | Sequence[Graph], **model: Any) -> bytes:
     """The binary ``ModelDef`` of ``graphs``; keywords as :func:`model_to_proto`. Deterministic."""
-    return model_to_proto(graphs, **model).SerializeToString(deterministic=True)
+    return to_model_bytes(graphs, **model).tobytes()
+
+
+def to_model_bytes(graphs: Graph | Sequence[Graph], **model: Any) -> ModelBytes:
+    """The binary ``ModelDef`` of ``graphs`` as pieces to stream to a file (large tensors are written from
+    their arrays, :mod:`.weight_stream`); the same bytes as :func:`to_bytes`."""
+    return stream_message(lambda: model_to_proto(graphs, **model))
 
 
 def model_from_bytes(

@@ -17,11 +17,12 @@ from google.protobuf import text_format
 
 from ..ir.attrs import LIST_STR
 from . import ge
+from .weight_stream import ModelBytes, stream_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
 
-__all__ = ["model_to_bytes", "model_to_proto", "model_to_text"]
+__all__ = ["model_to_bytes", "model_to_model_bytes", "model_to_proto", "model_to_text"]
 
 
 def model_to_proto(model: "Model"):
@@ -58,7 +59,12 @@ def model_to_proto(model: "Model"):
 
 
 def model_to_bytes(model: "Model") -> bytes:
-    return model_to_proto(model).SerializeToString(deterministic=True)
+    return model_to_model_bytes(model).tobytes()
+
+
+def model_to_model_bytes(model: "Model") -> ModelBytes:
+    """The binary ``ModelDef`` as pieces that stream the large tensors from their arrays (:mod:`.weight_stream`)."""
+    return stream_message(lambda: model_to_proto(model))
 
 
 def model_to_text(model: "Model") -> str:
