@@ -20,6 +20,7 @@ descriptor carrying its structure in the reserved descriptor attribute ``_ir_typ
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import cast
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "array_from_tensor_def",
     "array_to_tensor_def",
     "dtype_from_ge",
+    "tensor_desc_bytes",
     "tensor_type_from_desc",
     "tensor_type_to_desc",
     "value_type_from_desc",
@@ -197,9 +199,24 @@ def _decode_strings(data: bytes, count: int, where: str) -> np.ndarray:
 # ----------------------------------------------------------------------------- types
 def tensor_type_to_desc(t: TensorType, desc: pb.TensorDescriptor) -> None:
     """Sets ``desc``'s dtype, shape and layout from a tensor type."""
-    desc.dtype = cast("pb.DataType", t.dtype.ge)
-    desc.shape.dim.extend(t.shape)
-    desc.layout = t.format
+    desc.MergeFromString(tensor_desc_bytes(t))
+
+
+def tensor_desc_bytes(t: TensorType) -> bytes:
+    """The serialized descriptor of a tensor type (dtype, shape, layout); kept per type, which is immutable."""
+    data = _DESC_BYTES.get(t)
+    if data is None:
+        desc = pb.TensorDescriptor()
+        desc.dtype = cast("pb.DataType", t.dtype.ge)
+        desc.shape.dim.extend(t.shape)
+        desc.layout = t.format
+        data = _DESC_BYTES[t] = desc.SerializeToString()
+    return data
+
+
+# NOTE: a model writes a descriptor per input and output of every op, mostly of a few types; merging the
+# serialized descriptor of an (interned, immutable) type is about twice as fast as setting its fields.
+_DESC_BYTES: "weakref.WeakKeyDictionary[TensorType, bytes]" = weakref.WeakKeyDictionary()
 
 
 def tensor_type_from_desc(desc: pb.TensorDescriptor, context: IRContext, where: str) -> TensorType:

@@ -23,7 +23,7 @@ PUBLIC = {
         "default_registry", "default_serializer_registry",
     },
     "scopefusion.serde.tensors": {
-        "IR_TYPE_ATTR", "array_from_tensor_def", "array_to_tensor_def", "dtype_from_ge", "tensor_type_from_desc",
+        "IR_TYPE_ATTR", "array_from_tensor_def", "array_to_tensor_def", "dtype_from_ge", "tensor_desc_bytes", "tensor_type_from_desc",
         "tensor_type_to_desc", "value_type_from_desc", "value_type_to_desc",
     },
     "scopefusion.serde.weight_stream": {
