@@ -41,14 +41,17 @@ def model_to_proto(model: "Model"):
         plan = profile.memory_plan
         if plan is None:
             continue
+        # The plan's tables are read directly (MemoryPlan.offset / size / forwarded_from), one ref per value.
+        offsets, sizes, forwards, external = plan.offsets, plan.sizes, plan.forwards, plan.external_forwards
         for node, op_def in zip(profile.graph.nodes, graph_def.op):
             for value, desc in zip(node.outputs, op_def.output_desc):
-                offset = plan.offset(value)
+                ref = value.ref
+                offset = offsets.get(ref)
                 desc.data_offset = -1 if offset is None else int(offset)
-                size = plan.size(value)
+                size = sizes.get(ref)
                 if size is not None:
                     desc.size = int(size)
-                source = plan.forwarded_from(value)
+                source = forwards.get(ref) or external.get(ref)
                 if source is not None:
                     desc.reuse_input = True
                     for slot, inp in enumerate(node.inputs):
