@@ -147,7 +147,7 @@ def _c_order(array: np.ndarray) -> memoryview:
 
 
 class _Mapping:
-    """The memory-mapped file an array is a view of, to give its pages back or to find the file."""
+    """The read-only memory-mapped file an array is a view of, to give its pages back or to find the file."""
 
     __slots__ = ("mapped", "address")
 
@@ -164,6 +164,9 @@ class _Mapping:
             base = base.obj
         if not isinstance(base, mmap.mmap) or not hasattr(base, "madvise") or base.closed or not len(base):
             return None
+        with memoryview(base) as view:
+            if not view.readonly:  # a writable (or copy-on-write) mapping may hold what the file does not
+                return None
         return cls(base, np.frombuffer(base, np.uint8, count=1).ctypes.data)
 
     def release(self, address: int, length: int) -> None:

@@ -250,6 +250,20 @@ def test_writing_through_the_mapping_gives_the_touched_pages_back(bert, defer_al
     assert after < before // 4
 
 
+def test_a_writable_mapping_is_written_as_it_is_in_memory(tmp_path):
+    path = tmp_path / "data.bin"
+    np.arange(50_000, dtype=np.float32).tofile(path)
+    for mode in ("c", "r+"):
+        array = np.memmap(path, np.float32, mode=mode, shape=(500, 100))
+        array[0, :3] = -1.0  # copy-on-write ("c"): only in this process's memory
+        expected = np.array(array).tobytes()
+        data = ModelBytes([b"head", Weight(array), Weight(array.T)])
+        assert not any(isinstance(c, FileRange) for c in data)
+        assert b"".join(files.iter_bytes(data)) == b"head" + expected + np.ascontiguousarray(array.T).tobytes()
+        assert array[0, 0] == -1.0
+        del array
+
+
 # ----------------------------------------------------------------------------- transposed weights
 @pytest.mark.parametrize("shape", [(3, 3, 8, 16), (1, 1, 70, 130), (5, 7, 3), (200, 3), (2, 3, 4, 5, 6)])
 def test_non_contiguous_arrays_are_written_in_c_order(shape, monkeypatch):
