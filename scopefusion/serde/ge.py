@@ -91,6 +91,8 @@ OP_TYPE_ATTR = "_op_type"
 RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR, SHARED_WEIGHT_ATTR, OP_TYPE_ATTR})
 RESERVED_GRAPH_ATTRS = frozenset({GRAPH_NAME_ATTR, SUBGRAPHS_ATTR})
 _VT = pb.AttrDef.ListValue
+# The largest message protobuf serializes or parses (2 GiB - 1 bytes).
+MAX_PROTOBUF_BYTES = (1 << 31) - 1
 _INDEX = re.compile(r"-?[0-9]+")
 
 
@@ -206,7 +208,17 @@ def to_bytes(graphs: Graph | Sequence[Graph], **model: Any) -> bytes:
 def to_model_bytes(graphs: Graph | Sequence[Graph], **model: Any) -> ModelBytes:
     """The binary ``ModelDef`` of ``graphs`` as pieces to stream to a file (large tensors are written from
     their arrays, :mod:`.weight_stream`); the same bytes as :func:`to_bytes`."""
-    return stream_message(lambda: model_to_proto(graphs, **model))
+    return checked_size(stream_message(lambda: model_to_proto(graphs, **model)))
+
+
+def checked_size(data: ModelBytes) -> ModelBytes:
+    """``data``, unless it is too large for protobuf to parse (SerdeError: a file nothing could read)."""
+    if len(data) > MAX_PROTOBUF_BYTES:
+        raise SerdeError(
+            f"the GE model takes {len(data):,} bytes, more than a protobuf file can hold ({MAX_PROTOBUF_BYTES:,}); "
+            "write --format onnx, or split the model"
+        )
+    return data
 
 
 def model_from_bytes(

@@ -67,7 +67,7 @@ def model_to_bytes(model: "Model") -> bytes:
 
 def model_to_model_bytes(model: "Model") -> ModelBytes:
     """The binary ``ModelDef`` as pieces that stream the large tensors from their arrays (:mod:`.weight_stream`)."""
-    return stream_message(lambda: model_to_proto(model))
+    return ge.checked_size(stream_message(lambda: model_to_proto(model)))
 
 
 def model_to_text(model: "Model") -> str:

@@ -286,3 +286,10 @@ def test_an_onnx_model_over_protobufs_limit_is_refused_before_writing(convnet, t
         convnet.save(tmp_path / "m.onnx")
     assert not (tmp_path / "m.onnx").exists()
     assert not os.listdir(tmp_path)
+
+
+def test_a_ge_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_path, monkeypatch):
+    monkeypatch.setattr(ge, "MAX_PROTOBUF_BYTES", 1000)
+    with pytest.raises(SerdeError, match="more than a protobuf file can hold"):
+        convnet.save(tmp_path / "m.ge")
+    assert not os.listdir(tmp_path)
