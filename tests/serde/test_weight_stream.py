@@ -145,7 +145,21 @@ def weights_of(tensor: pb.TensorDef) -> bool:
 
 
 # ----------------------------------------------------------------------------- from the model file
-def test_contiguous_weights_of_a_mapped_model_file_are_copied_from_the_file(bert, tmp_path, defer_all):
+def _maps_name_their_files(path) -> bool:
+    """Whether this system's ``/proc/self/maps`` names a mapped file by the device and inode ``os.stat`` gives
+    (not so on some overlay file systems, where writing falls back to reading through the mapping)."""
+    import mmap
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        address = np.frombuffer(mapped, np.uint8, count=1).ctypes.data
+        entry = weight_stream._read_maps().get(address)
+    info = os.stat(path)
+    return entry is not None and entry[1:3] == (info.st_dev, info.st_ino)
+
+
+def test_contiguous_weights_of_a_mapped_model_file_are_copied_from_the_file(bert, tf_bert_pb, tmp_path, defer_all):
+    if not _maps_name_their_files(tf_bert_pb):
+        pytest.skip("this file system's mappings do not name the file os.stat names")
     data = bert.serialize("ge")
     chunks = list(data)
     ranges = [c for c in chunks if isinstance(c, FileRange)]
@@ -164,7 +178,7 @@ def test_a_replaced_model_file_is_not_read_again(tf_bert_pb, tmp_path, defer_all
     path.write_bytes(Path(tf_bert_pb).read_bytes())
     model = convert(path, input_shapes=BERT_SHAPES[0])
     expected = model.to_bytes("ge")
-    assert any(isinstance(c, FileRange) for c in model.serialize("ge"))
+    assert any(isinstance(c, FileRange) for c in model.serialize("ge")) == _maps_name_their_files(path)
     replacement = tmp_path / "other.pb"
     replacement.write_bytes(bytes(len(expected)))
     os.replace(replacement, path)  # the model's mapping still shows the old file
