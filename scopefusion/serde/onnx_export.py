@@ -40,7 +40,7 @@ from .onnx_fused import FusedExporterRegistry, fused_exporters_for
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
 from .onnx_lowering import LoweringRegistry, default_lowerings
 from .onnx_optimize import optimize_graph
-from .weight_stream import ModelBytes, stream_message
+from .weight_stream import DeferredWeights, ModelBytes, deferring, frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
@@ -77,19 +77,17 @@ def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelByte
     """The serialized ONNX model as pieces that stream the large tensors from their arrays
     (:mod:`.weight_stream`; the same bytes as :func:`model_to_onnx_bytes`), and the model without those
     tensors' data (for :func:`onnx_summary`)."""
-    skeleton: list[onnx.ModelProto] = []
-
-    def build() -> onnx.ModelProto:
-        skeleton.append(model_to_onnx(model, **options))
-        return skeleton[0]
-
+    weights = DeferredWeights()
+    with deferring(weights):
+        skeleton = model_to_onnx(model, **options)
     try:
-        data = stream_message(build)
+        serialized = skeleton.SerializeToString(deterministic=True)
     except ValueError as e:  # protobuf's 2 GiB limit, reached by the graph itself
         raise _too_large(model, str(e)) from None
+    data = frame(serialized, skeleton.DESCRIPTOR, weights)
     if len(data) > MAX_PROTOBUF_BYTES:
         raise _too_large(model, f"{len(data):,} bytes, more than protobuf's {MAX_PROTOBUF_BYTES:,}")
-    return data, skeleton[0]
+    return data, skeleton
 
 
 def _too_large(model: "Model", why: str) -> SerdeError:
