@@ -32,7 +32,6 @@ every byte through this process.
 from __future__ import annotations
 
 import bisect
-import math
 import mmap
 import os
 import secrets
@@ -66,8 +65,8 @@ DEFER_MIN_BYTES = 1 << 14
 CHUNK_BYTES = 8 << 20
 # A non-contiguous array (a transposed view) up to this size is copied to C order whole, larger ones in chunks.
 WHOLE_COPY_BYTES = 64 << 20
-_BLOCK_ROWS = 64
-_MAX_BLOCKS = 1 << 14
+_TILE = (64, 256)  # rows x columns of the source's last two axes copied at a time (see _c_order)
+_MAX_TILES = 1 << 14
 _INDEX_BYTES = 4
 _PAGE = mmap.PAGESIZE
 _BYTES_TYPE = 12  # FieldDescriptor.TYPE_BYTES
@@ -128,21 +127,22 @@ def _c_order(array: np.ndarray) -> memoryview:
     NOTE: numpy copies a transposed view element by element in the order of the destination, reading the
     source with a long stride (a conv filter ``HWIO`` → ``OIHW`` jumps ``I·O`` elements per read), several
     times slower than memory. Here the destination is written through a view in the source's own axis
-    order, a block of source rows at a time: the reads are contiguous and each block's writes stay in cache.
+    order, one tile of the source's last two axes (all leading axes at once) at a time: the reads are
+    contiguous runs and each tile's writes stay in cache.
     """
     order = sorted(range(array.ndim), key=lambda k: -abs(array.strides[k]))
     source = array.transpose(order)
     out = np.empty(array.shape, array.dtype)
     target = out.transpose(order)
-    lead = source.shape[:-2]
-    rows = source.shape[-2] if source.ndim >= 2 else 0
-    if source.ndim < 2 or 0 in array.strides or math.prod(lead) * -(-rows // _BLOCK_ROWS) > _MAX_BLOCKS:
+    rows, cols = source.shape[-2:] if source.ndim >= 2 else (0, 0)
+    tiles = -(-rows // _TILE[0]) * -(-cols // _TILE[1])
+    if source.ndim < 2 or 0 in array.strides or tiles > _MAX_TILES:
         np.copyto(out, array)
     else:
-        for index in np.ndindex(*lead):
-            src, dst = source[index], target[index]
-            for row in range(0, rows, _BLOCK_ROWS):
-                dst[row : row + _BLOCK_ROWS] = src[row : row + _BLOCK_ROWS]
+        for row in range(0, rows, _TILE[0]):
+            for col in range(0, cols, _TILE[1]):
+                tile = (Ellipsis, slice(row, row + _TILE[0]), slice(col, col + _TILE[1]))
+                target[tile] = source[tile]
     return out.reshape(-1).view(np.uint8).data
 
 
