@@ -7,6 +7,11 @@ available (another OS, a file system without it) the data goes into a named ``.s
 the target, removed on any error and on SIGTERM / SIGINT (only SIGKILL can leave that one). A file gets
 the mode the umask gives (0644 under umask 022), like any file a program creates. Only a regular file
 or a missing path is replaced: devices, FIFOs and directories are refused.
+
+The data is bytes or an iterable of chunks, so a large output is written as it is produced; a
+:class:`FileRange` chunk (bytes of another open file, such as a model's weights in its input file) is
+copied by the kernel (``os.sendfile``) without passing through this process's memory. The file is flushed
+to the disk (``fsync``) before it is named.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
+from google.protobuf.descriptor import FieldDescriptor
 from numpy.lib.array_utils import byte_bounds
 
 from ..files import FileRange
@@ -69,7 +70,7 @@ _TILE = (64, 256)  # rows x columns of the source's last two axes copied at a ti
 _MAX_TILES = 1 << 14
 _INDEX_BYTES = 4
 _PAGE = mmap.PAGESIZE
-_BYTES_TYPE = 12  # FieldDescriptor.TYPE_BYTES
+_BYTES_TYPE = FieldDescriptor.TYPE_BYTES
 
 
 class Weight:
