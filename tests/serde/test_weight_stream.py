@@ -22,6 +22,7 @@ from scopefusion.serde import ge, onnx_export, weight_stream
 from scopefusion.serde import ge_ir_pb2 as pb
 from scopefusion.serde.model_io import model_to_model_bytes, model_to_proto
 from scopefusion.serde.onnx_export import model_to_onnx, model_to_onnx_model_bytes
+from scopefusion.serde.tensors import array_to_tensor_def
 from scopefusion.serde.weight_stream import DeferredWeights, ModelBytes, Weight, deferring, frame
 
 BERT_SHAPES = [{n: [2, 8] for n in ("input_ids", "input_mask", "token_type_ids")},
@@ -121,25 +122,24 @@ def test_frame_recomputes_every_enclosing_length():
 def test_deferral_happens_only_inside_the_block_and_only_for_plain_large_arrays():
     array = np.ones((64, 64), np.float32)
     tensor = pb.TensorDef()
-    ge_tensors = __import__("scopefusion.serde.tensors", fromlist=["array_to_tensor_def"])
-    ge_tensors.array_to_tensor_def(array, tensor, "here")
+    array_to_tensor_def(array, tensor, "here")
     assert tensor.data == array.tobytes()
     weights = DeferredWeights(min_bytes=1024)
     with deferring(weights):
-        ge_tensors.array_to_tensor_def(array, tensor, "here")
+        array_to_tensor_def(array, tensor, "here")
         assert weights.array(tensor.data) is array
         small = pb.TensorDef()
-        ge_tensors.array_to_tensor_def(np.ones(3, np.float32), small, "here")
+        array_to_tensor_def(np.ones(3, np.float32), small, "here")
         strings = pb.TensorDef()
-        ge_tensors.array_to_tensor_def(np.array([b"a" * 2000] * 2, dtype=object), strings, "here")
+        array_to_tensor_def(np.array([b"a" * 2000] * 2, dtype=object), strings, "here")
         flags = pb.TensorDef()
-        ge_tensors.array_to_tensor_def(np.ones(4096, bool), flags, "here")
+        array_to_tensor_def(np.ones(4096, bool), flags, "here")
     assert len(weights) == 1
-    assert weights_of(small) and weights_of(strings) and weights_of(flags)
+    assert holds_its_data(small) and holds_its_data(strings) and holds_its_data(flags)
     assert weight_stream.active_weights() is None
 
 
-def weights_of(tensor: pb.TensorDef) -> bool:
+def holds_its_data(tensor: pb.TensorDef) -> bool:
     """True when the tensor holds its own data (no marker)."""
     return len(tensor.data) != 16
 
