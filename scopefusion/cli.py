@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import TYPE_CHECKING, List, Optional, Union
 
 import typer
 
 from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES
 from .cli_checks import BadInput
 from .output_paths import STDOUT, check_output_paths, write_outputs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .files import Data
 
 __all__ = ["app", "main", "parse_input_shape"]
 
@@ -172,9 +175,10 @@ def convert(
                 max_inlined_nodes=max_inlined_nodes,
                 max_folded_bytes=max_folded_bytes,
             )
-            # Everything is rendered before anything is written, so a failure leaves no file behind.
+            # Everything is rendered before anything is written, so a failure leaves no file behind; the model's
+            # large tensors are streamed from the input file as it is written (Model.serialize).
             onnx_options = {"opset": opset, "keep_tf_ops": keep_tf_ops, "target": onnx_target} if fmt == "onnx" else {}
-            files: list[tuple[Union[str, Path], bytes]] = [(output, result.to_bytes(fmt, **onnx_options))]
+            files: list[tuple[Union[str, Path], Data]] = [(output, result.serialize(fmt, **onnx_options))]
             if report is not None:
                 files.append((report, (json.dumps(result.report(), indent=2, sort_keys=True) + "\n").encode()))
             if html is not None:

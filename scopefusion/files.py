@@ -7,6 +7,11 @@ available (another OS, a file system without it) the data goes into a named ``.s
 the target, removed on any error and on SIGTERM / SIGINT (only SIGKILL can leave that one). A file gets
 the mode the umask gives (0644 under umask 022), like any file a program creates. Only a regular file
 or a missing path is replaced: devices, FIFOs and directories are refused.
+
+The data is bytes or an iterable of chunks, so a large output is written as it is produced; a
+:class:`FileRange` chunk (bytes of another open file, such as a model's weights in its input file) is
+copied by the kernel (``os.sendfile``) without passing through this process's memory. The file is flushed
+to the disk (``fsync``) before it is named.
 """
 
 from __future__ import annotations
@@ -18,12 +23,39 @@ import signal
 import stat
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from os import PathLike
 from typing import Iterable, Iterator, Sequence, Union
 
-__all__ = ["Data", "default_file_mode", "describe_write_error", "write_atomic", "write_together"]
+__all__ = ["Data", "FileRange", "default_file_mode", "describe_write_error", "iter_bytes", "write_atomic", "write_together"]
 
-Data = Union[bytes, bytearray, memoryview, Iterable[bytes]]
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """A chunk of output that is ``length`` bytes of the open file ``fd`` from ``offset``: the kernel copies
+    it into the output file (``os.sendfile``), so the bytes never pass through this process's memory."""
+
+    fd: int
+    offset: int
+    length: int
+
+    def chunks(self, size: int = 8 << 20) -> Iterator[bytes]:
+        """The bytes, read in pieces of at most ``size``.
+
+        Raises:
+            OSError: the file ends before the range does (it changed since the range was taken)."""
+        done = 0
+        while done < self.length:
+            data = os.pread(self.fd, min(size, self.length - done), self.offset + done)
+            if not data:
+                raise _shrunk(self)
+            done += len(data)
+            yield data
+
+
+# Bytes, or an iterable of chunks (such as a streamed model, ``serde.weight_stream.ModelBytes``).
+Data = Union[bytes, bytearray, memoryview, Iterable[Union[bytes, memoryview, FileRange]]]
 _PREFIX = ".scopefusion-"
 # Named temporaries of this process, removed by the signal handlers.
 _named_temporaries: set[str] = set()
@@ -48,20 +80,59 @@ def _check_target(path: str) -> None:
         raise OSError(errno.EINVAL, f"{kind}; only a regular file or a new path can be written", path)
 
 
-def _chunks(data: Data) -> Iterator[bytes]:
+def _shrunk(chunk: FileRange) -> OSError:
+    return OSError(errno.EIO, f"a source file ended before byte {chunk.offset + chunk.length:,}; it changed while being written")
+
+
+def _chunks(data: Data) -> Iterator[bytes | memoryview | FileRange]:
     if isinstance(data, (bytes, bytearray, memoryview)):
         yield bytes(data) if isinstance(data, memoryview) else data  # type: ignore[misc]
     else:
         yield from data
 
 
+def iter_bytes(data: Data) -> Iterator[bytes | memoryview]:
+    """The bytes of ``data`` in chunks, :class:`FileRange` chunks read from their files."""
+    for chunk in _chunks(data):
+        if isinstance(chunk, FileRange):
+            yield from chunk.chunks()
+        else:
+            yield chunk
+
+
 def _write_fd(fd: int, data: Data) -> None:
     for chunk in _chunks(data):
-        view = memoryview(chunk)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        if isinstance(chunk, FileRange):
+            _copy_range(fd, chunk)
+            continue
+        _write_all(fd, chunk)
     os.fsync(fd)
+
+
+def _write_all(fd: int, chunk: bytes | memoryview) -> None:
+    view = memoryview(chunk)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _copy_range(fd: int, chunk: FileRange) -> None:
+    """Copies ``chunk`` into ``fd`` in the kernel; through memory where ``sendfile`` cannot (another OS)."""
+    done = 0
+    sendfile = getattr(os, "sendfile", None)
+    while sendfile is not None and done < chunk.length:
+        try:
+            sent = sendfile(fd, chunk.fd, chunk.offset + done, chunk.length - done)
+        except OSError as e:
+            if done or e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            break
+        if not sent:
+            raise _shrunk(chunk)
+        done += sent
+    if done < chunk.length:
+        for data in FileRange(chunk.fd, chunk.offset + done, chunk.length - done).chunks():
+            _write_all(fd, data)
 
 
 _AT_FDCWD = -100

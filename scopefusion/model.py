@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import SerdeError
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .ir_builder.profiles import Profile
     from .ir_builder.shape_inference import InferenceResult
     from .parser.source_graph import SourceGraph
+    from .serde.weight_stream import ModelBytes
 
 __all__ = ["EXTENSION_FORMATS", "Model", "SAVE_FORMATS", "output_format"]
 
@@ -108,39 +109,52 @@ class Model:
     def to_bytes(self, format: str = "ge", **onnx_options: Any) -> bytes:
         """The model in ``format``; ``onnx_options`` go to :func:`~scopefusion.serde.onnx_export.model_to_onnx`
         (``opset``, ``keep_tf_ops``, ``target``). An ONNX export records its summary in the report (``onnx``).
-        SerdeError when the format is unknown or the bytes do not fit in memory."""
+        SerdeError when the format is unknown or the bytes do not fit in memory. :meth:`save` (or
+        :meth:`serialize`) writes a file without holding the bytes."""
+        return self._out_of_memory(format, lambda: self.serialize(format, **onnx_options).tobytes())
+
+    def serialize(self, format: str = "ge", **onnx_options: Any) -> "ModelBytes":
+        """The model in ``format`` as pieces to write: iterating gives the byte chunks, each large tensor
+        streamed from its array (:mod:`scopefusion.serde.weight_stream`); ``tobytes()`` joins them (the same
+        bytes as :meth:`to_bytes`). Arguments and errors as :meth:`to_bytes`."""
+        return self._out_of_memory(format, lambda: self._render(format, **onnx_options))
+
+    def _out_of_memory(self, format: str, write: Callable[[], Any]) -> Any:
         try:
-            return self._render(format, **onnx_options)
+            return write()
         except MemoryError:
             raise SerdeError(
                 f"writing the model as {format} ran out of memory ({len(self.graph.nodes):,} nodes, "
                 f"{len(self.profiles)} profile(s)); write fewer profiles or convert on a larger machine"
             ) from None
 
-    def _render(self, format: str, **onnx_options: Any) -> bytes:
-        if format == "ge":
-            from .serde.model_io import model_to_bytes
+    def _render(self, format: str, **onnx_options: Any) -> "ModelBytes":
+        from .serde.weight_stream import ModelBytes
 
-            return model_to_bytes(self)
+        if format == "ge":
+            from .serde.model_io import model_to_model_bytes
+
+            return model_to_model_bytes(self)
         if format == "ge-text":
             from .serde.model_io import model_to_text
 
-            return model_to_text(self).encode("utf-8")
+            return ModelBytes([model_to_text(self).encode("utf-8")])
         if format == "onnx":
-            from .serde.onnx_export import model_to_onnx_bytes, onnx_summary
+            from .serde.onnx_export import model_to_onnx_model_bytes, onnx_summary
 
-            data = model_to_onnx_bytes(self, **onnx_options)
-            self.onnx_export = onnx_summary(data)
+            data, skeleton = model_to_onnx_model_bytes(self, **onnx_options)
+            self.onnx_export = onnx_summary(skeleton)
             return data
         raise SerdeError(f"unknown output format {format!r}; use one of {', '.join(SAVE_FORMATS)}")
 
     def save(self, path: str | PathLike, format: str | None = None, **onnx_options: Any) -> None:
         """Writes the model in ``format``, by default the one the file name says (:func:`output_format`);
-        the file appears whole or not at all (written aside, then renamed)."""
+        the file appears whole or not at all (written aside, then renamed). Large tensors go from their
+        arrays to the file: the bytes are never held whole in memory."""
         from .files import write_atomic
 
         fmt, _ = output_format(path, format)
-        write_atomic(path, self.to_bytes(fmt, **onnx_options))
+        write_atomic(path, self.serialize(fmt, **onnx_options))
 
     def __repr__(self) -> str:
         return f"Model({self.source.path!r}, {len(self.graph.nodes)} nodes, {len(self.profiles)} profile(s))"

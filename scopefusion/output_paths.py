@@ -16,7 +16,7 @@ from os import PathLike
 from typing import Iterable, Sequence
 
 from .errors import SerdeError
-from .files import Data, describe_write_error, write_together
+from .files import Data, describe_write_error, iter_bytes, write_together
 
 __all__ = ["STDOUT", "OutputPathError", "check_output_paths", "write_outputs"]
 
@@ -121,7 +121,7 @@ def write_outputs(files: Sequence[tuple[str | PathLike, Data]]) -> None:
         if os.fspath(path) == STDOUT:
             try:
                 sys.stdout.flush()
-                for chunk in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                for chunk in iter_bytes(data):
                     sys.stdout.buffer.write(chunk)
                 sys.stdout.buffer.flush()
             except (BrokenPipeError, OSError) as e:

@@ -29,7 +29,9 @@ Top-level graphs after the first (shape profiles) share the main graph's equal c
 is written once (layout in :mod:`scopefusion.serde.shared_weights`), and a model too large for one
 protobuf file is refused before it is written.
 
-Writing is deterministic: same IR, same bytes (maps sorted, ``deterministic=True``).
+Writing is deterministic: same IR, same bytes (maps sorted, ``deterministic=True``). :func:`to_model_bytes`
+gives the bytes as pieces that stream each large tensor from its array to the file
+(:mod:`scopefusion.serde.weight_stream`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from __future__ import annotations
 import heapq
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
@@ -47,11 +49,13 @@ from ..ir.attrs import AttrValue
 from ..ir.core_ops import core_ops
 from ..ir.graph import Graph, Node, Value
 from ..ir.opdef import OpRegistry
-from ..ir.types import IRContext
+from ..ir.types import IRContext, TensorType, Type
+from ..parser.wire import encode_varint
 from . import ge_ir_pb2 as pb
 from .attr_serializers import AttrSerializerRegistry, SerdeContext, default_serializer_registry
 from .shared_weights import SHARED_WEIGHT_ATTR, check_model_size, restore_shared_weights, share_weights
-from .tensors import value_type_from_desc, value_type_to_desc
+from .tensors import tensor_desc_bytes, value_type_from_desc, value_type_to_desc
+from .weight_stream import ModelBytes, stream_message
 
 __all__ = [
     "CONTROL_INDEX",
@@ -69,6 +73,7 @@ __all__ = [
     "model_to_proto",
     "read_standalone_graph",
     "to_bytes",
+    "to_model_bytes",
     "to_text",
     "write_standalone_graph",
 ]
@@ -86,6 +91,8 @@ OP_TYPE_ATTR = "_op_type"
 RESERVED_OP_ATTRS = frozenset({DIALECT_ATTR, SUBGRAPH_KEYS_ATTR, BACK_EDGES_ATTR, SHARED_WEIGHT_ATTR, OP_TYPE_ATTR})
 RESERVED_GRAPH_ATTRS = frozenset({GRAPH_NAME_ATTR, SUBGRAPHS_ATTR})
 _VT = pb.AttrDef.ListValue
+# The largest message protobuf serializes or parses (2 GiB - 1 bytes).
+MAX_PROTOBUF_BYTES = (1 << 31) - 1
 _INDEX = re.compile(r"-?[0-9]+")
 
 
@@ -195,7 +202,23 @@ def graph_from_proto(
 
 def to_bytes(graphs: Graph | Sequence[Graph], **model: Any) -> bytes:
     """The binary ``ModelDef`` of ``graphs``; keywords as :func:`model_to_proto`. Deterministic."""
-    return model_to_proto(graphs, **model).SerializeToString(deterministic=True)
+    return to_model_bytes(graphs, **model).tobytes()
+
+
+def to_model_bytes(graphs: Graph | Sequence[Graph], **model: Any) -> ModelBytes:
+    """The binary ``ModelDef`` of ``graphs`` as pieces to stream to a file (large tensors are written from
+    their arrays, :mod:`.weight_stream`); the same bytes as :func:`to_bytes`."""
+    return checked_size(stream_message(lambda: model_to_proto(graphs, **model)))
+
+
+def checked_size(data: ModelBytes) -> ModelBytes:
+    """``data``, unless it is too large for protobuf to parse (SerdeError: a file nothing could read)."""
+    if len(data) > MAX_PROTOBUF_BYTES:
+        raise SerdeError(
+            f"the GE model takes {len(data):,} bytes, more than a protobuf file can hold ({MAX_PROTOBUF_BYTES:,}); "
+            "write --format onnx, or split the model"
+        )
+    return data
 
 
 def model_from_bytes(
@@ -327,10 +350,16 @@ def _write_graph(graph: Graph, graph_def: pb.GraphDef, name: str, sink: _BodySin
     if name != graph.name:
         graph_def.attr[GRAPH_NAME_ATTR].s = graph.name.encode("utf-8", "surrogateescape")
     written: dict[str, Node] = {}
+    ge_types: dict[str, str] = {}  # op -> the type written (one definition lookup per op)
+    add_op = graph_def.op.add
     for index, node in enumerate(graph.nodes):
         if node.name in written:
             raise SerdeError(f"{where}: two ops are named {node.name!r}; node names must be unique in a graph")
-        _write_op(node, index, graph_def.op.add(), written, sink, ctx.at(f"{where} op {node.name!r} ({node.op})"))
+        op = node.op
+        ge_type = ge_types.get(op)
+        if ge_type is None:
+            ge_type = ge_types[op] = _ge_type(node, op)
+        _write_op(node, ge_type, index, add_op(), written, sink, ctx, f"{where} op {node.name!r} ({op})")
         written[node.name] = node
     for i, value in enumerate(graph.inputs):
         graph_def.input.append(_ref(value, written, f"{where} input {i}"))
@@ -342,9 +371,9 @@ def _write_graph(graph: Graph, graph_def: pb.GraphDef, name: str, sink: _BodySin
         ctx.at(f"{where} attribute {key!r}").write_attr(attr_value, graph_def.attr[key])
 
 
-def _ge_type(node: Node) -> str:
+def _ge_type(node: Node, op: str) -> str:
     """The op type written to GE: the definition's ``ge_type`` when it names one, else the IR op type."""
-    opdef = node.graph.registry.lookup(node.op)
+    opdef = node.graph.registry.lookup(op)
     ge_type = getattr(opdef, "ge_type", None)
     if ge_type and isinstance(ge_type, str) and "." not in ge_type:
         return ge_type
@@ -361,40 +390,72 @@ def _ref(value: Value, written: Mapping[str, Node], where: str) -> str:
     return value.ref
 
 
+# OpDef fields input_desc (33) and output_desc (34), as (tag, empty field) in the wire form.
+_INPUT_DESC = (b"\x8a\x02", b"\x8a\x02\x00")
+_OUTPUT_DESC = (b"\x92\x02", b"\x92\x02\x00")
+
+
+def _desc_field(field: tuple[bytes, bytes], t: Type | None, where: Callable[[], str]) -> bytes:
+    """One serialized descriptor field of an ``OpDef`` describing a value of type ``t``."""
+    if t is None:
+        return field[1]
+    if isinstance(t, TensorType):
+        data = tensor_desc_bytes(t)
+    else:
+        desc = pb.TensorDescriptor()
+        value_type_to_desc(t, desc, where())
+        data = desc.SerializeToString(deterministic=True)
+    return field[0] + encode_varint(len(data)) + data
+
+
 def _write_op(
-    node: Node, index: int, op_def: pb.OpDef, written: Mapping[str, Node], sink: _BodySink | None, ctx: SerdeContext
+    node: Node,
+    ge_type: str,
+    index: int,
+    op_def: pb.OpDef,
+    written: Mapping[str, Node],
+    sink: _BodySink | None,
+    ctx: SerdeContext,
+    where: str,
 ) -> None:
-    where = ctx.where
-    if "." in node.op_type or not node.op_type:
-        raise SerdeError(f"{where}: op type {node.op_type!r} must be a non-empty name without '.'")
+    # NOTE: the descriptors of all inputs and outputs are merged into the message as one serialized string,
+    # each from its type's cached bytes (tensors.tensor_desc_bytes): a model writes several per op.
+    op_type = node.op_type
+    if "." in op_type or not op_type:
+        raise SerdeError(f"{where}: op type {op_type!r} must be a non-empty name without '.'")
     op_def.name = node.name
-    op_def.type = _ge_type(node)
+    op_def.type = ge_type
     op_def.id = index
     if node.dialect != DEFAULT_DIALECT:
         op_def.attr[DIALECT_ATTR].s = node.dialect.encode("utf-8", "surrogateescape")
-    if op_def.type != node.op_type:
-        op_def.attr[OP_TYPE_ATTR].s = node.op_type.encode("utf-8", "surrogateescape")
+    if ge_type != op_type:
+        op_def.attr[OP_TYPE_ATTR].s = op_type.encode("utf-8", "surrogateescape")
+    refs: list[str] = []
+    descs: list[bytes] = []
     for slot, value in enumerate(node.inputs):
-        desc = op_def.input_desc.add()
         if value is None:
-            op_def.input.append("")
+            refs.append("")
+            descs.append(_INPUT_DESC[1])
             continue
-        if value.meta.get("back_edge") and written.get(value.producer.name) is not value.producer:
-            op_def.input.append(value.ref)
+        producer = value.producer
+        if written.get(producer.name) is not producer and value.meta.get("back_edge"):
             back = op_def.attr[BACK_EDGES_ATTR].list
             back.val_type = _VT.VT_LIST_INT
             back.i.append(slot)
+            refs.append(value.ref)
         else:
-            op_def.input.append(_ref(value, written, f"{where} input {slot}"))
-        value_type_to_desc(value.type, desc, f"{where} input {slot}")
+            refs.append(_ref(value, written, f"{where} input {slot}"))
+        descs.append(_desc_field(_INPUT_DESC, value.type, lambda slot=slot: f"{where} input {slot}"))  # type: ignore[misc]
     for ctrl in node.control_inputs:
         if written.get(ctrl.name) is not ctrl:
             raise SerdeError(
                 f"{where}: control input {ctrl.name!r} is not an earlier op of the graph; run graph.verify()"
             )
-        op_def.input.append(f"{ctrl.name}:{CONTROL_INDEX}")
+        refs.append(f"{ctrl.name}:{CONTROL_INDEX}")
+    op_def.input.extend(refs)
     for value in node.outputs:
-        value_type_to_desc(value.type, op_def.output_desc.add(), f"{where} output {value.index}")
+        descs.append(_desc_field(_OUTPUT_DESC, value.type, lambda value=value: f"{where} output {value.index}"))  # type: ignore[misc]
+    op_def.MergeFromString(b"".join(descs))
     if node.subgraphs:
         if sink is None:  # pragma: no cover - write_standalone_graph and model_to_proto always give one
             raise SerdeError(f"{where}: has bodies but no place to write them")

@@ -17,11 +17,12 @@ from google.protobuf import text_format
 
 from ..ir.attrs import LIST_STR
 from . import ge
+from .weight_stream import ModelBytes, stream_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
 
-__all__ = ["model_to_bytes", "model_to_proto", "model_to_text"]
+__all__ = ["model_to_bytes", "model_to_model_bytes", "model_to_proto", "model_to_text"]
 
 
 def model_to_proto(model: "Model"):
@@ -40,14 +41,17 @@ def model_to_proto(model: "Model"):
         plan = profile.memory_plan
         if plan is None:
             continue
+        # The plan's tables are read directly (MemoryPlan.offset / size / forwarded_from), one ref per value.
+        offsets, sizes, forwards, external = plan.offsets, plan.sizes, plan.forwards, plan.external_forwards
         for node, op_def in zip(profile.graph.nodes, graph_def.op):
             for value, desc in zip(node.outputs, op_def.output_desc):
-                offset = plan.offset(value)
+                ref = value.ref
+                offset = offsets.get(ref)
                 desc.data_offset = -1 if offset is None else int(offset)
-                size = plan.size(value)
+                size = sizes.get(ref)
                 if size is not None:
                     desc.size = int(size)
-                source = plan.forwarded_from(value)
+                source = forwards.get(ref) or external.get(ref)
                 if source is not None:
                     desc.reuse_input = True
                     for slot, inp in enumerate(node.inputs):
@@ -58,7 +62,12 @@ def model_to_proto(model: "Model"):
 
 
 def model_to_bytes(model: "Model") -> bytes:
-    return model_to_proto(model).SerializeToString(deterministic=True)
+    return model_to_model_bytes(model).tobytes()
+
+
+def model_to_model_bytes(model: "Model") -> ModelBytes:
+    """The binary ``ModelDef`` as pieces that stream the large tensors from their arrays (:mod:`.weight_stream`)."""
+    return ge.checked_size(stream_message(lambda: model_to_proto(model)))
 
 
 def model_to_text(model: "Model") -> str:

@@ -33,8 +33,9 @@ from ..errors import SerdeError
 from ..ir import attrs as A
 from ..ir.attrs import AttrType, AttrValue, values_equal
 from ..ir.types import TensorType
+from .weight_stream import active_weights, defer_array
 
-__all__ = ["KIND_OF_TYPE", "attribute_proto", "is_schema_default", "onnx_elem_type", "tensor_into", "tensor_proto", "type_proto"]
+__all__ = ["KIND_OF_TYPE", "attribute_proto", "initializer_array", "is_schema_default", "onnx_elem_type", "tensor_into", "tensor_proto", "type_proto"]
 
 _K = AttributeProto
 
@@ -212,6 +213,10 @@ def tensor_proto(array: np.ndarray, name: str) -> onnx.TensorProto:
     array = np.asarray(array)
     if array.dtype.kind in "SU":
         array = array.astype(object)
+    if _raw_code(array) is not None:
+        tensor = onnx.TensorProto()
+        tensor_into(array, name, tensor)
+        return tensor
     try:
         return numpy_helper.from_array(array, name)
     except (TypeError, ValueError, KeyError) as e:
@@ -220,13 +225,11 @@ def tensor_proto(array: np.ndarray, name: str) -> onnx.TensorProto:
 
 def tensor_into(array: np.ndarray, name: str, target: onnx.TensorProto) -> None:
     """Fills the empty ``target`` as :func:`tensor_proto` makes it, writing a plain numeric array's bytes
-    straight into it instead of into a message that is then copied."""
+    straight into it instead of into a message that is then copied; while a writer streams the model, a
+    large array's bytes are left out (:mod:`.weight_stream`)."""
     array = np.asarray(array)
-    try:
-        code = None if array.dtype == object or array.dtype.kind in "SU" else helper.np_dtype_to_tensor_dtype(array.dtype)
-    except (TypeError, ValueError, KeyError):
-        code = None
-    if code is None or code in _PACKED:
+    code = _raw_code(array)
+    if code is None:
         target.CopyFrom(tensor_proto(array, name))
         return
     target.dims.extend(array.shape)
@@ -234,8 +237,30 @@ def tensor_into(array: np.ndarray, name: str, target: onnx.TensorProto) -> None:
         target.name = name
     if array.dtype.byteorder == ">" or (sys.byteorder == "big" and array.dtype.byteorder == "="):
         array = array.astype(array.dtype.newbyteorder("<"))
-    target.raw_data = array.tobytes()
+    marker = defer_array(array)
+    target.raw_data = marker if marker is not None else array.tobytes()
     target.data_type = code
+
+
+def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
+    """The values of an initializer, also one whose bytes a streaming writer left out."""
+    weights = active_weights()
+    if weights is not None and tensor.data_location != onnx.TensorProto.EXTERNAL and tensor.HasField("raw_data"):
+        found = weights.array(tensor.raw_data)
+        if found is not None:
+            return found
+    return numpy_helper.to_array(tensor)
+
+
+def _raw_code(array: np.ndarray) -> int | None:
+    """The ONNX element type of an array ``numpy_helper.from_array`` writes as its raw bytes, else None."""
+    if array.dtype == object or array.dtype.kind in "SU":
+        return None
+    try:
+        code = helper.np_dtype_to_tensor_dtype(array.dtype)
+    except (TypeError, ValueError, KeyError):
+        return None
+    return None if code in _PACKED else code
 
 
 # Element types numpy_helper.from_array packs (sub-byte and 6-bit codes): written through tensor_proto.

@@ -40,6 +40,7 @@ from .onnx_fused import FusedExporterRegistry, fused_exporters_for
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
 from .onnx_lowering import LoweringRegistry, default_lowerings
 from .onnx_optimize import optimize_graph
+from .weight_stream import DeferredWeights, ModelBytes, deferring, frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
@@ -51,6 +52,7 @@ __all__ = [
     "graph_to_onnx",
     "model_to_onnx",
     "model_to_onnx_bytes",
+    "model_to_onnx_model_bytes",
     "onnx_summary",
     "unlowered_message",
 ]
@@ -62,18 +64,37 @@ DEFAULT_EXPORT_OPSET = 23
 # Attention-23 0.185 ms. No contrib op is faster, so both targets write the standard form today.
 ONNX_TARGETS = ("standard", "onnxruntime")
 PRODUCER = "scopefusion"
+# The largest message protobuf serializes or parses (2 GiB - 1 bytes).
+MAX_PROTOBUF_BYTES = (1 << 31) - 1
 
 
 def model_to_onnx_bytes(model: "Model", **options: Any) -> bytes:
     """The serialized ONNX model of ``model``; keywords as :func:`model_to_onnx`. Deterministic."""
-    proto = model_to_onnx(model, **options)
+    return model_to_onnx_model_bytes(model, **options)[0].tobytes()
+
+
+def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelBytes, onnx.ModelProto]:
+    """The serialized ONNX model as pieces that stream the large tensors from their arrays
+    (:mod:`.weight_stream`; the same bytes as :func:`model_to_onnx_bytes`), and the model without those
+    tensors' data (for :func:`onnx_summary`)."""
+    weights = DeferredWeights()
+    with deferring(weights):
+        skeleton = model_to_onnx(model, **options)
     try:
-        return proto.SerializeToString(deterministic=True)
-    except ValueError as e:  # protobuf's 2 GiB limit
-        raise SerdeError(
-            f"the ONNX model of {model.source.path or model.graph.name!r} cannot be serialized ({e}); "
-            "a model over 2 GiB needs external data, which this exporter does not write"
-        ) from None
+        serialized = skeleton.SerializeToString(deterministic=True)
+    except ValueError as e:  # protobuf's 2 GiB limit, reached by the graph itself
+        raise _too_large(model, str(e)) from None
+    data = frame(serialized, skeleton.DESCRIPTOR, weights)
+    if len(data) > MAX_PROTOBUF_BYTES:
+        raise _too_large(model, f"{len(data):,} bytes, more than protobuf's {MAX_PROTOBUF_BYTES:,}")
+    return data, skeleton
+
+
+def _too_large(model: "Model", why: str) -> SerdeError:
+    return SerdeError(
+        f"the ONNX model of {model.source.path or model.graph.name!r} cannot be serialized ({why}); "
+        "a model over 2 GiB needs external data, which this exporter does not write"
+    )
 
 
 def model_to_onnx(

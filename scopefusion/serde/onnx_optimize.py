@@ -24,7 +24,9 @@ from collections import defaultdict
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
+
+from .onnx_attrs import initializer_array, tensor_proto
 
 __all__ = ["GraphIndex", "optimize_graph", "toposort"]
 
@@ -89,10 +91,10 @@ class GraphIndex:
 
     def constant(self, name: str) -> np.ndarray | None:
         t = self.initializers.get(name)
-        return numpy_helper.to_array(t) if t is not None else None
+        return initializer_array(t) if t is not None else None
 
     def add_initializer(self, array: np.ndarray, name: str) -> str:
-        tensor = numpy_helper.from_array(np.asarray(array), name)
+        tensor = tensor_proto(array, name)
         self.graph.initializer.append(tensor)
         self.initializers[name] = tensor
         return name

@@ -1,6 +1,7 @@
 """Tensors and types in GE's wire form: numpy arrays ⇄ ``TensorDef``, IR types ⇄ ``TensorDescriptor``.
 
-Tensor data is GE's raw form: C order, little-endian, with three special layouts:
+Tensor data is GE's raw form (a large tensor's left out of the message while a writer streams it,
+:mod:`scopefusion.serde.weight_stream`): C order, little-endian, with three special layouts:
 
 * sub-byte types are packed, the first element in the lowest bits of a byte: 4-bit types
   (int4, float4_e2m1) two per byte, 2-bit types (int2, uint2) four per byte, uint1 eight per byte;
@@ -19,6 +20,7 @@ descriptor carrying its structure in the reserved descriptor attribute ``_ir_typ
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import cast
 
 import numpy as np
@@ -28,12 +30,14 @@ from ..dtypes import DType
 from ..errors import SerdeError
 from ..ir.types import ElementType, IRContext, ListType, TensorType, TupleType, Type
 from . import ge_ir_pb2 as pb
+from .weight_stream import defer_array
 
 __all__ = [
     "IR_TYPE_ATTR",
     "array_from_tensor_def",
     "array_to_tensor_def",
     "dtype_from_ge",
+    "tensor_desc_bytes",
     "tensor_type_from_desc",
     "tensor_type_to_desc",
     "value_type_from_desc",
@@ -75,7 +79,8 @@ def array_to_tensor_def(array: np.ndarray, tensor_def: pb.TensorDef, where: str)
     desc.dtype = cast("pb.DataType", dtype.ge)
     desc.shape.dim.extend(array.shape)
     desc.layout = "ND"
-    tensor_def.data = _encode(array, dtype, where)
+    marker = defer_array(array) if _plain(dtype) else None
+    tensor_def.data = marker if marker is not None else _encode(array, dtype, where)
 
 
 def array_from_tensor_def(tensor_def: pb.TensorDef, where: str) -> np.ndarray:
@@ -93,6 +98,11 @@ def array_from_tensor_def(tensor_def: pb.TensorDef, where: str) -> np.ndarray:
     array = _decode(bytes(tensor_def.data), dtype, count, shape, where)
     array.flags.writeable = False
     return array
+
+
+def _plain(dtype: DType) -> bool:
+    """Whether the data of ``dtype`` is written as the array's own C-order bytes (bool is written as 0 or 1)."""
+    return dtype.numpy.kind != "O" and dtype.name not in _PACKED_BITS and dtype.name != "bool"
 
 
 def _encode(array: np.ndarray, dtype: DType, where: str) -> bytes:
@@ -189,9 +199,24 @@ def _decode_strings(data: bytes, count: int, where: str) -> np.ndarray:
 # ----------------------------------------------------------------------------- types
 def tensor_type_to_desc(t: TensorType, desc: pb.TensorDescriptor) -> None:
     """Sets ``desc``'s dtype, shape and layout from a tensor type."""
-    desc.dtype = cast("pb.DataType", t.dtype.ge)
-    desc.shape.dim.extend(t.shape)
-    desc.layout = t.format
+    desc.MergeFromString(tensor_desc_bytes(t))
+
+
+def tensor_desc_bytes(t: TensorType) -> bytes:
+    """The serialized descriptor of a tensor type (dtype, shape, layout); kept per type, which is immutable."""
+    data = _DESC_BYTES.get(t)
+    if data is None:
+        desc = pb.TensorDescriptor()
+        desc.dtype = cast("pb.DataType", t.dtype.ge)
+        desc.shape.dim.extend(t.shape)
+        desc.layout = t.format
+        data = _DESC_BYTES[t] = desc.SerializeToString()
+    return data
+
+
+# NOTE: a model writes a descriptor per input and output of every op, mostly of a few types; merging the
+# serialized descriptor of an (interned, immutable) type is about twice as fast as setting its fields.
+_DESC_BYTES: "weakref.WeakKeyDictionary[TensorType, bytes]" = weakref.WeakKeyDictionary()
 
 
 def tensor_type_from_desc(desc: pb.TensorDescriptor, context: IRContext, where: str) -> TensorType:

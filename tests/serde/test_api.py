@@ -15,15 +15,20 @@ PUBLIC = {
     "scopefusion.serde.ge": {
         "CONTROL_INDEX", "DEFAULT_DIALECT", "RESERVED_GRAPH_ATTRS", "RESERVED_OP_ATTRS", "ModelContents",
         "from_bytes", "from_text", "graph_from_proto", "graph_to_proto", "model_from_bytes", "model_from_proto",
-        "model_from_text", "model_to_proto", "read_standalone_graph", "to_bytes", "to_text", "write_standalone_graph",
+        "model_from_text", "model_to_proto", "read_standalone_graph", "to_bytes", "to_model_bytes", "to_text",
+        "write_standalone_graph",
     },
     "scopefusion.serde.attr_serializers": {
         "AttrSerializer", "AttrSerializerRegistry", "ListSerializer", "SerdeContext", "ValueSerializer",
         "default_registry", "default_serializer_registry",
     },
     "scopefusion.serde.tensors": {
-        "IR_TYPE_ATTR", "array_from_tensor_def", "array_to_tensor_def", "dtype_from_ge", "tensor_type_from_desc",
+        "IR_TYPE_ATTR", "array_from_tensor_def", "array_to_tensor_def", "dtype_from_ge", "tensor_desc_bytes", "tensor_type_from_desc",
         "tensor_type_to_desc", "value_type_from_desc", "value_type_to_desc",
+    },
+    "scopefusion.serde.weight_stream": {
+        "CHUNK_BYTES", "DEFER_MIN_BYTES", "DeferredWeights", "ModelBytes", "Weight", "active_weights", "defer_array",
+        "deferring", "frame", "stream_message",
     },
 }  # fmt: skip
 

@@ -520,8 +520,8 @@ def test_unknown_output_rank_and_unresolved_outer_reads_are_serde_errors():
 
 def test_public_api_is_locked():
     expected = {
-        "scopefusion.serde.onnx_export": {"DEFAULT_EXPORT_OPSET", "FALLBACK_DOMAIN", "graph_to_onnx", "model_to_onnx", "model_to_onnx_bytes", "ONNX_TARGETS", "onnx_summary",
-                                           "unlowered_message"},
+        "scopefusion.serde.onnx_export": {"DEFAULT_EXPORT_OPSET", "FALLBACK_DOMAIN", "graph_to_onnx", "model_to_onnx", "model_to_onnx_bytes",
+                                           "model_to_onnx_model_bytes", "ONNX_TARGETS", "onnx_summary", "unlowered_message"},
         "scopefusion.serde.onnx_fused": {"FusedEmitter", "FusedExporter", "FusedExporterRegistry", "Unmapped", "default_fused_exporters",
                                         "fused_exporters_for"},
     }

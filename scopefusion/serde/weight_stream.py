@@ -1,0 +1,419 @@
+"""Serialized models whose large tensors go from their arrays to the file without a copy in a message.
+
+A writer builds its protobuf message with every large tensor's data left out: in its place the ``bytes``
+field (GE ``TensorDef.data``, ONNX ``TensorProto.raw_data``) holds a marker, a random token and an index
+into a :class:`DeferredWeights` table that keeps the array. Protobuf serializes that small message
+(deterministically, as ever); :func:`frame` then walks its wire form down the message types to each
+marker and returns the model as :class:`ModelBytes`: runs of the serialized bytes and :class:`Weight`
+pieces, every enclosing length prefix recomputed for the real data. Protobuf writes a message's fields
+in an order that does not depend on their contents, so the pieces joined are, byte for byte, what
+protobuf writes for the complete message.
+
+A writer asks for deferral through :func:`deferring`: while the ``with`` block runs, :func:`defer_array`
+gives a marker for each array worth deferring (at least :data:`DEFER_MIN_BYTES` of data the format
+writes as its plain C-order bytes, on a little-endian host) and the table (:func:`active_weights`) gives the
+array back for a marker, so a pass that reads a tensor it wrote (ONNX's clean-up folds some) sees the real values.
+Outside the block nothing is deferred, and messages are complete.
+
+NOTE: memory. No second whole copy of a tensor is made. The arrays of a loaded model are mostly views
+of the model file, memory-mapped, and a page of a mapped file the process touched counts in its
+resident set (``VmRSS`` / ``VmHWM``) until it is unmapped: writing every weight through the mapping would
+make the whole file resident. So a contiguous view of a mapped file is not read at all: iterating
+:class:`ModelBytes` gives it as a :class:`~scopefusion.files.FileRange` of the same file, opened again
+(found in ``/proc/self/maps``, checked by device and inode), which :mod:`scopefusion.files` copies in the
+kernel (``os.sendfile``). Any other array is written in chunks of :data:`CHUNK_BYTES`: a C-contiguous one
+as views of its own memory, a non-contiguous one (a transposed view) copied to C order whole up to
+:data:`WHOLE_COPY_BYTES`, else block by block; the mapped pages a chunk touched are then given back
+(``madvise(MADV_DONTNEED)``, harmless on a read-only file mapping: the data stays in the page cache, and a
+later read maps it again). ``os.pread`` into a buffer would not map pages either, but costs a copy of
+every byte through this process.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import secrets
+import stat
+import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Sequence, Union
+
+import numpy as np
+from google.protobuf.descriptor import FieldDescriptor
+from numpy.lib.array_utils import byte_bounds
+
+from ..files import FileRange
+from ..parser.wire import LEN, encode_varint, iter_fields, read_varint
+
+__all__ = [
+    "CHUNK_BYTES",
+    "DEFER_MIN_BYTES",
+    "DeferredWeights",
+    "ModelBytes",
+    "Weight",
+    "active_weights",
+    "defer_array",
+    "deferring",
+    "frame",
+    "stream_message",
+]
+
+# Arrays smaller than this stay in the message: their bytes are cheap, a piece of their own is not.
+DEFER_MIN_BYTES = 1 << 14
+CHUNK_BYTES = 8 << 20
+# A non-contiguous array (a transposed view) up to this size is copied to C order whole, larger ones in chunks.
+WHOLE_COPY_BYTES = 64 << 20
+_TILE = (64, 256)  # rows x columns of the source's last two axes copied at a time (see _c_order)
+_MAX_TILES = 1 << 14
+_INDEX_BYTES = 4
+_PAGE = mmap.PAGESIZE
+_BYTES_TYPE = FieldDescriptor.TYPE_BYTES
+
+
+class Weight:
+    """One deferred tensor's data: the C-order bytes of ``array``, written chunk by chunk."""
+
+    __slots__ = ("array", "nbytes")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.nbytes = int(array.nbytes)
+
+    def chunks(self, release: bool = True) -> Iterator[memoryview]:
+        """The data in chunks; with ``release``, the mapped file pages a chunk touched are given back once
+        the next chunk is asked for (see the module NOTE)."""
+        array = self.array
+        mapping = _Mapping.of(array) if release else None
+        if array.flags.c_contiguous:
+            flat = array.reshape(-1).view(np.uint8).data
+            for start in range(0, len(flat), CHUNK_BYTES):
+                chunk = flat[start : start + CHUNK_BYTES]
+                yield chunk
+                if mapping is not None:
+                    mapping.release(array.ctypes.data + start, len(chunk))
+            return
+        if self.nbytes <= WHOLE_COPY_BYTES:
+            yield _c_order(array)
+        else:
+            rows = array.shape[0]
+            step = max(1, CHUNK_BYTES // max(1, self.nbytes // rows))
+            for first in range(0, rows, step):
+                yield _c_order(array[first : first + step])
+        if mapping is not None:
+            low, high = byte_bounds(array)
+            mapping.release(low, high - low)
+
+    def file_range(self, sources: "_FileSources") -> FileRange | None:
+        """The data as a range of the file the array maps, when it is a contiguous view of one."""
+        array = self.array
+        if not array.flags.c_contiguous:
+            return None
+        mapping = _Mapping.of(array)
+        found = sources.find(mapping) if mapping is not None else None
+        if found is None:
+            return None
+        fd, offset = found
+        return FileRange(fd, offset + array.ctypes.data - mapping.address, self.nbytes)  # type: ignore[union-attr]
+
+    def tobytes(self) -> bytes:
+        return b"".join(self.chunks(release=False))
+
+
+def _c_order(array: np.ndarray) -> memoryview:
+    """A C-order copy of a non-contiguous array, as bytes.
+
+    NOTE: numpy copies a transposed view element by element in the order of the destination, reading the
+    source with a long stride (a conv filter ``HWIO`` → ``OIHW`` jumps ``I·O`` elements per read), several
+    times slower than memory. Here the destination is written through a view in the source's own axis
+    order, one tile of the source's last two axes (all leading axes at once) at a time: the reads are
+    contiguous runs and each tile's writes stay in cache.
+    """
+    order = sorted(range(array.ndim), key=lambda k: -abs(array.strides[k]))
+    source = array.transpose(order)
+    out = np.empty(array.shape, array.dtype)
+    target = out.transpose(order)
+    rows, cols = source.shape[-2:] if source.ndim >= 2 else (0, 0)
+    tiles = -(-rows // _TILE[0]) * -(-cols // _TILE[1])
+    if source.ndim < 2 or 0 in array.strides or tiles > _MAX_TILES:
+        np.copyto(out, array)
+    else:
+        for row in range(0, rows, _TILE[0]):
+            for col in range(0, cols, _TILE[1]):
+                tile = (Ellipsis, slice(row, row + _TILE[0]), slice(col, col + _TILE[1]))
+                target[tile] = source[tile]
+    return out.reshape(-1).view(np.uint8).data
+
+
+class _Mapping:
+    """The read-only memory-mapped file an array is a view of, to give its pages back or to find the file."""
+
+    __slots__ = ("mapped", "address")
+
+    def __init__(self, mapped: mmap.mmap, address: int) -> None:
+        self.mapped = mapped
+        self.address = address
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> "_Mapping | None":
+        base: Any = array
+        while isinstance(base, np.ndarray):
+            base = base.base
+        if isinstance(base, memoryview):
+            base = base.obj
+        if not isinstance(base, mmap.mmap) or not hasattr(base, "madvise") or base.closed or not len(base):
+            return None
+        with memoryview(base) as view:
+            if not view.readonly:  # a writable (or copy-on-write) mapping may hold what the file does not
+                return None
+        return cls(base, np.frombuffer(base, np.uint8, count=1).ctypes.data)
+
+    def release(self, address: int, length: int) -> None:
+        start = address - self.address
+        end = min(start + length, len(self.mapped))
+        start -= start % _PAGE
+        if start < 0 or end <= start:
+            return
+        try:
+            self.mapped.madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (OSError, ValueError):  # pragma: no cover - a kernel without madvise on this mapping
+            pass
+
+
+class _FileSources:
+    """The files behind the memory maps of one write, opened again to copy from (``os.sendfile``).
+
+    A mapping's file is found in ``/proc/self/maps`` (its path, device and inode) and opened by that path;
+    it is used only when the opened file is the mapped one (same device and inode), so a renamed or
+    replaced file falls back to writing through the mapping."""
+
+    def __init__(self) -> None:
+        self._found: dict[int, tuple[int, int] | None] = {}
+        self._maps: dict[int, tuple[int, int, int, str]] | None = None
+
+    def find(self, mapping: _Mapping) -> tuple[int, int] | None:
+        """``(fd, file offset of the mapping's first byte)``, or None."""
+        if mapping.address not in self._found:
+            self._found[mapping.address] = self._open(mapping.address)
+        return self._found[mapping.address]
+
+    def _open(self, address: int) -> tuple[int, int] | None:
+        if self._maps is None:
+            self._maps = _read_maps()
+        entry = self._maps.get(address)
+        if entry is None:
+            return None
+        offset, device, inode, path = entry
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        info = os.fstat(fd)
+        if info.st_ino != inode or info.st_dev != device or not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return None
+        return fd, offset
+
+    def close(self) -> None:
+        for found in self._found.values():
+            if found is not None:
+                os.close(found[0])
+        self._found.clear()
+
+
+def _read_maps() -> dict[int, tuple[int, int, int, str]]:
+    """The file mappings of this process: start address -> (file offset, device, inode, path)."""
+    out: dict[int, tuple[int, int, int, str]] = {}
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                fields = line.rstrip("\n").split(maxsplit=5)
+                if len(fields) < 6 or not fields[5].startswith("/") or fields[4] == "0":
+                    continue
+                major, _, minor = fields[3].partition(":")
+                start = int(fields[0].partition("-")[0], 16)
+                out[start] = (int(fields[2], 16), os.makedev(int(major, 16), int(minor, 16)), int(fields[4]), fields[5])
+    except (OSError, ValueError):
+        return {}
+    return out
+
+
+class DeferredWeights:
+    """The arrays left out of a message, by marker: ``token`` (random, per table) + the entry's index."""
+
+    __slots__ = ("token", "_arrays", "_min_bytes")
+
+    def __init__(self, min_bytes: int | None = None) -> None:
+        self.token = secrets.token_bytes(12)
+        self._arrays: list[np.ndarray] = []
+        self._min_bytes = DEFER_MIN_BYTES if min_bytes is None else min_bytes
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def defer(self, array: np.ndarray) -> bytes | None:
+        """A marker standing for ``array``'s C-order bytes, or None when the array stays in the message."""
+        if not _deferrable(array, self._min_bytes):
+            return None
+        self._arrays.append(array)
+        return self.token + (len(self._arrays) - 1).to_bytes(_INDEX_BYTES, "little")
+
+    def array(self, data: bytes) -> np.ndarray | None:
+        """The array ``data`` stands for when it is one of this table's markers, else None."""
+        if len(data) != len(self.token) + _INDEX_BYTES or not data.startswith(self.token):
+            return None
+        index = int.from_bytes(data[len(self.token) :], "little")
+        return self._arrays[index] if index < len(self._arrays) else None
+
+
+def _deferrable(array: np.ndarray, min_bytes: int) -> bool:
+    """Whether ``array`` may be deferred: the caller has checked that the format writes its C-order bytes
+    as they are (not packed, not strings); here only size, byte order and element kind are checked."""
+    if sys.byteorder != "little" or array.nbytes < min_bytes or array.ndim == 0:
+        return False
+    dtype = array.dtype
+    return dtype.byteorder != ">" and not dtype.hasobject and dtype.fields is None and dtype.kind not in "OSUM"
+
+
+_ACTIVE: ContextVar["DeferredWeights | None"] = ContextVar("scopefusion_deferred_weights", default=None)
+
+
+@contextmanager
+def deferring(weights: DeferredWeights) -> Iterator[DeferredWeights]:
+    """While the block runs, writers leave large arrays out of their messages, in ``weights``."""
+    token = _ACTIVE.set(weights)
+    try:
+        yield weights
+    finally:
+        _ACTIVE.reset(token)
+
+
+def defer_array(array: np.ndarray) -> bytes | None:
+    """The marker to write instead of ``array``'s bytes, or None (no deferral active, or a small array)."""
+    weights = _ACTIVE.get()
+    return weights.defer(array) if weights is not None else None
+
+
+def active_weights() -> DeferredWeights | None:
+    """The table writers defer large arrays into now (:func:`deferring`), or None."""
+    return _ACTIVE.get()
+
+
+# ----------------------------------------------------------------------------- framing
+Piece = Union[bytes, Weight]
+
+
+class ModelBytes:
+    """A serialized model as pieces: serialized bytes and :class:`Weight` data, in file order.
+
+    Iterating gives the chunks to write (bytes, or :class:`~scopefusion.files.FileRange` for data the kernel
+    copies from a model file; see the module NOTE), for :func:`scopefusion.files.write_atomic`;
+    :meth:`tobytes` joins the bytes."""
+
+    __slots__ = ("pieces", "size")
+
+    def __init__(self, pieces: Sequence[Piece]) -> None:
+        self.pieces = tuple(pieces)
+        self.size = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in self.pieces)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[bytes | memoryview | FileRange]:
+        sources = _FileSources()
+        try:
+            for piece in self.pieces:
+                if isinstance(piece, bytes):
+                    yield piece
+                    continue
+                found = piece.file_range(sources)
+                if found is not None:
+                    yield found
+                else:
+                    yield from piece.chunks()
+        finally:
+            sources.close()
+
+    def tobytes(self) -> bytes:
+        if len(self.pieces) == 1 and isinstance(self.pieces[0], bytes):
+            return self.pieces[0]
+        return b"".join(
+            chunk for piece in self.pieces for chunk in ([piece] if isinstance(piece, bytes) else piece.chunks(False))
+        )
+
+
+def stream_message(build: Callable[[], Any]) -> ModelBytes:
+    """The serialized form of the protobuf message ``build()`` makes while large arrays are deferred, as pieces."""
+    weights = DeferredWeights()
+    with deferring(weights):
+        message = build()
+    return frame(message.SerializeToString(deterministic=True), message.DESCRIPTOR, weights)
+
+
+def frame(data: bytes, descriptor: Any, weights: DeferredWeights) -> ModelBytes:
+    """The pieces of serialized message ``data`` (of protobuf type ``descriptor``) with each marker of
+    ``weights`` replaced by its array's bytes and every enclosing length recomputed."""
+    marks = _marks(data, weights.token) if len(weights) else []
+    if not marks:
+        return ModelBytes([data])
+    pieces, _ = _message(data, 0, len(data), descriptor, weights, marks)
+    merged: list[Piece] = []
+    run: list[bytes] = []
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            run.append(piece)
+            continue
+        if run:
+            merged.append(b"".join(run))
+            run = []
+        merged.append(piece)
+    if run:
+        merged.append(b"".join(run))
+    return ModelBytes(merged)
+
+
+def _marks(data: bytes, token: bytes) -> list[int]:
+    found = []
+    at = data.find(token)
+    while at >= 0:
+        found.append(at)
+        at = data.find(token, at + len(token))
+    return found
+
+
+def _message(data: bytes, start: int, end: int, descriptor: Any, weights: DeferredWeights,
+             marks: list[int]) -> tuple[list[Piece], int]:
+    """The pieces of the message in ``data[start:end]`` and their total size."""
+    pieces: list[Piece] = []
+    size = 0
+    run = start  # the verbatim bytes not yet emitted start here
+    for number, wire_type, field_start, payload, field_end in iter_fields(data, start, end):
+        if wire_type != LEN or not _marked(marks, payload, field_end):
+            continue
+        field = descriptor.fields_by_number.get(number)
+        if field is None:
+            continue
+        inner: list[Piece]
+        array = weights.array(data[payload:field_end]) if field.type == _BYTES_TYPE else None
+        if array is not None:
+            weight = Weight(array)
+            inner, inner_size = [weight], weight.nbytes
+        elif field.message_type is not None:
+            inner, inner_size = _message(data, payload, field_end, field.message_type, weights, marks)
+        else:
+            continue
+        _, key_end = read_varint(data, field_start, field_end)
+        head = data[run:key_end] + encode_varint(inner_size)
+        pieces.append(head)
+        pieces.extend(inner)
+        size += len(head) + inner_size
+        run = field_end
+    pieces.append(data[run:end])
+    return pieces, size + end - run
+
+
+def _marked(marks: list[int], start: int, end: int) -> bool:
+    i = bisect.bisect_left(marks, start)
+    return i < len(marks) and marks[i] < end
