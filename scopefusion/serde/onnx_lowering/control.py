@@ -22,10 +22,13 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ...ir.graph import Graph
+from ...dialects.tf.control import merged_shape
+from ...ir.graph import DATA_OP, Graph
 from ...ir.types import TensorType
 from ..onnx_attrs import type_proto
+from .bodies import typed_body
 from .emitter import LoweringEmitter
+from .tensor_lists import holds_list, list_element_type
 
 __all__ = ["LOWERINGS"]
 
@@ -97,8 +100,40 @@ def _case(e: LoweringEmitter) -> None:
     chain(0, list(e.outputs))
 
 
+def _loop_variables(e: LoweringEmitter, body: Graph) -> tuple[list[TensorType | None], ...]:
+    """Per loop variable: the type its body argument gets (TF's shape invariant: the dims the loop's operand
+    and result agree on; an argument the body returns unchanged keeps its operand's type), the type of
+    its elements when it is a list, and the type the ONNX ``Loop`` carries it as."""
+    arguments: list[TensorType | None] = []
+    elements: list[TensorType | None] = []
+    carried: list[TensorType | None] = []
+    returned = [v.producer.attrs.get("index") if v.producer.op == DATA_OP else None for v in body.outputs]
+    for k, value in enumerate(e.node.inputs):
+        t = value.type if value is not None and isinstance(value.type, TensorType) else None
+        if value is not None and holds_list(value):
+            element = list_element_type(value)
+            if element is None:
+                e.decline(f"no op touching the list of loop variable {k} tells its element dtype and rank")
+            arguments.append(t)
+            elements.append(element)
+            carried.append(element.with_shape((-1,) * (1 + len(element.shape))))
+            continue
+        out = e.node.outputs[k].type if k < len(e.node.outputs) else None
+        at = returned[k] if k < len(returned) else None
+        unchanged = at is not None and int(at) == k
+        if t is not None and t.rank is not None and not unchanged:
+            shape = merged_shape([t.shape, out.shape]) if isinstance(out, TensorType) and out.rank is not None else None
+            t = t.with_shape(shape if shape is not None else (-1,) * t.rank)
+        arguments.append(t)
+        elements.append(None)
+        carried.append(t.with_shape((-1,) * t.rank) if t is not None and t.rank is not None else t)
+    return arguments, elements, carried
+
+
 def _while(e: LoweringEmitter) -> None:
-    cond, body = e.body("cond"), e.body("body")
+    arguments, elements, carried_types = _loop_variables(e, e.body("body"))
+    cond = typed_body(e.body("cond"), arguments, elements)
+    body = typed_body(e.body("body"), arguments, elements)
     initial = [e.input(i) for i in range(len(e.inputs))]
     first = e.inline(cond, initial)
     if len(first) != 1:
@@ -108,12 +143,9 @@ def _while(e: LoweringEmitter) -> None:
     carried = [e.fresh(f"var{k}") for k in range(len(initial))]
     loop.input.append(helper.make_tensor_value_info(iteration, onnx.TensorProto.INT64, []))
     loop.input.append(helper.make_tensor_value_info(carried_cond, onnx.TensorProto.BOOL, []))
-    for k, name in enumerate(carried):
-        t = e.input_type(k)
+    for name, t in zip(carried, carried_types):
         info = onnx.ValueInfoProto(name=name)
-        if t is not None and t.rank is not None:
-            info.type.CopyFrom(type_proto(t.with_shape([-1] * t.rank)))
-        elif t is not None:
+        if t is not None:
             info.type.CopyFrom(type_proto(t))
         loop.input.append(info)
     updated = e.inline(body, carried, into=loop)
@@ -126,7 +158,11 @@ def _while(e: LoweringEmitter) -> None:
         loop.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
         names.append(out)
     loop.output.append(helper.make_tensor_value_info(names[0], onnx.TensorProto.BOOL, []))
-    loop.output.extend(_outputs_info(body, names[1:]))
+    for name, t in zip(names[1:], carried_types):
+        info = onnx.ValueInfoProto(name=name)
+        if t is not None:
+            info.type.CopyFrom(type_proto(t))
+        loop.output.append(info)
     start = _truth_of(e, first[0], cond)
     e.op("Loop", ["", start, *initial], outputs=[o if e.used(k) else None for k, o in enumerate(e.outputs)],
          body=loop)

@@ -49,10 +49,10 @@ class LoweringRegistry:
 
 def default_lowerings() -> LoweringRegistry:
     """A fresh registry holding every builtin lowering."""
-    from . import array, control, detection, elementwise, misc, nn, reduce, shapes, slicing
+    from . import array, control, detection, elementwise, misc, nn, reduce, shapes, slicing, tensor_lists
 
     registry = LoweringRegistry()
-    for family in (elementwise, nn, detection, array, slicing, shapes, reduce, control, misc):
+    for family in (elementwise, nn, detection, array, slicing, shapes, reduce, control, tensor_lists, misc):
         for op_type, fn in family.LOWERINGS:
             registry.register(op_type, fn)
     return registry

@@ -1,0 +1,74 @@
+"""Loops exported to ONNX as loops: the zoo's RNNs converted with every fusion pass off (so their TF2
+``While`` with TensorList ops, or their TF1 frames with TensorArrays, stay), a ``tf.function`` whose
+``tf.while_loop`` writes a ``tf.TensorArray``, a Keras RNN over a cell no rule fuses, and a TF1
+``while_loop`` that is no RNN; each from its frozen graph and its SavedModel. The ONNX model passes the full
+checker, has only default-domain nodes, runs in onnxruntime's CPU provider and matches TensorFlow within 1e-4
+at batch 1 and batch 4 (where the batch is dynamic)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+
+from scopefusion.convert import convert, fusion_setup
+from scopefusion.runtime.source_runner import source_runner
+from scopefusion.serde.onnx_export import model_to_onnx
+from tests.e2e.test_zoo_onnx import TOLERANCE, _batched, _source, keras_rnn_stack_pb, max_error  # noqa: F401
+from tests.models import loop_models
+
+# (name, session fixture of the frozen graph, the batch is dynamic, converted with every fusion pass off)
+LOOPS = [
+    ("keras_lstm", "keras_lstm_pb", True, True),
+    ("keras_gru", "keras_gru_pb", True, True),
+    ("rnn_stack", "keras_rnn_stack_pb", True, True),
+    ("tf_function_tensor_array", "tf_tensor_array_pb", True, False),
+    ("keras_custom_cell_rnn", "keras_custom_cell_rnn_pb", True, False),
+]
+
+
+@pytest.fixture(scope="session")
+def tf_tensor_array_pb(model_store) -> Path:
+    return model_store.file("loop_tensor_array.pb", loop_models.tf_function_tensor_array)
+
+
+@pytest.fixture(scope="session")
+def keras_custom_cell_rnn_pb(model_store) -> Path:
+    return model_store.file("loop_custom_cell_rnn.pb", loop_models.keras_custom_cell_rnn)
+
+
+@pytest.fixture(scope="session")
+def tf1_while_loop_pb(model_store) -> Path:
+    return model_store.file("loop_tf1_while.pb", loop_models.tf1_while_loop)
+
+
+def _every_pass() -> list[str]:
+    registry, _ = fusion_setup(entry_points=False)
+    return [entry.name for entry in registry.passes()]
+
+
+@pytest.mark.parametrize("source", ["frozen", "saved_model"])
+@pytest.mark.parametrize("name,fixture,dynamic_batch,unfused", LOOPS, ids=[m[0] for m in LOOPS])
+def test_loops_export_to_onnx_loops_that_onnxruntime_runs_like_tensorflow(name, fixture, dynamic_batch, unfused,
+                                                                          source, request):
+    path = _source(request, name, fixture, source)
+    model = convert(path, disable=_every_pass() if unfused else ())
+    kinds = {n.op_type for n in model.graph.nodes}
+    assert kinds & {"While", "StatelessWhile", "Enter"}, "the loop must stay unfused"
+    proto = model_to_onnx(model)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {n.domain for n in proto.graph.node} == {""}
+    assert "Loop" in {n.op_type for n in proto.graph.node}
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    runner = source_runner(model.source)
+    for batch in (1, 4) if dynamic_batch else (2,):
+        feeds = _batched(model, batch, seed=3)
+        names = [i.name for i in session.get_inputs()]
+        ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, {n: feeds[n] for n in names})))
+        theirs = runner.run(feeds)
+        assert sorted(ours) == sorted(theirs)
+        for key, expected in theirs.items():
+            error = max_error(ours[key], expected)
+            assert error <= TOLERANCE, f"{name} ({source}) output {key} at batch {batch}: error {error:.3g}"

@@ -1,0 +1,83 @@
+"""Loop model builders for the ONNX loop tests: frozen GraphDef bytes, built from code.
+
+* :func:`tf_function_tensor_array`: a ``tf.function`` whose ``tf.while_loop`` writes a ``tf.TensorArray`` of
+  unknown element shape (TF2 control flow: ``While`` with TensorList ops), the loop count read from the input;
+* :func:`keras_custom_cell_rnn`: a Keras ``RNN`` layer over a cell of its own that no fusion rule knows;
+* :func:`tf1_while_loop`: a ``tf.compat.v1.while_loop`` in TF1 control flow that is no RNN (a running
+  product and sum, the count read from the input).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.models.more_models import _freeze, _freeze_keras, _tf
+
+__all__ = ["keras_custom_cell_rnn", "tf1_while_loop", "tf_function_tensor_array"]
+
+
+def tf_function_tensor_array(features: int = 4) -> bytes:
+    """Input ``x`` [?, features]: ``batch + 2`` steps, each writes ``2 * acc`` to a TensorArray; outputs the
+    stacked array [batch + 2, ?, 1] and the last ``acc``."""
+    tf = _tf()
+
+    def fn(x: Any) -> Any:
+        n = tf.shape(x)[0] + 2
+        array = tf.TensorArray(tf.float32, size=n)
+
+        def body(i: Any, acc: Any, array: Any) -> Any:
+            acc = tf.tanh(acc * 0.5 + tf.gather(x, [i % features], axis=1))
+            return i + 1, acc, array.write(i, acc * 2.0)
+
+        _, acc, array = tf.while_loop(lambda i, a, t: i < n, body, (0, tf.zeros_like(x[:, :1]), array))
+        return array.stack(), acc
+
+    return _freeze(fn, [tf.TensorSpec([None, features], tf.float32, name="x")])
+
+
+def keras_custom_cell_rnn(steps: int = 5, features: int = 3, units: int = 4) -> bytes:
+    """``RNN(cell)`` over ``sequence`` [?, steps, features] where the cell is a Keras layer of its own
+    (``h' = tanh(x W + h U) * sigmoid(x V)``), returning sequences."""
+    import keras
+
+    class GatedCell(keras.layers.Layer):
+        def __init__(self, units: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.units = units
+            self.state_size = units
+
+        def build(self, input_shape: Any) -> None:
+            self.w = self.add_weight(shape=(input_shape[-1], self.units), initializer="glorot_uniform", name="w")
+            self.u = self.add_weight(shape=(self.units, self.units), initializer="orthogonal", name="u")
+            self.v = self.add_weight(shape=(input_shape[-1], self.units), initializer="glorot_uniform", name="v")
+
+        def call(self, inputs: Any, states: Any) -> Any:
+            from keras import ops
+
+            h = ops.tanh(ops.matmul(inputs, self.w) + ops.matmul(states[0], self.u)) * ops.sigmoid(ops.matmul(inputs, self.v))
+            return h, [h]
+
+    keras.utils.set_random_seed(0)
+    sequence = keras.Input((steps, features), name="sequence")
+    y = keras.layers.RNN(GatedCell(units, name="gated_cell"), return_sequences=True, name="custom_rnn")(sequence)
+    return _freeze_keras(keras.Model(sequence, y, name="custom_rnn_model"), "sequence", (None, steps, features))
+
+
+def tf1_while_loop(features: int = 3) -> bytes:
+    """A ``tf.compat.v1.while_loop`` in TF1 control flow over ``x`` [?, features]: ``sum(x) mod 4 + 1`` times
+    ``p = p * 0.9 + x``, ``s = s + tanh(p)``; outputs ``p``, ``s`` and the count."""
+    tf = _tf()
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None, features], name="x")
+            n = tf.cast(tf.math.floormod(tf.reduce_sum(tf.abs(x)), 4.0), tf.int32) + 1
+            with tf.name_scope("loop"):
+                count, p, s = tf.compat.v1.while_loop(
+                    lambda i, p, s: i < n, lambda i, p, s: (i + 1, p * 0.9 + x, s + tf.tanh(p)),
+                    [tf.constant(0), tf.zeros_like(x), tf.zeros_like(x)])
+            tf.identity(p, name="p"), tf.identity(s, name="s"), tf.identity(count, name="count")
+        return graph.as_graph_def().SerializeToString()
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
