@@ -40,6 +40,7 @@ from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tens
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
+from .onnx_lowering.tensor_lists import holds_list
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
 
@@ -152,7 +153,7 @@ class GraphWriter:
         out_names = {name for _, name in outputs}
         for value in produced:
             name = scope.names[id(value)]
-            if name not in out_names and _typed(value.type):
+            if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
                 proto.value_info.append(_value_info(name, value.type))
         return proto
 

@@ -24,8 +24,11 @@ LOOPS = [
     ("keras_lstm", "keras_lstm_pb", True, True),
     ("keras_gru", "keras_gru_pb", True, True),
     ("rnn_stack", "keras_rnn_stack_pb", True, True),
+    ("tf1_dynamic_rnn", "tf_rnn_pb", False, True),
     ("tf_function_tensor_array", "tf_tensor_array_pb", True, False),
     ("keras_custom_cell_rnn", "keras_custom_cell_rnn_pb", True, False),
+    ("tf1_while_loop", "tf1_while_loop_pb", True, False),
+    ("tf1_nested_loops", "tf1_nested_loops_pb", True, False),
 ]
 
 
@@ -44,6 +47,11 @@ def tf1_while_loop_pb(model_store) -> Path:
     return model_store.file("loop_tf1_while.pb", loop_models.tf1_while_loop)
 
 
+@pytest.fixture(scope="session")
+def tf1_nested_loops_pb(model_store) -> Path:
+    return model_store.file("loop_tf1_nested.pb", loop_models.tf1_nested_loops)
+
+
 def _every_pass() -> list[str]:
     registry, _ = fusion_setup(entry_points=False)
     return [entry.name for entry in registry.passes()]
@@ -58,6 +66,7 @@ def test_loops_export_to_onnx_loops_that_onnxruntime_runs_like_tensorflow(name, 
     kinds = {n.op_type for n in model.graph.nodes}
     assert kinds & {"While", "StatelessWhile", "Enter"}, "the loop must stay unfused"
     proto = model_to_onnx(model)
+    assert {n.op_type for n in model.graph.nodes} == kinds, "the export must leave the model's graph as it was"
     onnx.checker.check_model(proto, full_check=True)
     assert {n.domain for n in proto.graph.node} == {""}
     assert "Loop" in {n.op_type for n in proto.graph.node}

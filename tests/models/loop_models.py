@@ -4,7 +4,9 @@
   unknown element shape (TF2 control flow: ``While`` with TensorList ops), the loop count read from the input;
 * :func:`keras_custom_cell_rnn`: a Keras ``RNN`` layer over a cell of its own that no fusion rule knows;
 * :func:`tf1_while_loop`: a ``tf.compat.v1.while_loop`` in TF1 control flow that is no RNN (a running
-  product and sum, the count read from the input).
+  product and sum, the count read from the input);
+* :func:`tf1_nested_loops`: TF1 loops one inside the other, with a v1 ``tf.cond`` in the outer body;
+* :func:`tf1_bare_switch`: a TF1 ``Switch`` whose output is read directly, no Merge joining it (no loop, no cond).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from tests.models.more_models import _freeze, _freeze_keras, _tf
 
-__all__ = ["keras_custom_cell_rnn", "tf1_while_loop", "tf_function_tensor_array"]
+__all__ = ["keras_custom_cell_rnn", "tf1_bare_switch", "tf1_nested_loops", "tf1_while_loop", "tf_function_tensor_array"]
 
 
 def tf_function_tensor_array(features: int = 4) -> bytes:
@@ -81,3 +83,39 @@ def tf1_while_loop(features: int = 3) -> bytes:
         return graph.as_graph_def().SerializeToString()
     finally:
         tf.compat.v1.enable_control_flow_v2()
+
+
+def tf1_nested_loops(features: int = 3) -> bytes:
+    """TF1 control flow over ``x`` [?, features]: an outer ``while_loop`` of 3 steps whose body runs an inner
+    ``while_loop`` (``i + 1`` steps of ``h = tanh(h * 0.8 + x)``) and a v1 ``tf.cond`` on the step's parity.
+    Every value is read (a TF1 graph's dangling tensors would be taken for outputs, and TF fetches none from
+    inside a loop)."""
+    tf = _tf()
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None, features], name="x")
+
+            def outer(i, h):
+                j, h = tf.compat.v1.while_loop(lambda j, h: j <= i, lambda j, h: (j + 1, tf.tanh(h * 0.8 + x)), [0, h])
+                h = tf.cond(tf.equal(i % 2, 0), lambda: h * 2.0, lambda: h - 0.5 * x)
+                return i + 1, h + tf.cast(j, tf.float32) * 0.01
+
+            _, h = tf.compat.v1.while_loop(lambda i, h: i < 3, outer, [tf.constant(0), tf.zeros_like(x)])
+            tf.identity(h, name="h")
+        return graph.as_graph_def().SerializeToString()
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+
+
+def tf1_bare_switch() -> bytes:
+    """``x`` [3] and ``p`` (bool): ``y = Identity(Switch(x, p):1)``, a TF1 frame op no Merge joins."""
+    tf = _tf()
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+        _, taken = tf.raw_ops.Switch(data=x, pred=p)
+        tf.identity(taken, name="y")
+    return graph.as_graph_def().SerializeToString()

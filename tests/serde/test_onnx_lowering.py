@@ -128,6 +128,13 @@ def _freeze(fn, feeds, dynamic) -> bytes:
     return freeze(fn, specs)
 
 
+@pytest.fixture(scope="session")
+def tf1_bare_switch_pb(model_store) -> Path:
+    from tests.models.loop_models import tf1_bare_switch
+
+    return model_store.file("tf1_bare_switch.pb", tf1_bare_switch)
+
+
 @pytest.fixture(scope="module")
 def frozen(model_store):
     def get(name, fn, feeds, dynamic) -> Path:
@@ -202,12 +209,30 @@ def test_an_op_without_lowering_is_named_with_its_count(tf_bert_pb):
     assert sum(n.domain == "tf" for n in kept.graph.node) == count
 
 
-def test_an_unfused_tf1_loop_frame_fails_saying_what_to_do(tf1_cond_pb):
+@pytest.mark.parametrize("opset", [17, 23])
+def test_a_tf1_while_loop_and_cond_become_loop_and_if(tf1_cond_pb, opset):
     model = convert(tf1_cond_pb)
+    proto = model_to_onnx(model, opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {n.op_type for n in proto.graph.node} >= {"Loop", "If"} and {n.domain for n in proto.graph.node} == {""}
+    assert any(n.op_type == "Enter" for n in model.graph.nodes)  # the model's own graph keeps its frames
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    runner = source_runner(model.source)
+    x = f32(3)
+    for n in range(5):  # no iteration, several; the cond's two branches
+        feeds = {"x": x, "n": np.asarray(n, np.int32)}
+        ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        for key, theirs in runner.run(feeds).items():
+            np.testing.assert_allclose(ours[key], theirs, rtol=1e-5, atol=1e-5, err_msg=f"{key} at n={n}")
+
+
+def test_a_tf1_frame_that_forms_no_loop_or_cond_fails_saying_what_to_do(tf1_bare_switch_pb):
+    model = convert(tf1_bare_switch_pb)
     with pytest.raises(SerdeError) as info:
         model_to_onnx(model)
     message = str(info.value)
-    assert "tf.Enter x" in message and "TF1 control-flow frames" in message and "TF2 control flow" in message
+    assert "tf.Switch x1" in message and "form no while loop or cond" in message and "TF2 control flow" in message
+    assert "\n" not in message
 
 
 def test_unknown_input_dims_of_a_tensorflow_model_stay_symbolic(tf_bert_pb):

@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from ...errors import ScopeFusionError
-from ...ir.graph import CONST_OP, DATA_OP, Graph
+from ...ir.graph import CONST_OP, DATA_OP, Graph, Node
 from ...ir.inference import infer_node
 from ...ir.types import TensorType, Type
 from .tensor_lists import list_element_type
 
-__all__ = ["typed_body"]
+__all__ = ["infer_again", "typed_body"]
 
 _ELEMENT_READS = frozenset({"TensorListGetItem", "TensorArrayReadV3", "TensorListPopBack"})
 
@@ -39,7 +39,14 @@ def typed_body(body: Graph, types: Sequence[Type | None], elements: Sequence[Ten
             node.outputs[0].type = types[k]
         if k < len(elements) and elements[k] is not None:
             node.outputs[0].meta["list_element"] = elements[k]
-    for node in copy.nodes:
+    infer_again(copy, copy.nodes)
+    return copy
+
+
+def infer_again(graph: Graph, nodes: Sequence[Node]) -> None:
+    """Infers ``nodes`` of ``graph`` again, in order, keeping what the first inference knew (:func:`_best`);
+    a node whose inference fails keeps its types."""
+    for node in nodes:
         if node.op in (DATA_OP, CONST_OP) or node.opdef is None:
             continue
         if any(v is not None and v.type is None for v in node.inputs):
@@ -51,12 +58,23 @@ def typed_body(body: Graph, types: Sequence[Type | None], elements: Sequence[Ten
             for value, t in zip(node.outputs, before):
                 value.type = t
             continue
+        for value, t in zip(node.outputs, before):
+            value.type = _best(t, value.type)
         if node.op_type in _ELEMENT_READS:
             _element_from_list(node)
-    return copy
 
 
-def _element_from_list(node) -> None:
+def _best(old: Type | None, new: Type | None) -> Type | None:
+    """What both inferences know: the builder folded shape computations this one does not (its known dims
+    stand), this one knows the arguments' types (its rank and dims fill the unknown ones)."""
+    if not isinstance(old, TensorType) or old.rank is None:
+        return new if new is not None else old
+    if not isinstance(new, TensorType) or new.rank is None or new.rank != old.rank or new.dtype != old.dtype:
+        return old
+    return old.with_shape(tuple(a if a >= 0 else b for a, b in zip(old.shape, new.shape)))
+
+
+def _element_from_list(node: Node) -> None:
     index = 1 if node.op_type == "TensorListPopBack" else 0
     value = node.outputs[index]
     t = value.type

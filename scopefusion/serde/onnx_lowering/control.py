@@ -10,8 +10,8 @@ its inputs bound to the operands' tensors (ONNX bodies read enclosing tensors by
   runs the last branch, as TF's default.
 * ``While(vars…)``: ``Loop(M = "", c0, vars…)`` where ``c0 = cond(vars)`` is computed before the loop and
   the loop body is ``vars' = body(vars); c = cond(vars')`` (TF checks the condition before each iteration).
-* TF1 frames (``Enter`` / ``Merge`` / ``Switch`` / ``NextIteration`` / ``Exit``) that no fusion rule replaced
-  decline with a reason that says so.
+* TF1 frames (``Enter`` / ``Merge`` / ``Switch`` / ``NextIteration`` / ``Exit``) are rebuilt as ``While`` and
+  ``If`` before lowering (:mod:`.tf1_frames`); what is left of them forms no loop or cond and declines, saying so.
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def _branch(e: LoweringEmitter, graph: Graph, args: Sequence[str]) -> onnx.Graph
 
 def _if(e: LoweringEmitter) -> None:
     args = [e.input(i) for i in range(1, len(e.inputs))]
-    then_branch = _branch(e, e.body("then_branch"), args)
-    else_branch = _branch(e, e.body("else_branch"), args)
+    types = [e.input_type(i) for i in range(1, len(e.inputs))]
+    then_branch = _branch(e, typed_body(e.body("then_branch"), types), args)
+    else_branch = _branch(e, typed_body(e.body("else_branch"), types), args)
     e.op("If", [_truth(e, e.input(0), 0)], outputs=list(e.outputs), then_branch=then_branch, else_branch=else_branch)
 
 
@@ -177,8 +178,8 @@ def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
 
 def _tf1_frame(e: LoweringEmitter) -> None:
     e.decline(
-        "TF1 control-flow frames (Enter, Merge, Switch, NextIteration, Exit) that no fusion rule replaced are not "
-        "lowered to ONNX; export the model with TF2 control flow (While / If) instead"
+        "TF1 control-flow frames (Enter, Merge, Switch, NextIteration, Exit) that form no while loop or cond the "
+        "exporter can rebuild are not lowered to ONNX; export the model with TF2 control flow (While / If) instead"
     )
 
 
