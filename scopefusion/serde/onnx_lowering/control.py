@@ -28,6 +28,7 @@ from ...ir.types import TensorType
 from ..onnx_attrs import type_proto
 from .bodies import typed_body
 from .emitter import LoweringEmitter
+from .loop_scans import scanned_lists
 from .tensor_lists import holds_list, list_element_type
 
 __all__ = ["LOWERINGS"]
@@ -131,42 +132,77 @@ def _loop_variables(e: LoweringEmitter, body: Graph) -> tuple[list[TensorType | 
     return arguments, elements, carried
 
 
+def _info(name: str, t: TensorType | None) -> onnx.ValueInfoProto:
+    info = onnx.ValueInfoProto(name=name)
+    if t is not None:
+        info.type.CopyFrom(type_proto(t))
+    return info
+
+
 def _while(e: LoweringEmitter) -> None:
     arguments, elements, carried_types = _loop_variables(e, e.body("body"))
     cond = typed_body(e.body("cond"), arguments, elements)
     body = typed_body(e.body("body"), arguments, elements)
+    scans = scanned_lists(body, cond, list(e.node.inputs))
+    # Loop invariants (returned unchanged) and scanned lists are not carried: the body reads the outer tensor.
+    skipped = {s.index for s in scans} | _invariants(body)
+    kept = [k for k in range(len(e.inputs)) if k not in skipped]
     initial = [e.input(i) for i in range(len(e.inputs))]
     first = e.inline(cond, initial)
     if len(first) != 1:
         e.decline("its condition has more than one output")
     loop = onnx.GraphProto(name=e.fresh("loop_body"))
     iteration, carried_cond = e.fresh("iteration"), e.fresh("cond_in")
-    carried = [e.fresh(f"var{k}") for k in range(len(initial))]
+    carried = {k: e.fresh(f"var{k}") for k in kept}
     loop.input.append(helper.make_tensor_value_info(iteration, onnx.TensorProto.INT64, []))
     loop.input.append(helper.make_tensor_value_info(carried_cond, onnx.TensorProto.BOOL, []))
-    for name, t in zip(carried, carried_types):
-        info = onnx.ValueInfoProto(name=name)
-        if t is not None:
-            info.type.CopyFrom(type_proto(t))
-        loop.input.append(info)
-    updated = e.inline(body, carried, into=loop)
-    if len(updated) != len(carried):
-        e.decline(f"its body gives {len(updated)} values for {len(carried)} loop variables")
-    again = e.inline(cond, updated, into=loop)
+    loop.input.extend(_info(carried[k], carried_types[k]) for k in kept)
+    updated = e.inline(body, [carried.get(k, initial[k]) for k in range(len(initial))], into=loop)
+    if len(updated) != len(initial) + len(scans):
+        e.decline(f"its body gives {len(updated) - len(scans)} values for {len(initial)} loop variables")
+    again = e.inline(cond, updated[: len(initial)], into=loop)
     names = []
-    for name in [again[0], *updated]:
+    for name in [again[0], *(updated[k] for k in kept), *updated[len(initial):]]:
         out = e.fresh("next")
         loop.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
         names.append(out)
     loop.output.append(helper.make_tensor_value_info(names[0], onnx.TensorProto.BOOL, []))
-    for name, t in zip(names[1:], carried_types):
-        info = onnx.ValueInfoProto(name=name)
-        if t is not None:
-            info.type.CopyFrom(type_proto(t))
-        loop.output.append(info)
+    loop.output.extend(_info(name, carried_types[k]) for name, k in zip(names[1:], kept))
+    for name, scan in zip(names[1 + len(kept):], scans):
+        t = scan.item.type if isinstance(scan.item.type, TensorType) else elements[scan.index]
+        loop.output.append(_info(name, t.with_shape((-1,) * t.rank) if t is not None and t.rank is not None else t))
     start = _truth_of(e, first[0], cond)
-    e.op("Loop", ["", start, *initial], outputs=[o if e.used(k) else None for k, o in enumerate(e.outputs)],
-         body=loop)
+    # Every Loop output is named (onnxruntime does not take a Loop output left out); unused ones are pruned later.
+    stacked = [e.fresh("stacked") for _ in scans]
+    e.op("Loop", ["", start, *(initial[k] for k in kept)],
+         outputs=[*(e.outputs[k] if e.used(k) else None for k in kept), *stacked], body=loop)
+    for scan, name in zip(scans, stacked):
+        if e.used(scan.index):
+            _pad_to_reserved(e, name, initial[scan.index], e.outputs[scan.index])
+    for k in sorted(skipped - {s.index for s in scans}):
+        if e.used(k):
+            e.op("Identity", [initial[k]], outputs=[e.outputs[k]])
+
+
+def _invariants(body: Graph) -> set[int]:
+    """The loop variables ``body`` returns as it got them."""
+    found = set()
+    for k, value in enumerate(body.outputs):
+        node = value.producer
+        if node.op == DATA_OP and node.attrs.get("_outer_name") is None and node.attrs.get("index") == k:
+            found.add(k)
+    return found
+
+
+def _pad_to_reserved(e: LoweringEmitter, stacked: str, reserved: str, out: str) -> None:
+    """``stacked`` (the elements the loop wrote) followed by zero elements up to the reserved list's length."""
+    written = e.op("Shape", [stacked], start=0, end=1)[0]
+    length = e.op("Shape", [reserved], start=0, end=1)[0]
+    missing = e.op("Max", [e.op("Sub", [length, written])[0], e.ints([0], "none")])[0]
+    shape = e.op("Concat", [missing, e.op("Shape", [stacked], start=1)[0]], axis=0)[0]
+    zeros = e.op("ConstantOfShape", [shape])[0]
+    zeros = e.op("CastLike", [zeros, stacked])[0]
+    e.op("Concat", [stacked, zeros], outputs=[out], axis=0)
 
 
 def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
