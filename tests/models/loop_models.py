@@ -6,6 +6,7 @@
 * :func:`tf1_while_loop`: a ``tf.compat.v1.while_loop`` in TF1 control flow that is no RNN (a running
   product and sum, the count read from the input);
 * :func:`tf1_nested_loops`: TF1 loops one inside the other, with a v1 ``tf.cond`` in the outer body;
+* :func:`tf1_tensor_array_ops`: TF1 TensorArray ops outside any loop (scatter, write, read, gather, size, close);
 * :func:`tf1_bare_switch`: a TF1 ``Switch`` whose output is read directly, no Merge joining it (no loop, no cond).
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from tests.models.more_models import _freeze, _freeze_keras, _tf
 
-__all__ = ["keras_custom_cell_rnn", "tf1_bare_switch", "tf1_nested_loops", "tf1_while_loop", "tf_function_tensor_array"]
+__all__ = ["keras_custom_cell_rnn", "tf1_bare_switch", "tf1_nested_loops", "tf1_tensor_array_ops", "tf1_while_loop", "tf_function_tensor_array"]
 
 
 def tf_function_tensor_array(features: int = 4) -> bytes:
@@ -119,3 +120,23 @@ def tf1_bare_switch() -> bytes:
         _, taken = tf.raw_ops.Switch(data=x, pred=p)
         tf.identity(taken, name="y")
     return graph.as_graph_def().SerializeToString()
+
+
+def tf1_tensor_array_ops(features: int = 3) -> bytes:
+    """A TF1 graph over ``x`` [4, features]: a TensorArray of 5 filled by a scatter of ``x`` and one write, then
+    read, gathered and sized (outputs ``read``, ``gathered``, ``size``); the array is closed."""
+    tf = _tf()
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [4, features], name="x")
+            array = tf.TensorArray(tf.float32, size=5, clear_after_read=False)
+            array = array.scatter([0, 1, 2, 3], x).write(4, x[1] * 3.0)
+            tf.identity(array.read(4) + array.read(2), name="read")
+            tf.identity(array.gather([4, 0, 3]), name="gathered")
+            with tf.control_dependencies([tf.identity(array.size(), name="size")]):
+                array.close()
+        return graph.as_graph_def().SerializeToString()
+    finally:
+        tf.compat.v1.enable_control_flow_v2()

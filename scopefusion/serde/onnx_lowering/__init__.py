@@ -9,7 +9,10 @@ unless the caller keeps them in domain ``tf`` (``keep_tf_ops``).
 Families, as in the dialect itself: :mod:`.elementwise` (math, activations, comparisons, casts),
 :mod:`.nn` (matmuls, convolutions, pooling, normalization, resize), :mod:`.detection` (TopK,
 NonMaxSuppression), :mod:`.array` (reshaping, padding, tiling), :mod:`.slicing` (slices, joins, gathers,
-scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, NoOp).
+scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, NoOp), :mod:`.tensor_lists` (TensorLists
+and TensorArrays as one tensor), :mod:`.control` (While, If, Case, calls; bodies typed by :mod:`.bodies`, lists
+written in order as scan outputs by :mod:`.loop_scans`). TF1 frames are rebuilt as While and If first
+(:mod:`.tf1_frames`, :mod:`.tf1_conds`).
 
 Registering a lowering is one call::
 
