@@ -36,15 +36,15 @@ def typed_body(body: Graph, types: Sequence[Type | None], elements: Sequence[Ten
             continue
         k = int(index)
         if k < len(types) and types[k] is not None:
-            node.outputs[0].type = types[k]
+            node.outputs[0].type = _best(node.outputs[0].type, types[k])
         if k < len(elements) and elements[k] is not None:
             node.outputs[0].meta["list_element"] = elements[k]
-    infer_again(copy, copy.nodes)
+    infer_again(copy.nodes)
     return copy
 
 
-def infer_again(graph: Graph, nodes: Sequence[Node]) -> None:
-    """Infers ``nodes`` of ``graph`` again, in order, keeping what the first inference knew (:func:`_best`);
+def infer_again(nodes: Sequence[Node]) -> None:
+    """Infers ``nodes`` again, in order, keeping what the first inference knew (:func:`_best`);
     a node whose inference fails keeps its types."""
     for node in nodes:
         if node.op in (DATA_OP, CONST_OP) or node.opdef is None:

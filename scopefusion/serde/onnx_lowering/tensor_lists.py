@@ -13,15 +13,17 @@ handle only names the array, so it becomes a placeholder constant nothing comput
   ``TensorArrayScatterV3(indices, v)`` → ``ScatterND(…, indices[:, None], v)``.
 * ``TensorListGetItem(l, i)`` / ``TensorArrayReadV3`` → ``Gather(l, i)``; ``TensorListPushBack`` → ``Concat``;
   ``TensorListPopBack`` → ``Slice`` + ``Gather(l, -1)``; ``TensorListLength`` / ``TensorArraySizeV3`` →
-  ``Shape(l)[0]``; ``TensorListElementShape`` → ``Shape(l)[1:]``.
+  ``Shape(l)[0]``; ``TensorListElementShape`` → ``Shape(l)[1:]`` (the elements' real dims, where TF may answer -1
+  for a dim the list leaves free).
 
 NOTE: the element rank must be known to allocate a list. :func:`list_element_type` finds it (and the dtype)
 from every op that touches the same list: the maker's ``element_shape``, the ``element_shape`` a read or a
 stack names, the rank of an element written, across ``While`` bodies (a ``variant`` scalar says nothing).
 The loop lowering (:mod:`.control`) types a loop-carried list through it too.
 
-NOTE: a write copies the list (``ScatterND`` is not in place), so a loop writing ``n`` elements moves
-``O(n²)`` elements; measured on the zoo's Keras LSTM (6 steps) the loop is still under a tenth of a millisecond.
+NOTE: a write copies the list (``ScatterND`` is not in place), so a loop carrying a list it writes ``n``
+elements of moves ``O(n²)`` elements; the common case, one element per iteration in order, is written as the
+``Loop``'s scan output instead (:mod:`.loop_scans`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ...ir.graph import CONST_OP, DATA_OP, Node, Value
 from ...ir.types import TensorType
 from .emitter import LoweringEmitter
 
-__all__ = ["LIST_OPS", "LOWERINGS", "holds_list", "list_element_type", "list_tensor_type"]
+__all__ = ["LOWERINGS", "holds_list", "list_element_type"]
 
 _PASS_THROUGH = frozenset({"Identity", "Enter", "Exit", "NextIteration", "Switch", "Merge"})
 _WHILE = frozenset({"While", "StatelessWhile"})
@@ -46,8 +48,7 @@ _LIST_IN_OUT = {"TensorListSetItem": (0, 0), "TensorListPushBack": (0, 0), "Tens
 #: ops that read a list (slot) without making a new one
 _LIST_READS = {"TensorListGetItem": 0, "TensorListStack": 0, "TensorListGather": 0, "TensorListLength": 0,
                "TensorListElementShape": 0, "TensorArrayReadV3": 2, "TensorArrayGatherV3": 2, "TensorArraySizeV3": 1}
-LIST_OPS = frozenset(_LIST_IN_OUT) | frozenset(_LIST_READS) | {"TensorListReserve", "TensorListFromTensor",
-                                                                "EmptyTensorList", "TensorArrayV3"}
+
 
 
 # ----------------------------------------------------------------------------- what a list holds
@@ -188,12 +189,6 @@ def holds_list(value: Value | None) -> bool:
             continue
         return bool(node.op == DATA_OP and isinstance(value.meta.get("list_element"), TensorType))
     return False
-
-
-def list_tensor_type(value: Value) -> TensorType | None:
-    """The ONNX-side type of list ``value``: its elements' type with a leading dim of unknown size."""
-    element = list_element_type(value)
-    return None if element is None else element.with_shape((-1,) * (1 + len(element.shape)))
 
 
 # ----------------------------------------------------------------------------- lowerings

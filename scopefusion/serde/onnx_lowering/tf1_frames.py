@@ -153,10 +153,10 @@ def _bodies(graph: Graph, frame: _Frame) -> tuple[Graph, Graph, list[Value]]:
         cond_args[key] = body_args[key] = m + j
     operands = [v.initial for v in frame.variables] + [invariants[key] for key in carried]
     names = [v.merge.name for v in frame.variables] + [invariants[key].producer.name for key in carried]
-    cond = _Body(graph, f"{frame.name}/cond", cond_args, operands, names, handles)
+    cond = _Body(graph, f"{frame.name}/cond", cond_args, operands, names, handles, m)
     cond.copy(cond_nodes)
     cond.graph.set_outputs([cond.read(frame.condition)])
-    body = _Body(graph, f"{frame.name}/body", body_args, operands, names, handles)
+    body = _Body(graph, f"{frame.name}/body", body_args, operands, names, handles, m)
     body.copy(body_nodes)
     body.graph.set_outputs([body.read(v) for v in results] + list(body.graph.inputs[m:]))
     return cond.graph, body.graph, operands
@@ -172,11 +172,14 @@ class _Body:
     """One body being built: its graph and what each frame value became in it."""
 
     def __init__(self, graph: Graph, name: str, arguments: dict[int, int], operands: list[Value], names: list[str],
-                 handles: set[int]) -> None:
+                 handles: set[int], variables: int) -> None:
         self.graph = Graph(name, graph.context, graph.registry)
         self.mapped: dict[int, Value] = {}
         for k, (operand, base) in enumerate(zip(operands, names)):
-            value = self.graph.add_input(self.graph.unique_name(f"{base}/arg"), operand.type)
+            t = operand.type
+            if k < variables and isinstance(t, TensorType) and t.rank is not None:
+                t = t.with_shape((-1,) * t.rank)  # a loop variable keeps its rank; its dims may change
+            value = self.graph.add_input(self.graph.unique_name(f"{base}/arg"), t)
             element = list_element_type(operand)
             if element is not None:
                 value.meta["list_element"] = element
@@ -251,7 +254,7 @@ def _replace(graph: Graph, frame: _Frame, members: list[Node], cond: Graph, body
     for node in reversed(members):
         graph.remove_node(node)
     _schedule(graph)
-    infer_again(graph, graph.nodes[graph.nodes.index(loop) + 1:])  # what the Exits' readers did not know
+    infer_again(graph.nodes[graph.nodes.index(loop) + 1:])  # what the Exits' readers did not know
 
 
 def _schedule(graph: Graph) -> None:
