@@ -86,3 +86,16 @@ def test_loops_export_to_onnx_loops_that_onnxruntime_runs_like_tensorflow(name, 
         for key, expected in theirs.items():
             error = max_error(ours[key], expected)
             assert error <= TOLERANCE, f"{name} ({source}) output {key} at batch {batch}: error {error:.3g}"
+
+
+@pytest.mark.parametrize("name,fixture,dynamic_batch,unfused", LOOPS, ids=[m[0] for m in LOOPS])
+def test_loops_export_at_the_lowest_opset(name, fixture, dynamic_batch, unfused, request):
+    model = convert(request.getfixturevalue(fixture), disable=_every_pass() if unfused else ())
+    proto = model_to_onnx(model, opset=17)
+    onnx.checker.check_model(proto, full_check=True)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = _batched(model, 4 if dynamic_batch else 2, seed=5)
+    ours = dict(zip([o.name for o in session.get_outputs()],
+                    session.run(None, {i.name: feeds[i.name] for i in session.get_inputs()})))
+    for key, expected in source_runner(model.source).run(feeds).items():
+        assert max_error(ours[key], expected) <= TOLERANCE, f"{name} output {key} at opset 17"
