@@ -29,7 +29,7 @@ import numpy as np
 from ...ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from .bodies import infer_again
-from .tensor_lists import list_element_type
+from .tensor_lists import holds_list, list_element_type
 from .tf1_conds import conds_to_if
 
 __all__ = ["functional_loops"]
@@ -180,7 +180,7 @@ class _Body:
             if k < variables and isinstance(t, TensorType) and t.rank is not None:
                 t = t.with_shape((-1,) * t.rank)  # a loop variable keeps its rank; its dims may change
             value = self.graph.add_input(self.graph.unique_name(f"{base}/arg"), t)
-            element = list_element_type(operand)
+            element = list_element_type(operand) if holds_list(operand) else None
             if element is not None:
                 value.meta["list_element"] = element
             for key, index in arguments.items():
