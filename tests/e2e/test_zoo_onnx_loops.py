@@ -1,9 +1,10 @@
 """Loops exported to ONNX as loops: the zoo's RNNs converted with every fusion pass off (so their TF2
 ``While`` with TensorList ops, or their TF1 frames with TensorArrays, stay), a ``tf.function`` whose
-``tf.while_loop`` writes a ``tf.TensorArray``, a Keras RNN over a cell no rule fuses, and a TF1
-``while_loop`` that is no RNN; each from its frozen graph and its SavedModel. The ONNX model passes the full
-checker, has only default-domain nodes, runs in onnxruntime's CPU provider and matches TensorFlow within 1e-4
-at batch 1 and batch 4 (where the batch is dynamic)."""
+``tf.while_loop`` writes a ``tf.TensorArray`` (in order: a scan output; backwards, reading it back: carried),
+a Keras RNN over a cell no rule fuses, a TF1 ``while_loop`` that is no RNN and TF1 loops one inside the other
+with a v1 cond; each from its frozen graph and its SavedModel. The ONNX model passes the full checker, has only
+default-domain nodes, runs in onnxruntime's CPU provider and matches TensorFlow within 1e-4 at batch 1 and
+batch 4 (where the batch is dynamic)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ LOOPS = [
     ("rnn_stack", "keras_rnn_stack_pb", True, True),
     ("tf1_dynamic_rnn", "tf_rnn_pb", False, True),
     ("tf_function_tensor_array", "tf_tensor_array_pb", True, False),
+    ("tf_function_list_carried", "tf_list_carried_pb", True, False),
     ("keras_custom_cell_rnn", "keras_custom_cell_rnn_pb", True, False),
     ("tf1_while_loop", "tf1_while_loop_pb", True, False),
     ("tf1_nested_loops", "tf1_nested_loops_pb", True, False),
@@ -37,6 +39,11 @@ LOOPS = [
 @pytest.fixture(scope="session")
 def tf_tensor_array_pb(model_store) -> Path:
     return model_store.file("loop_tensor_array.pb", loop_models.tf_function_tensor_array)
+
+
+@pytest.fixture(scope="session")
+def tf_list_carried_pb(model_store) -> Path:
+    return model_store.file("loop_list_carried.pb", loop_models.tf_function_list_carried)
 
 
 @pytest.fixture(scope="session")

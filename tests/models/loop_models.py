@@ -2,6 +2,8 @@
 
 * :func:`tf_function_tensor_array`: a ``tf.function`` whose ``tf.while_loop`` writes a ``tf.TensorArray`` of
   unknown element shape (TF2 control flow: ``While`` with TensorList ops), the loop count read from the input;
+* :func:`tf_function_list_carried`: a ``tf.while_loop`` that reads its ``tf.TensorArray`` back and writes it
+  backwards (the list is carried through the loop, not stacked as it is written);
 * :func:`keras_custom_cell_rnn`: a Keras ``RNN`` layer over a cell of its own that no fusion rule knows;
 * :func:`tf1_while_loop`: a ``tf.compat.v1.while_loop`` in TF1 control flow that is no RNN (a running
   product and sum, the count read from the input);
@@ -16,7 +18,7 @@ from typing import Any
 
 from tests.models.more_models import _freeze, _freeze_keras, _tf
 
-__all__ = ["keras_custom_cell_rnn", "tf1_bare_switch", "tf1_nested_loops", "tf1_tensor_array_ops", "tf1_while_loop", "tf_function_tensor_array"]
+__all__ = ["keras_custom_cell_rnn", "tf_function_list_carried", "tf1_bare_switch", "tf1_nested_loops", "tf1_tensor_array_ops", "tf1_while_loop", "tf_function_tensor_array"]
 
 
 def tf_function_tensor_array(features: int = 4) -> bytes:
@@ -34,6 +36,26 @@ def tf_function_tensor_array(features: int = 4) -> bytes:
 
         _, acc, array = tf.while_loop(lambda i, a, t: i < n, body, (0, tf.zeros_like(x[:, :1]), array))
         return array.stack(), acc
+
+    return _freeze(fn, [tf.TensorSpec([None, features], tf.float32, name="x")])
+
+
+def tf_function_list_carried(features: int = 4) -> bytes:
+    """Input ``x`` [?, features], ``n = batch + 2``: element ``n - 1`` is ``x[:, 0]``, then element ``j`` from
+    ``n - 2`` down to 0 is ``tanh(0.9 * element[j + 1] + x[:, j % features])``; outputs the stacked array."""
+    tf = _tf()
+
+    def fn(x: Any) -> Any:
+        n = tf.shape(x)[0] + 2
+        array = tf.TensorArray(tf.float32, size=n, clear_after_read=False).write(n - 1, x[:, 0])
+
+        def body(i: Any, array: Any) -> Any:
+            j = n - 2 - i
+            value = tf.tanh(array.read(j + 1) * 0.9 + tf.gather(x, j % features, axis=1))
+            return i + 1, array.write(j, value)
+
+        _, array = tf.while_loop(lambda i, t: i < n - 1, body, (0, array))
+        return array.stack()
 
     return _freeze(fn, [tf.TensorSpec([None, features], tf.float32, name="x")])
 
