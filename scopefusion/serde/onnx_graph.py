@@ -334,7 +334,7 @@ class GraphWriter:
         if lowering is None:
             return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
         if back_edge:
-            return None, "it reads a TF1 loop back edge"
+            return None, "it reads the back edge of a TF1 loop the exporter could not rebuild as a While"
         return self._emit(node, scope, inputs, where, lowering, scope.folded)
 
     def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:
