@@ -39,6 +39,7 @@ from .onnx_attrs import type_proto
 from .onnx_fused import FusedExporterRegistry, fused_exporters_for
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
 from .onnx_lowering import LoweringRegistry, default_lowerings
+from .onnx_lowering.tf1_frames import functional_loops
 from .onnx_optimize import optimize_graph
 from .weight_stream import DeferredWeights, ModelBytes, deferring, frame
 
@@ -205,6 +206,8 @@ def graph_to_onnx(
         raise SerdeError(f"ONNX opset {opset} is below 17, the lowest a TensorFlow model is exported at; pick 17..{latest}")
     writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry),
                          domain_versions, lowerings=lowerings if lowerings is not None else default_lowerings())
+    if writer.lowerings is not None and len(writer.lowerings):
+        graph = functional_loops(graph)  # TF1 loop frames as While nodes (a copy; the model's graph stays)
     # The graph is written in place into the model (helper.make_model would copy it, weights and all).
     proto = onnx.ModelProto()
     proto.ir_version = onnx.IR_VERSION

@@ -40,6 +40,7 @@ from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tens
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
+from .onnx_lowering.tensor_lists import holds_list
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
 
@@ -152,7 +153,7 @@ class GraphWriter:
         out_names = {name for _, name in outputs}
         for value in produced:
             name = scope.names[id(value)]
-            if name not in out_names and _typed(value.type):
+            if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
                 proto.value_info.append(_value_info(name, value.type))
         return proto
 
@@ -333,7 +334,7 @@ class GraphWriter:
         if lowering is None:
             return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
         if back_edge:
-            return None, "it reads a TF1 loop back edge"
+            return None, "it reads the back edge of a TF1 loop the exporter could not rebuild as a While"
         return self._emit(node, scope, inputs, where, lowering, scope.folded)
 
     def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:

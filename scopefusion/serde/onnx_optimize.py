@@ -10,7 +10,7 @@ In this order, to a fixed point:
   reshape, squeeze, unsqueeze or cast of an initializer is folded into a new initializer.
 * A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
   (:mod:`.onnx_shapes`).
-* Nodes whose outputs nobody reads, and unread initializers, are removed.
+* Nodes whose outputs nobody reads, and unread initializers, are removed (in bodies too).
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
   (:mod:`.onnx_fuse_ops`).
 
@@ -191,6 +191,37 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
             toposort(index.graph)
             index.rebuild()
     _drop_stale_value_info(graph)
+    for node in graph.node:
+        for attr in node.attribute:
+            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                _prune_body(body)
+
+
+def _prune_body(body: onnx.GraphProto) -> None:
+    """Removes a body's nodes whose outputs nothing reads and its unread initializers (bodies inside first)."""
+    for node in body.node:
+        for attr in node.attribute:
+            for inner in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                _prune_body(inner)
+    outputs = {o.name for o in body.output}
+    while True:
+        read = {name for node in _all_nodes(body) for name in node.input} | outputs
+        keep = [n for n in body.node if any(name and name in read for name in n.output)]
+        if len(keep) == len(body.node):
+            break
+        _set_nodes_of(body, keep)
+    unread = [k for k, t in enumerate(body.initializer) if t.name not in read]
+    for k in reversed(unread):
+        del body.initializer[k]
+    _drop_stale_value_info(body)
+
+
+def _set_nodes_of(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
+    copies = [onnx.NodeProto() for _ in nodes]
+    for copy, node in zip(copies, nodes):
+        copy.CopyFrom(node)
+    del graph.node[:]
+    graph.node.extend(copies)
 
 
 def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:

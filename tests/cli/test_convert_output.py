@@ -218,3 +218,17 @@ def test_a_savedmodel_load_reports_its_steps(saved_model_keras):
     steps = [detail for stage, _, _, detail in seen if stage == "load"]
     assert steps[:2] == ["SavedModel: reading saved_model.pb", "SavedModel: reading the checkpoint and freezing the variables"]
     assert [s for s, *_ in seen][-1] == "memory plan"
+
+
+def test_a_tf1_frame_that_forms_no_loop_exits_2_naming_it_and_writes_nothing(tmp_path):
+    from tests.models.loop_models import tf1_bare_switch
+
+    model = tmp_path / "switch.pb"
+    model.write_bytes(tf1_bare_switch())
+    out = tmp_path / "out"
+    out.mkdir()
+    result = CliRunner().invoke(app, ["convert", str(model), "-o", str(out / "m.onnx")])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert "tf.Switch x1" in message and "form no while loop or cond" in message and "Traceback" not in result.output
+    assert list(out.iterdir()) == []

@@ -111,9 +111,33 @@ def _cases():
                                            tf.unique(tf.cast(x[0] * 2, tf.int32)).idx, tf.math.invert_permutation([2, 0, 1]),
                                            tf.scatter_nd([[1], [3], [1]], [1.0, 2.0, 3.0], [5])),
                 f32(3, 6), RNG.random((3, 6)) < 0.5)
+    yield _case("tensor_lists", _tensor_lists, f32(5, 3), dynamic=(0,))
     yield _case("nms", lambda b, s: tf.image.non_max_suppression(b, s, 4, 0.5, 0.1),
                 np.sort(RNG.random((8, 4)).astype(np.float32).reshape(8, 2, 2), axis=1).reshape(8, 4),
                 RNG.random(8).astype(np.float32))
+
+
+def _tensor_lists(x):
+    """Every TensorList op outside a loop: from a tensor, set, push, pop, reserve, empty, read, gather, stack."""
+    import tensorflow as tf
+
+    raw, f = tf.raw_ops, tf.float32
+    shape = tf.constant([3], tf.int32)
+    lst = raw.TensorListFromTensor(tensor=x, element_shape=shape)
+    lst = raw.TensorListSetItem(input_handle=lst, index=1, item=x[0] * 2.0)
+    lst = raw.TensorListPushBack(input_handle=lst, tensor=x[2] + 1.0)
+    popped, last = raw.TensorListPopBack(input_handle=lst, element_shape=shape, element_dtype=f)
+    empty = raw.EmptyTensorList(element_shape=tf.constant([-1], tf.int32), max_num_elements=-1, element_dtype=f)
+    empty = raw.TensorListPushBack(input_handle=raw.TensorListPushBack(input_handle=empty, tensor=x[1]), tensor=x[3])
+    reserved = raw.TensorListReserve(element_shape=tf.constant(-1, tf.int32), num_elements=4, element_dtype=f)
+    for k in range(4):
+        reserved = raw.TensorListSetItem(input_handle=reserved, index=k, item=x[k] - float(k))
+    return (raw.TensorListStack(input_handle=popped, element_shape=shape, element_dtype=f), last,
+            raw.TensorListLength(input_handle=lst), raw.TensorListElementShape(input_handle=lst, shape_type=tf.int32),
+            raw.TensorListGetItem(input_handle=lst, index=4, element_shape=shape, element_dtype=f),
+            raw.TensorListGather(input_handle=lst, indices=[0, 5, 2], element_shape=shape, element_dtype=f),
+            raw.TensorListStack(input_handle=empty, element_shape=shape, element_dtype=f),
+            raw.TensorListStack(input_handle=reserved, element_shape=tf.constant([-1], tf.int32), element_dtype=f))
 
 
 def _freeze(fn, feeds, dynamic) -> bytes:
@@ -126,6 +150,13 @@ def _freeze(fn, feeds, dynamic) -> bytes:
         shape = [None if (k == 0 and d in dynamic) else s for d, s in enumerate(value.shape)]
         specs.append(tf.TensorSpec(shape, tf.as_dtype(value.dtype), name=f"in{k}"))
     return freeze(fn, specs)
+
+
+@pytest.fixture(scope="session")
+def tf1_bare_switch_pb(model_store) -> Path:
+    from tests.models.loop_models import tf1_bare_switch
+
+    return model_store.file("tf1_bare_switch.pb", tf1_bare_switch)
 
 
 @pytest.fixture(scope="module")
@@ -202,12 +233,46 @@ def test_an_op_without_lowering_is_named_with_its_count(tf_bert_pb):
     assert sum(n.domain == "tf" for n in kept.graph.node) == count
 
 
-def test_an_unfused_tf1_loop_frame_fails_saying_what_to_do(tf1_cond_pb):
+@pytest.mark.parametrize("opset", [17, 23])
+def test_a_tf1_while_loop_and_cond_become_loop_and_if(tf1_cond_pb, opset):
     model = convert(tf1_cond_pb)
+    proto = model_to_onnx(model, opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {n.op_type for n in proto.graph.node} >= {"Loop", "If"} and {n.domain for n in proto.graph.node} == {""}
+    assert any(n.op_type == "Enter" for n in model.graph.nodes)  # the model's own graph keeps its frames
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    runner = source_runner(model.source)
+    x = f32(3)
+    for n in range(5):  # no iteration, several; the cond's two branches
+        feeds = {"x": x, "n": np.asarray(n, np.int32)}
+        ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        for key, theirs in runner.run(feeds).items():
+            np.testing.assert_allclose(ours[key], theirs, rtol=1e-5, atol=1e-5, err_msg=f"{key} at n={n}")
+
+
+def test_tf1_tensor_array_ops_outside_a_loop_compute_what_tensorflow_computes(model_store):
+    from tests.models.loop_models import tf1_tensor_array_ops
+
+    model = convert(model_store.file("tf1_tensor_array_ops.pb", tf1_tensor_array_ops))
+    proto = model_to_onnx(model)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {n.domain for n in proto.graph.node} == {""}
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"x": f32(4, 3)}
+    ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    theirs = source_runner(model.source).run(feeds)
+    assert sorted(ours) == sorted(theirs)
+    for key, expected in theirs.items():
+        _compare(ours[key], expected, key)
+
+
+def test_a_tf1_frame_that_forms_no_loop_or_cond_fails_saying_what_to_do(tf1_bare_switch_pb):
+    model = convert(tf1_bare_switch_pb)
     with pytest.raises(SerdeError) as info:
         model_to_onnx(model)
     message = str(info.value)
-    assert "tf.Enter x" in message and "TF1 control-flow frames" in message and "TF2 control flow" in message
+    assert "tf.Switch x1" in message and "form no while loop or cond" in message and "TF2 control flow" in message
+    assert "\n" not in message
 
 
 def test_unknown_input_dims_of_a_tensorflow_model_stay_symbolic(tf_bert_pb):

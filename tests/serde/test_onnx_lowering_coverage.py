@@ -6,34 +6,13 @@ from __future__ import annotations
 from scopefusion.dialects.tf import definitions
 from scopefusion.serde.onnx_lowering import default_lowerings
 
-_LIST_HANDLE = ("a TensorList handle; ONNX has no handle type, so the list must become a tensor carried through "
-                "the While body that builds it, which a lowering of this one node cannot do")
-_ARRAY_HANDLE = ("a TensorArray resource and flow pair; like a TensorList it needs the enclosing loop rewritten "
-                 "to carry the array as a tensor")
+_CONCAT_SPLIT = ("a TensorArray whose elements may differ in their leading dim; the lowering carries an array as one "
+                 "tensor whose leading dim indexes equal-shaped elements, which ragged elements do not fit")
 
 WITHOUT_LOWERING: dict[str, str] = {
-    # TF2 lists (Keras RNNs, tf.function loops that stack results).
-    "EmptyTensorList": _LIST_HANDLE,
-    "TensorListReserve": _LIST_HANDLE,
-    "TensorListFromTensor": _LIST_HANDLE,
-    "TensorListSetItem": _LIST_HANDLE,
-    "TensorListPushBack": _LIST_HANDLE,
-    "TensorListGetItem": _LIST_HANDLE,
-    "TensorListPopBack": _LIST_HANDLE,
-    "TensorListStack": _LIST_HANDLE,
-    "TensorListGather": _LIST_HANDLE,
-    "TensorListLength": _LIST_HANDLE,
-    "TensorListElementShape": _LIST_HANDLE,
-    # TF1 arrays (dynamic_rnn, tf.compat.v1.while_loop bodies).
-    "TensorArrayV3": _ARRAY_HANDLE,
-    "TensorArrayReadV3": _ARRAY_HANDLE,
-    "TensorArrayGatherV3": _ARRAY_HANDLE,
-    "TensorArrayConcatV3": _ARRAY_HANDLE,
-    "TensorArraySizeV3": _ARRAY_HANDLE,
-    "TensorArrayScatterV3": _ARRAY_HANDLE,
-    "TensorArrayWriteV3": _ARRAY_HANDLE,
-    "TensorArraySplitV3": _ARRAY_HANDLE,
-    "TensorArrayCloseV3": _ARRAY_HANDLE,
+    # TF1 arrays concatenated or split along ragged lengths (tf.TensorArray.concat / .split).
+    "TensorArrayConcatV3": _CONCAT_SPLIT,
+    "TensorArraySplitV3": _CONCAT_SPLIT,
 }
 
 

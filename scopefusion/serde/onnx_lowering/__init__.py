@@ -13,7 +13,9 @@ Families, as in the dialect itself: :mod:`.elementwise` (math, activations, comp
 NonMaxSuppression), :mod:`.array` (reshaping, padding, tiling), :mod:`.space_batch` (SpaceToBatchND,
 BatchToSpaceND, and their chain around a convolution as one dilated Conv), :mod:`.slicing` (slices, joins,
 gathers, scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, NoOp), :mod:`.random_ops`
-(random ops, same distributions).
+(random ops, same distributions), :mod:`.tensor_lists` (TensorLists and TensorArrays as one tensor),
+:mod:`.control` (While, If, Case, calls; bodies typed by :mod:`.bodies`, lists written in order as scan outputs
+by :mod:`.loop_scans`). TF1 frames are rebuilt as While and If first (:mod:`.tf1_frames`, :mod:`.tf1_conds`).
 
 Registering a lowering is one call::
 

@@ -10,8 +10,8 @@ its inputs bound to the operands' tensors (ONNX bodies read enclosing tensors by
   runs the last branch, as TF's default.
 * ``While(vars…)``: ``Loop(M = "", c0, vars…)`` where ``c0 = cond(vars)`` is computed before the loop and
   the loop body is ``vars' = body(vars); c = cond(vars')`` (TF checks the condition before each iteration).
-* TF1 frames (``Enter`` / ``Merge`` / ``Switch`` / ``NextIteration`` / ``Exit``) that no fusion rule replaced
-  decline with a reason that says so.
+* TF1 frames (``Enter`` / ``Merge`` / ``Switch`` / ``NextIteration`` / ``Exit``) are rebuilt as ``While`` and
+  ``If`` before lowering (:mod:`.tf1_frames`); what is left of them forms no loop or cond and declines, saying so.
 """
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ...ir.graph import Graph
+from ...dialects.tf.control import merged_shape
+from ...ir.graph import DATA_OP, Graph
 from ...ir.types import TensorType
 from ..onnx_attrs import type_proto
+from .bodies import typed_body
 from .emitter import LoweringEmitter
+from .loop_scans import scanned_lists
+from .tensor_lists import holds_list, list_element_type
 
 __all__ = ["LOWERINGS"]
 
@@ -66,8 +70,9 @@ def _branch(e: LoweringEmitter, graph: Graph, args: Sequence[str]) -> onnx.Graph
 
 def _if(e: LoweringEmitter) -> None:
     args = [e.input(i) for i in range(1, len(e.inputs))]
-    then_branch = _branch(e, e.body("then_branch"), args)
-    else_branch = _branch(e, e.body("else_branch"), args)
+    types = [e.input_type(i) for i in range(1, len(e.inputs))]
+    then_branch = _branch(e, typed_body(e.body("then_branch"), types), args)
+    else_branch = _branch(e, typed_body(e.body("else_branch"), types), args)
     e.op("If", [_truth(e, e.input(0), 0)], outputs=list(e.outputs), then_branch=then_branch, else_branch=else_branch)
 
 
@@ -97,39 +102,107 @@ def _case(e: LoweringEmitter) -> None:
     chain(0, list(e.outputs))
 
 
+def _loop_variables(e: LoweringEmitter, body: Graph) -> tuple[list[TensorType | None], ...]:
+    """Per loop variable: the type its body argument gets (TF's shape invariant: the dims the loop's operand
+    and result agree on; an argument the body returns unchanged keeps its operand's type), the type of
+    its elements when it is a list, and the type the ONNX ``Loop`` carries it as."""
+    arguments: list[TensorType | None] = []
+    elements: list[TensorType | None] = []
+    carried: list[TensorType | None] = []
+    returned = [v.producer.attrs.get("index") if v.producer.op == DATA_OP else None for v in body.outputs]
+    for k, value in enumerate(e.node.inputs):
+        t = value.type if value is not None and isinstance(value.type, TensorType) else None
+        if value is not None and holds_list(value):
+            element = list_element_type(value)
+            if element is None:
+                e.decline(f"no op touching the list of loop variable {k} tells its element dtype and rank")
+            arguments.append(t)
+            elements.append(element)
+            carried.append(element.with_shape((-1,) * (1 + len(element.shape))))
+            continue
+        out = e.node.outputs[k].type if k < len(e.node.outputs) else None
+        at = returned[k] if k < len(returned) else None
+        unchanged = at is not None and int(at) == k
+        if t is not None and t.rank is not None and not unchanged:
+            shape = merged_shape([t.shape, out.shape]) if isinstance(out, TensorType) and out.rank is not None else None
+            t = t.with_shape(shape if shape is not None else (-1,) * t.rank)
+        arguments.append(t)
+        elements.append(None)
+        carried.append(t.with_shape((-1,) * t.rank) if t is not None and t.rank is not None else t)
+    return arguments, elements, carried
+
+
+def _info(name: str, t: TensorType | None) -> onnx.ValueInfoProto:
+    info = onnx.ValueInfoProto(name=name)
+    if t is not None:
+        info.type.CopyFrom(type_proto(t))
+    return info
+
+
 def _while(e: LoweringEmitter) -> None:
-    cond, body = e.body("cond"), e.body("body")
+    arguments, elements, carried_types = _loop_variables(e, e.body("body"))
+    cond = typed_body(e.body("cond"), arguments, elements)
+    body = typed_body(e.body("body"), arguments, elements)
+    scans = scanned_lists(body, cond, list(e.node.inputs))
+    # Loop invariants (returned unchanged) and scanned lists are not carried: the body reads the outer tensor.
+    skipped = {s.index for s in scans} | _invariants(body)
+    kept = [k for k in range(len(e.inputs)) if k not in skipped]
     initial = [e.input(i) for i in range(len(e.inputs))]
     first = e.inline(cond, initial)
     if len(first) != 1:
         e.decline("its condition has more than one output")
     loop = onnx.GraphProto(name=e.fresh("loop_body"))
     iteration, carried_cond = e.fresh("iteration"), e.fresh("cond_in")
-    carried = [e.fresh(f"var{k}") for k in range(len(initial))]
+    carried = {k: e.fresh(f"var{k}") for k in kept}
     loop.input.append(helper.make_tensor_value_info(iteration, onnx.TensorProto.INT64, []))
     loop.input.append(helper.make_tensor_value_info(carried_cond, onnx.TensorProto.BOOL, []))
-    for k, name in enumerate(carried):
-        t = e.input_type(k)
-        info = onnx.ValueInfoProto(name=name)
-        if t is not None and t.rank is not None:
-            info.type.CopyFrom(type_proto(t.with_shape([-1] * t.rank)))
-        elif t is not None:
-            info.type.CopyFrom(type_proto(t))
-        loop.input.append(info)
-    updated = e.inline(body, carried, into=loop)
-    if len(updated) != len(carried):
-        e.decline(f"its body gives {len(updated)} values for {len(carried)} loop variables")
-    again = e.inline(cond, updated, into=loop)
+    loop.input.extend(_info(carried[k], carried_types[k]) for k in kept)
+    updated = e.inline(body, [carried.get(k, initial[k]) for k in range(len(initial))], into=loop)
+    if len(updated) != len(initial) + len(scans):
+        e.decline(f"its body gives {len(updated) - len(scans)} values for {len(initial)} loop variables")
+    again = e.inline(cond, updated[: len(initial)], into=loop)
     names = []
-    for name in [again[0], *updated]:
+    for name in [again[0], *(updated[k] for k in kept), *updated[len(initial):]]:
         out = e.fresh("next")
         loop.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
         names.append(out)
     loop.output.append(helper.make_tensor_value_info(names[0], onnx.TensorProto.BOOL, []))
-    loop.output.extend(_outputs_info(body, names[1:]))
+    loop.output.extend(_info(name, carried_types[k]) for name, k in zip(names[1:], kept))
+    for name, scan in zip(names[1 + len(kept):], scans):
+        t = scan.item.type if isinstance(scan.item.type, TensorType) else elements[scan.index]
+        loop.output.append(_info(name, t.with_shape((-1,) * t.rank) if t is not None and t.rank is not None else t))
     start = _truth_of(e, first[0], cond)
-    e.op("Loop", ["", start, *initial], outputs=[o if e.used(k) else None for k, o in enumerate(e.outputs)],
-         body=loop)
+    # Every Loop output is named (onnxruntime does not take a Loop output left out); unused ones are pruned later.
+    stacked = [e.fresh("stacked") for _ in scans]
+    e.op("Loop", ["", start, *(initial[k] for k in kept)],
+         outputs=[*(e.outputs[k] if e.used(k) else None for k in kept), *stacked], body=loop)
+    for scan, name in zip(scans, stacked):
+        if e.used(scan.index):
+            _pad_to_reserved(e, name, initial[scan.index], e.outputs[scan.index])
+    for k in sorted(skipped - {s.index for s in scans}):
+        if e.used(k):
+            e.op("Identity", [initial[k]], outputs=[e.outputs[k]])
+
+
+def _invariants(body: Graph) -> set[int]:
+    """The loop variables ``body`` returns as it got them."""
+    found = set()
+    for k, value in enumerate(body.outputs):
+        node = value.producer
+        if node.op == DATA_OP and node.attrs.get("_outer_name") is None and node.attrs.get("index") == k:
+            found.add(k)
+    return found
+
+
+def _pad_to_reserved(e: LoweringEmitter, stacked: str, reserved: str, out: str) -> None:
+    """``stacked`` (the elements the loop wrote) followed by zero elements up to the reserved list's length."""
+    written = e.op("Shape", [stacked], start=0, end=1)[0]
+    length = e.op("Shape", [reserved], start=0, end=1)[0]
+    missing = e.op("Max", [e.op("Sub", [length, written])[0], e.ints([0], "none")])[0]
+    shape = e.op("Concat", [missing, e.op("Shape", [stacked], start=1)[0]], axis=0)[0]
+    zeros = e.op("ConstantOfShape", [shape])[0]
+    zeros = e.op("CastLike", [zeros, stacked])[0]
+    e.op("Concat", [stacked, zeros], outputs=[out], axis=0)
 
 
 def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
@@ -141,8 +214,8 @@ def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
 
 def _tf1_frame(e: LoweringEmitter) -> None:
     e.decline(
-        "TF1 control-flow frames (Enter, Merge, Switch, NextIteration, Exit) that no fusion rule replaced are not "
-        "lowered to ONNX; export the model with TF2 control flow (While / If) instead"
+        "TF1 control-flow frames (Enter, Merge, Switch, NextIteration, Exit) that form no while loop or cond the "
+        "exporter can rebuild are not lowered to ONNX; export the model with TF2 control flow (While / If) instead"
     )
 
 

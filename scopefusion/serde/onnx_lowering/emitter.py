@@ -63,7 +63,8 @@ class LoweringEmitter(FusedEmitter):
             self.decline("bodies cannot be written here")
         proto = self._write_body(graph)
         positions = []
-        for k, value in enumerate(graph.inputs):
+        declared = [v for v in graph.inputs if v.producer.attrs.get("_outer_name") is None]  # others read by name
+        for k, value in enumerate(declared):
             index = value.producer.attrs.get("index")
             positions.append(int(index) if index is not None else k)
         if len(proto.input) != len(positions) or any(p >= len(inputs) for p in positions):

@@ -64,11 +64,12 @@ def default_lowerings() -> LoweringRegistry:
         shapes,
         slicing,
         space_batch,
+        tensor_lists,
     )
 
     registry = LoweringRegistry()
     for family in (elementwise, compositions, nn, conv_transpose, resize, detection, array, space_batch, slicing, shapes,
-                   reduce, control, misc, random_ops):
+                   reduce, control, tensor_lists, misc, random_ops):
         for op_type, fn in family.LOWERINGS:
             registry.register(op_type, fn)
     return registry
