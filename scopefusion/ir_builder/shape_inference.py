@@ -7,6 +7,12 @@ shape whenever the graph's input shapes are static. Folded values live in a side
 (:attr:`InferenceResult.known_values`): the graph itself is not rewritten, so each shape profile can be
 inferred on its own clone with its own table.
 
+A shape profile's clone is inferred against the inferred graph it was cloned from (``earlier``): a node
+whose inputs have the same types and the same known values there (most nodes that only read weights) takes
+that node's output types, folded values and counts instead of being inferred again. Inference is a function
+of exactly those inputs, the node's attributes and its output count, which a clone shares; nodes with
+bodies or loop back edges are always inferred.
+
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
 """
@@ -48,6 +54,8 @@ class InferenceResult:
     folded: int = 0
     unfolded: list[str] = field(default_factory=list)  # nodes whose value is over max_folded_bytes
     known_values: dict[int, np.ndarray] = field(default_factory=dict)  # id(Value) -> value
+    # id(Node) -> (whether the node was folded, its note in ``unfolded`` or None), for inferred nodes
+    outcomes: dict[int, tuple[bool, str | None]] = field(default_factory=dict, repr=False)
 
     def known(self, value: Value) -> np.ndarray | None:
         return self.known_values.get(id(value))
@@ -60,8 +68,12 @@ def infer_graph(
     result: InferenceResult | None = None,
     progress: Callable[[int, int], None] | None = None,
     outer: dict[str, Value] | None = None,
+    earlier: tuple[Graph, InferenceResult] | None = None,
 ) -> InferenceResult:
     """Infers every node's output types in place; returns what was found.
+
+    ``earlier``: the inferred graph ``graph`` is a clone of, and its result; a node whose inputs are the
+    same as there takes that node's answer (see the module docstring).
 
     Raises:
         InferenceError: an inference function failed or contradicted its inputs, or (``strict``) an op
@@ -72,6 +84,11 @@ def infer_graph(
     total = len(graph.nodes)
     # Tensors visible to bodies by name: the enclosing graphs' and this graph's, as they are inferred.
     visible: dict[str, Value] = dict(outer or {})
+    twins: list[Node] | None = None
+    if earlier is not None and len(earlier[0].nodes) == total:
+        twins = earlier[0].nodes
+        earlier_known = earlier[1].known_values
+        earlier_outcomes = earlier[1].outcomes
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
             progress(position, total)
@@ -101,6 +118,22 @@ def infer_graph(
             for value in node.outputs:
                 value.type = None
             continue
+        if twins is not None:
+            twin = twins[position]
+            outcome = earlier_outcomes.get(id(twin))
+            if outcome is not None and twin.name == node.name and _same_inputs(node, twin, result.known_values, earlier_known):
+                for value, twin_value in zip(node.outputs, twin.outputs):
+                    value.type = twin_value.type
+                    array = earlier_known.get(id(twin_value))
+                    if array is not None:
+                        result.known_values[id(value)] = array
+                was_folded, note = outcome
+                if note is not None:
+                    result.unfolded.append(note)
+                result.folded += was_folded
+                result.outcomes[id(node)] = outcome
+                continue
+        unfolded = len(result.unfolded)
         infos = [input_info(v, None if v is None else result.known_values.get(id(v))) for v in node.inputs]
         ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
         node.opdef.infer(ctx)
@@ -123,6 +156,7 @@ def infer_graph(
                 ) from None
         if folded is not None:
             result.folded += 1
+        result.outcomes[id(node)] = (folded is not None, result.unfolded[-1] if len(result.unfolded) > unfolded else None)
     if progress is not None:
         progress(total, total)
     for value in graph.values():
@@ -134,6 +168,23 @@ def infer_graph(
         if dynamic:
             result.dynamic_values.append(value.ref)
     return result
+
+
+def _same_inputs(node: Node, twin: Node, known: dict[int, np.ndarray], twin_known: dict[int, np.ndarray]) -> bool:
+    """Whether ``node`` reads what ``twin`` read when it was inferred: inputs present at the same slots,
+    of the same (interned) types, with the same known value objects, and no loop back edge."""
+    if node.subgraphs or len(node.inputs) != len(twin.inputs):
+        return False
+    for value, twin_value in zip(node.inputs, twin.inputs):
+        if value is None or twin_value is None:
+            if value is not twin_value:
+                return False
+            continue
+        if value.type is not twin_value.type or value.meta.get("back_edge"):
+            return False
+        if known.get(id(value)) is not twin_known.get(id(twin_value)):
+            return False
+    return True
 
 
 def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
