@@ -77,13 +77,18 @@ class Value:
 class Node:
     """One op instance. Build through :meth:`Graph.add_node`."""
 
-    __slots__ = ("graph", "name", "dialect", "op_type", "inputs", "outputs", "attrs", "control_inputs", "subgraphs", "opdef", "meta")
+    __slots__ = (
+        "graph", "name", "_dialect", "_op_type", "op", "inputs", "outputs", "attrs", "control_inputs", "subgraphs",
+        "opdef", "meta",
+    )  # fmt: skip
+    op: str  # the qualified op name, ``dialect.OpType``; kept in step with ``dialect`` and ``op_type``
 
     def __init__(self, graph: "Graph", name: str, dialect: str, op_type: str) -> None:
         self.graph = graph
         self.name = name
-        self.dialect = dialect
-        self.op_type = op_type
+        self._dialect = dialect
+        self._op_type = op_type
+        self.op = f"{dialect}.{op_type}" if dialect else op_type
         self.inputs: list[Value | None] = []
         self.outputs: list[Value] = []
         self.attrs = Attributes(f"node {name!r} ({dialect}.{op_type})")
@@ -93,9 +98,22 @@ class Node:
         self.meta: dict[str, Any] = {}
 
     @property
-    def op(self) -> str:
-        """The qualified op name, ``dialect.OpType``."""
-        return f"{self.dialect}.{self.op_type}" if self.dialect else self.op_type
+    def dialect(self) -> str:
+        return self._dialect
+
+    @dialect.setter
+    def dialect(self, dialect: str) -> None:
+        self._dialect = dialect
+        self.op = f"{dialect}.{self._op_type}" if dialect else self._op_type
+
+    @property
+    def op_type(self) -> str:
+        return self._op_type
+
+    @op_type.setter
+    def op_type(self, op_type: str) -> None:
+        self._op_type = op_type
+        self.op = f"{self._dialect}.{op_type}" if self._dialect else op_type
 
     # Attribute access, GE style.
     def set_attr(self, name: str, value: Any, type_id: AttrType | None = None) -> None:
