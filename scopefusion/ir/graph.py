@@ -221,8 +221,22 @@ class Graph:
             base = self.unique_name(base)
         node = Node(self, base, dialect, op_type)
         node.opdef = opdef
-        for key, value in (attrs or {}).items():
-            node.set_attr(key, value)
+        if attrs:
+            stored = node.attrs._attrs
+            specs = opdef.attrs if opdef is not None else None
+            open_attrs = opdef is not None and opdef.open_attrs
+            for key, value in attrs.items():
+                # An AttrValue of the declared kind (or under a private, open or undeclared-but-unchecked
+                # name) is stored as set_attr would store it; anything else goes through set_attr's checks.
+                if isinstance(value, AttrValue) and type(key) is str and key:
+                    if specs is None or key[0] == "_":
+                        stored[key] = value
+                        continue
+                    spec = specs.get(key)
+                    if (open_attrs if spec is None else spec.type_id is value.type_id):
+                        stored[key] = value
+                        continue
+                node.set_attr(key, value)
         n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
         if opdef is not None:
             try:
@@ -230,12 +244,10 @@ class Graph:
                 if n_out is None:
                     n_out = len(opdef.outputs)
                 opdef.bind_outputs(n_out)
-                checked = opdef.check_attrs(dict(node.attrs.items()), f"node {base!r}")
+                # set_attr has checked every declared name's kind: what is left is the defaults and the required.
+                opdef.complete_attrs(node.attrs._attrs, base)
             except ValueError as e:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
-            for key, value in checked.items():
-                if key not in node.attrs:
-                    node.attrs.set_attr(key, value)
         if n_out is None:
             n_out = 1
         types = list(output_types) if output_types is not None else [None] * n_out

@@ -301,6 +301,21 @@ class OpDef:
                     out[spec.name] = spec.default
         return out
 
+    def complete_attrs(self, attrs: dict[str, AttrValue], node_name: str) -> None:
+        """Adds the default of every optional attribute missing from ``attrs`` (in declaration order), in
+        place; the kinds of the attributes present are not checked again (see :meth:`check_attrs`).
+
+        Raises ValueError, as :meth:`check_attrs` does, when a required attribute is missing.
+        """
+        for spec in self.attrs.values():
+            if spec.name not in attrs:
+                if spec.required:
+                    raise ValueError(
+                        f"node {node_name!r}: op {self.qualified_name} needs attribute {spec.name!r} ({spec.type_id.name})"
+                    )
+                if spec.default is not None:
+                    attrs[spec.name] = spec.default
+
     # ------------------------------------------------------------------ inference
     def infer(self, ctx: "InferContext") -> None:
         """Runs dtype then shape inference into ``ctx``; raises InferenceError naming the op and inputs."""
