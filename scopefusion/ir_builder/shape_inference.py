@@ -29,10 +29,11 @@ import numpy as np
 from .. import dtypes as _dt
 from ..budgets import current_budgets
 from ..errors import InferenceError
+from ..ir.attrs import AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
 from ..ir.opdef import InferContext, InputInfo
-from ..ir.types import TensorType
+from ..ir.types import TensorType, Type
 from .consistency import check_contradictions
 
 __all__ = ["InferenceResult", "infer_graph"]
@@ -85,6 +86,9 @@ def infer_graph(
     # Tensors visible to bodies by name: the enclosing graphs' and this graph's, as they are inferred.
     visible: dict[str, Value] = dict(outer or {})
     twins: list[Node] | None = None
+    known_values = result.known_values
+    plain_infos: dict[Type | None, InputInfo] = {}  # what inference sees of an input of this type without a value
+    fold_limit = current_budgets().max_folded_bytes
     if earlier is not None and len(earlier[0].nodes) == total:
         twins = earlier[0].nodes
         earlier_known = earlier[1].known_values
@@ -134,12 +138,25 @@ def infer_graph(
                 result.outcomes[id(node)] = outcome
                 continue
         unfolded = len(result.unfolded)
-        infos = [input_info(v, None if v is None else result.known_values.get(id(v))) for v in node.inputs]
-        ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
+        infos: list[InputInfo | None] = []
+        for v in node.inputs:
+            if v is None:
+                infos.append(None)
+                continue
+            data = known_values.get(id(v))
+            if data is not None:
+                infos.append(input_info(v, data))
+                continue
+            info = plain_infos.get(v.type)
+            if info is None:
+                info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
+            infos.append(info)
+        attrs = dict(node.attrs.items())
+        ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs)
         node.opdef.infer(ctx)
         inferred = ctx.results()
         check_contradictions(node, infos, inferred)
-        folded = _try_fold(node, infos) if _fold_fits(node, inferred, result) else None
+        folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
             if folded is not None and i < len(folded) and folded[i] is not None:
                 array = np.asarray(folded[i])
@@ -201,28 +218,29 @@ def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
         value.type = None
 
 
-def _fold_fits(node: Node, inferred, result: InferenceResult) -> bool:
+def _fold_fits(node: Node, inferred, result: InferenceResult, limit: int) -> bool:
     """Whether folding ``node`` stays within the folded-value budget: every output's inferred shape is
-    known and its bytes are at most ``max_folded_bytes``. A larger value is left unfolded (it stays an op
-    with a known shape); the node is recorded in ``result.unfolded``."""
-    limit = current_budgets().max_folded_bytes
+    known and its bytes are at most ``limit`` (``max_folded_bytes``). A larger value is left unfolded (it
+    stays an op with a known shape); the node is recorded in ``result.unfolded``."""
     for shape, dtype, _ in inferred:
-        if shape is None or any(d is None or d < 0 for d in shape):
-            # An output whose shape inference cannot tell: only ops that fold from shapes alone are tried.
-            if node.opdef is None or node.opdef.fold is None:
-                return False
-            continue
-        itemsize = dtype.itemsize if isinstance(dtype, _dt.DType) else 8
-        size = itemsize
-        for d in shape:
-            size *= d
-        if size > limit:
-            result.unfolded.append(f"{node.name} ({size:,} bytes)")
+        size = dtype.itemsize if isinstance(dtype, _dt.DType) else 8
+        if shape is not None:
+            for d in shape:
+                if d is None or d < 0:
+                    break
+                size *= d
+            else:
+                if size > limit:
+                    result.unfolded.append(f"{node.name} ({size:,} bytes)")
+                    return False
+                continue
+        # An output whose shape inference cannot tell: only ops that fold from shapes alone are tried.
+        if node.opdef is None or node.opdef.fold is None:
             return False
     return True
 
 
-def _try_fold(node: Node, infos: list[InputInfo | None]) -> list[np.ndarray | None] | None:
+def _try_fold(node: Node, infos: list[InputInfo | None], attrs: dict[str, AttrValue]) -> list[np.ndarray | None] | None:
     opdef = node.opdef
     assert opdef is not None
     if opdef.fold is None:
@@ -231,7 +249,7 @@ def _try_fold(node: Node, infos: list[InputInfo | None]) -> list[np.ndarray | No
         if any(i is None or i.data is None or i.data.size > MAX_FOLD_ELEMENTS for i in infos):
             return None
     try:
-        out = opdef.try_fold(infos, dict(node.attrs.items()))
+        out = opdef.try_fold(infos, attrs)
     except Exception as e:  # a kernel that cannot handle this input is not a reason to stop converting
         log.debug("folding %s (%s) failed: %s", node.name, node.op, e)
         return None
