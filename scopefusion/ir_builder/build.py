@@ -24,7 +24,7 @@ from ..ir.attrs import LIST_STR, STR
 from ..ir.graph import Graph, Node, Value
 from ..ir.opdef import OpRegistry
 from ..ir.types import IRContext
-from ..parser.source_graph import SourceGraph, SourceNode
+from ..parser.source_graph import BACK_EDGE_OPS, SourceGraph, SourceNode
 from ..scope.result import OUTPUT_TO_FUSION_SCOPE
 from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 
@@ -114,26 +114,35 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
     """Fusions and unclaimed nodes in a topological order of the contracted graph."""
     if not fusions:
         return list(source.nodes)
-    order = {n.name: i for i, n in enumerate(source.nodes)}
-    unit_of = {name: ("fusion", f.name) for name, f in claimed_by.items()}
+    # A unit is an unclaimed node, keyed by its name, or a fusion, keyed by ("fusion", its name).
+    unit_of: dict[str, Any] = {name: ("fusion", f.name) for name, f in claimed_by.items()}
     units: dict[Any, Any] = {}
     first: dict[Any, int] = {}
-    for node in source.nodes:
-        key = unit_of.get(node.name, ("node", node.name))
-        units.setdefault(key, claimed_by[node.name] if key[0] == "fusion" else node)
-        first.setdefault(key, order[node.name])
+    for position, node in enumerate(source.nodes):
+        key = unit_of.get(node.name)
+        if key is None:
+            units[node.name] = node
+            first[node.name] = position
+        elif key not in units:
+            units[key] = claimed_by[node.name]
+            first[key] = position
+    loop_sources = {node.name for node in source.nodes if node.op_type in BACK_EDGE_OPS}
     successors: dict[Any, dict[Any, None]] = {key: {} for key in units}  # insertion-ordered sets
     for node in source.nodes:
-        dst = unit_of.get(node.name, ("node", node.name))
-        producers = [p for p, _ in node.inputs] + list(node.control_inputs)
+        dst = unit_of.get(node.name, node.name)
+        producers = [p for p, _ in node.inputs]
+        producers.extend(node.control_inputs)
         for producer in producers:
-            src = unit_of.get(producer, ("node", producer))
+            src = unit_of.get(producer, producer)
             out = successors.get(src)
-            if out is not None and src != dst and dst not in out and not is_back_edge(source, producer, node):
-                out[dst] = None
+            if out is None or src == dst or dst in out:
+                continue
+            if producer in loop_sources and is_back_edge(source, producer, node):
+                continue
+            out[dst] = None
     keys = lexicographic_order(successors, first.__getitem__)
     if len(keys) < len(units):
-        cycle = " -> ".join(str(u[1]) for u in find_cycle(successors, set(units).difference(keys)))
+        cycle = " -> ".join(u if isinstance(u, str) else str(u[1]) for u in find_cycle(successors, set(units).difference(keys)))
         raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})")
     return [units[k] for k in keys]
 
