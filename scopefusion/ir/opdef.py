@@ -468,8 +468,21 @@ class InferContext:
     def has_input(self, i: int) -> bool:
         return 0 <= i < len(self._inputs) and self._inputs[i] is not None
 
+    def _single(self, name: str) -> InputInfo | None:
+        """The input bound to ``name`` when exactly one is, present; else None (the caller's general path
+        then raises the right error)."""
+        for spec, start, stop in self._bound:
+            if spec.name == name:
+                if stop - start == 1:
+                    return self._inputs[start]
+                return None
+        return None
+
     def param(self, name: str) -> InputInfo:
         """The single input bound to declared input ``name``."""
+        info = self._single(name)
+        if info is not None:
+            return info
         infos = self.params(name)
         if len(infos) != 1:
             raise InferenceError(self.describe(f"input {name!r} has {len(infos)} values, expected one"))
@@ -484,6 +497,9 @@ class InferContext:
 
     def followed(self, name: str) -> InputInfo:
         """The input an output follows: the first value bound to ``name`` (a dynamic input's first)."""
+        info = self._single(name)
+        if info is not None:
+            return info
         infos = self.params(name)
         if not infos:
             raise InferenceError(self.describe(f"an output follows input {name!r}, which has no values"))
