@@ -433,7 +433,10 @@ class InferContext:
         attrs: dict[str, AttrValue],
         num_outputs: int,
         subgraphs: Mapping[str, Any] | None = None,
+        plain: Sequence[InputInfo | None] | None = None,
     ) -> None:
+        """``plain``, when the caller has it: the same inputs as ``inputs`` without their data, taken for
+        the inputs that are not value-dependent instead of copies made here."""
         self.opdef = opdef
         # Control-flow bodies (``node.subgraphs``) by name, for ops whose outputs follow their bodies'.
         self.subgraphs: dict[str, Any] = dict(subgraphs or {})
@@ -446,7 +449,7 @@ class InferContext:
                     for i in range(start, stop):
                         info = inputs[i]
                         if info is not None and info.data is not None:
-                            self._inputs[i] = InputInfo(info.shape, info.dtype, info.format, None)
+                            self._inputs[i] = plain[i] if plain is not None else InputInfo(info.shape, info.dtype, info.format, None)
         self._attrs = attrs
         self.num_outputs = num_outputs
         self._out_shapes: list[Any] = [_UNSET] * num_outputs

@@ -139,20 +139,20 @@ def infer_graph(
                 continue
         unfolded = len(result.unfolded)
         infos: list[InputInfo | None] = []
+        plain: list[InputInfo | None] = []  # the same without data
         for v in node.inputs:
             if v is None:
                 infos.append(None)
-                continue
-            data = known_values.get(id(v))
-            if data is not None:
-                infos.append(input_info(v, data))
+                plain.append(None)
                 continue
             info = plain_infos.get(v.type)
             if info is None:
                 info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
-            infos.append(info)
+            plain.append(info)
+            data = known_values.get(id(v))
+            infos.append(info if data is None else input_info(v, data))
         attrs = dict(node.attrs.items())
-        ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs)
+        ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
         node.opdef.infer(ctx)
         inferred = ctx.results()
         check_contradictions(node, infos, inferred)
