@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import ScopeFusionError
-from .attrs import Attributes, AttrType, AttrValue
+from .attrs import Attributes, AttrType, AttrValue, _same
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -325,11 +325,21 @@ class Graph:
         nodes: dict[int, Node] = {}
         later: list[tuple[Node, int, Value]] = []  # back edges: inputs produced later in the schedule
         lookup = self.registry.lookup
+        make = object.__new__
         for node in self.nodes:
-            new = Node(other, node.name, node.dialect, node.op_type)
+            # Node.__init__ and Value.__init__ spelled out: every slot is set from the original.
+            new = make(Node)
+            new.graph = other
+            new.name = node.name
+            new._dialect = node._dialect
+            new._op_type = node._op_type
+            new.op = node.op
             new.opdef = lookup(node.op)
-            new.attrs._attrs = {k: v.copy() for k, v in node.attrs._attrs.items()}
-            inputs = new.inputs
+            attrs = new.attrs = make(Attributes)
+            attrs._owner = node.attrs._owner
+            attrs._attrs = {k: v if v.type_id.copy is _same else v.copy() for k, v in node.attrs._attrs.items()}
+            inputs: list[Value | None] = []
+            new.inputs = inputs
             for slot, v in enumerate(node.inputs):
                 mapped = None if v is None else mapping.get(id(v))
                 if v is not None and mapped is None:
@@ -337,13 +347,19 @@ class Graph:
                 inputs.append(mapped)
                 if mapped is not None:
                     mapped._uses[(new, slot)] = None
+            outputs: list[Value] = []
+            new.outputs = outputs
             for v in node.outputs:
-                out = Value(new, v.index, v.type)
+                out = make(Value)
+                out.producer = new
+                out.index = v.index
+                out.type = v.type
+                out._uses = {}
                 out.meta = dict(v.meta)
-                new.outputs.append(out)
+                outputs.append(out)
                 mapping[id(v)] = out
-            new.control_inputs = [nodes[id(c)] for c in node.control_inputs]
-            new.subgraphs = {k: g.clone() for k, g in node.subgraphs.items()}
+            new.control_inputs = [nodes[id(c)] for c in node.control_inputs] if node.control_inputs else []
+            new.subgraphs = {k: g.clone() for k, g in node.subgraphs.items()} if node.subgraphs else {}
             new.meta = dict(node.meta)
             nodes[id(node)] = new
             other._names[new.name] = new
