@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import ScopeFusionError
-from .attrs import Attributes, AttrType, AttrValue, _same
+from .attrs import TENSOR, Attributes, AttrType, AttrValue, _same
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -278,7 +278,11 @@ class Graph:
 
     def add_const(self, value: np.ndarray, name: str = "Const", *, unique: bool = True) -> Value:
         """Adds a ``ge.Const`` node holding ``value`` (kept read-only; a read-only array is not copied)."""
-        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value)}, unique=unique)
+        try:
+            typed = AttrValue(TENSOR, np.asarray(value))
+        except (TypeError, ValueError):  # set_attr's checks give the error naming the node
+            typed = None
+        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value) if typed is None else typed}, unique=unique)
         array = node.attrs.as_tensor("value")
         dtype = _dt.from_numpy(array.dtype)
         node.outputs[0].type = self.context.tensor(dtype, array.shape) if dtype is not None else None
