@@ -93,31 +93,41 @@ def infer_graph(
         twins = earlier[0].nodes
         earlier_known = earlier[1].known_values
         earlier_outcomes = earlier[1].outcomes
+    # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
+    collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
             progress(position, total)
-        if node.op == DATA_OP:
+        op = node.op
+        if op == DATA_OP:
             outer_name = node.attrs.get("_outer_name")
             if outer_name is not None and node.outputs[0].type is None and outer_name in visible:
                 node.outputs[0].type = visible[outer_name].type
-        for value in node.outputs:
-            name = value.meta.get("tensor_name")
-            if name:
-                visible[name] = value
-        if node.op == DATA_OP:
+        if collect:
+            for value in node.outputs:
+                name = value.meta.get("tensor_name")
+                if name:
+                    visible[name] = value
+        if op == DATA_OP:
             continue
-        if node.op == CONST_OP:
+        if op == CONST_OP:
             array = node.attrs.get("value")
-            result.known_values[id(node.outputs[0])] = array
+            known_values[id(node.outputs[0])] = array
             dtype = _dt.from_numpy(array.dtype)
             node.outputs[0].type = context.tensor(dtype, array.shape) if dtype is not None else None
             continue
-        for body in node.subgraphs.values():
-            infer_graph(body, strict=strict, result=InferenceResult(uninferred=result.uninferred), outer=visible)
+        if node.subgraphs:
+            for body in node.subgraphs.values():
+                infer_graph(body, strict=strict, result=InferenceResult(uninferred=result.uninferred), outer=visible)
         if node.opdef is None:
             _uninferred(node, result, strict)
             continue
-        if any(v is not None and v.type is None and not v.meta.get("back_edge") for v in node.inputs):
+        unknown_input = False
+        for v in node.inputs:
+            if v is not None and v.type is None and not v.meta.get("back_edge"):
+                unknown_input = True
+                break
+        if unknown_input:
             # An input of unknown type (its producer had no definition): the outputs stay unknown too.
             for value in node.outputs:
                 value.type = None
