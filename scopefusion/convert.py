@@ -146,7 +146,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         profiles = []
         for i, shapes in enumerate(profiles_wanted or [{}]):
             report = stage_progress(progress, f"profile {i}", _shapes(shapes))
-            profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report))
+            profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report, inferred=main_inference))
         check_tensor_sizes(graph)
         for i, profile in enumerate(profiles):
             check_tensor_sizes(profile.graph, f"profile {i}: ")

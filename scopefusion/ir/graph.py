@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import ScopeFusionError
-from .attrs import Attributes, AttrType, AttrValue
+from .attrs import TENSOR, Attributes, AttrType, AttrValue, _same
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -77,13 +77,18 @@ class Value:
 class Node:
     """One op instance. Build through :meth:`Graph.add_node`."""
 
-    __slots__ = ("graph", "name", "dialect", "op_type", "inputs", "outputs", "attrs", "control_inputs", "subgraphs", "opdef", "meta")
+    __slots__ = (
+        "graph", "name", "_dialect", "_op_type", "op", "inputs", "outputs", "attrs", "control_inputs", "subgraphs",
+        "opdef", "meta",
+    )  # fmt: skip
+    op: str  # the qualified op name, ``dialect.OpType``; kept in step with ``dialect`` and ``op_type``
 
     def __init__(self, graph: "Graph", name: str, dialect: str, op_type: str) -> None:
         self.graph = graph
         self.name = name
-        self.dialect = dialect
-        self.op_type = op_type
+        self._dialect = dialect
+        self._op_type = op_type
+        self.op = f"{dialect}.{op_type}" if dialect else op_type
         self.inputs: list[Value | None] = []
         self.outputs: list[Value] = []
         self.attrs = Attributes(f"node {name!r} ({dialect}.{op_type})")
@@ -93,9 +98,22 @@ class Node:
         self.meta: dict[str, Any] = {}
 
     @property
-    def op(self) -> str:
-        """The qualified op name, ``dialect.OpType``."""
-        return f"{self.dialect}.{self.op_type}" if self.dialect else self.op_type
+    def dialect(self) -> str:
+        return self._dialect
+
+    @dialect.setter
+    def dialect(self, dialect: str) -> None:
+        self._dialect = dialect
+        self.op = f"{dialect}.{self._op_type}" if dialect else self._op_type
+
+    @property
+    def op_type(self) -> str:
+        return self._op_type
+
+    @op_type.setter
+    def op_type(self, op_type: str) -> None:
+        self._op_type = op_type
+        self.op = f"{self._dialect}.{op_type}" if self._dialect else op_type
 
     # Attribute access, GE style.
     def set_attr(self, name: str, value: Any, type_id: AttrType | None = None) -> None:
@@ -203,8 +221,22 @@ class Graph:
             base = self.unique_name(base)
         node = Node(self, base, dialect, op_type)
         node.opdef = opdef
-        for key, value in (attrs or {}).items():
-            node.set_attr(key, value)
+        if attrs:
+            stored = node.attrs._attrs
+            specs = opdef.attrs if opdef is not None else None
+            open_attrs = opdef is not None and opdef.open_attrs
+            for key, value in attrs.items():
+                # An AttrValue of the declared kind (or under a private, open or undeclared-but-unchecked
+                # name) is stored as set_attr would store it; anything else goes through set_attr's checks.
+                if isinstance(value, AttrValue) and type(key) is str and key:
+                    if specs is None or key[0] == "_":
+                        stored[key] = value
+                        continue
+                    spec = specs.get(key)
+                    if (open_attrs if spec is None else spec.type_id is value.type_id):
+                        stored[key] = value
+                        continue
+                node.set_attr(key, value)
         n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
         if opdef is not None:
             try:
@@ -212,12 +244,10 @@ class Graph:
                 if n_out is None:
                     n_out = len(opdef.outputs)
                 opdef.bind_outputs(n_out)
-                checked = opdef.check_attrs(dict(node.attrs.items()), f"node {base!r}")
+                # set_attr has checked every declared name's kind: what is left is the defaults and the required.
+                opdef.complete_attrs(node.attrs._attrs, base)
             except ValueError as e:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
-            for key, value in checked.items():
-                if key not in node.attrs:
-                    node.attrs.set_attr(key, value)
         if n_out is None:
             n_out = 1
         types = list(output_types) if output_types is not None else [None] * n_out
@@ -248,7 +278,11 @@ class Graph:
 
     def add_const(self, value: np.ndarray, name: str = "Const", *, unique: bool = True) -> Value:
         """Adds a ``ge.Const`` node holding ``value`` (kept read-only; a read-only array is not copied)."""
-        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value)}, unique=unique)
+        try:
+            typed = AttrValue(TENSOR, np.asarray(value))
+        except (TypeError, ValueError):  # set_attr's checks give the error naming the node
+            typed = None
+        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value) if typed is None else typed}, unique=unique)
         array = node.attrs.as_tensor("value")
         dtype = _dt.from_numpy(array.dtype)
         node.outputs[0].type = self.context.tensor(dtype, array.shape) if dtype is not None else None
@@ -295,11 +329,21 @@ class Graph:
         nodes: dict[int, Node] = {}
         later: list[tuple[Node, int, Value]] = []  # back edges: inputs produced later in the schedule
         lookup = self.registry.lookup
+        make = object.__new__
         for node in self.nodes:
-            new = Node(other, node.name, node.dialect, node.op_type)
+            # Node.__init__ and Value.__init__ spelled out: every slot is set from the original.
+            new = make(Node)
+            new.graph = other
+            new.name = node.name
+            new._dialect = node._dialect
+            new._op_type = node._op_type
+            new.op = node.op
             new.opdef = lookup(node.op)
-            new.attrs._attrs = {k: v.copy() for k, v in node.attrs._attrs.items()}
-            inputs = new.inputs
+            attrs = new.attrs = make(Attributes)
+            attrs._owner = node.attrs._owner
+            attrs._attrs = {k: v if v.type_id.copy is _same else v.copy() for k, v in node.attrs._attrs.items()}
+            inputs: list[Value | None] = []
+            new.inputs = inputs
             for slot, v in enumerate(node.inputs):
                 mapped = None if v is None else mapping.get(id(v))
                 if v is not None and mapped is None:
@@ -307,13 +351,19 @@ class Graph:
                 inputs.append(mapped)
                 if mapped is not None:
                     mapped._uses[(new, slot)] = None
+            outputs: list[Value] = []
+            new.outputs = outputs
             for v in node.outputs:
-                out = Value(new, v.index, v.type)
+                out = make(Value)
+                out.producer = new
+                out.index = v.index
+                out.type = v.type
+                out._uses = {}
                 out.meta = dict(v.meta)
-                new.outputs.append(out)
+                outputs.append(out)
                 mapping[id(v)] = out
-            new.control_inputs = [nodes[id(c)] for c in node.control_inputs]
-            new.subgraphs = {k: g.clone() for k, g in node.subgraphs.items()}
+            new.control_inputs = [nodes[id(c)] for c in node.control_inputs] if node.control_inputs else []
+            new.subgraphs = {k: g.clone() for k, g in node.subgraphs.items()} if node.subgraphs else {}
             new.meta = dict(node.meta)
             nodes[id(node)] = new
             other._names[new.name] = new

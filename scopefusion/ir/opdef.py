@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, cast
 
 import numpy as np
 
@@ -128,7 +128,7 @@ class OpDef:
         self.fold: Callable[..., Any] | None = None
         self.memory_forward: int | None = None  # output 0 may alias this input's buffer
         # bind_inputs / bind_outputs answers by (kind, count); emptied whenever a spec is declared or changed
-        self._bindings: dict[tuple[str, int], tuple[tuple[Any, int, int], ...]] = {}
+        self._bindings: dict[tuple[str, int], tuple[Any, ...]] = {}
 
     def copy(self) -> "OpDef":
         """A definition equal to this one that can be declared further without changing this one: the
@@ -266,10 +266,13 @@ class OpDef:
 
         Raises ValueError when the count does not fit the declaration.
         """
+        return list(self._bound_inputs(count))
+
+    def _bound_inputs(self, count: int) -> tuple[tuple[InputSpec, int, int], ...]:
         found = self._bindings.get(("inputs", count))
         if found is None:
             found = self._bindings[("inputs", count)] = tuple(_bind(self.inputs, count, self.qualified_name, "inputs"))
-        return list(found)
+        return found
 
     def bind_outputs(self, count: int) -> list[tuple[OutputSpec, int, int]]:
         found = self._bindings.get(("outputs", count))
@@ -301,6 +304,21 @@ class OpDef:
                     out[spec.name] = spec.default
         return out
 
+    def complete_attrs(self, attrs: dict[str, AttrValue], node_name: str) -> None:
+        """Adds the default of every optional attribute missing from ``attrs`` (in declaration order), in
+        place; the kinds of the attributes present are not checked again (see :meth:`check_attrs`).
+
+        Raises ValueError, as :meth:`check_attrs` does, when a required attribute is missing.
+        """
+        for spec in self.attrs.values():
+            if spec.name not in attrs:
+                if spec.required:
+                    raise ValueError(
+                        f"node {node_name!r}: op {self.qualified_name} needs attribute {spec.name!r} ({spec.type_id.name})"
+                    )
+                if spec.default is not None:
+                    attrs[spec.name] = spec.default
+
     # ------------------------------------------------------------------ inference
     def infer(self, ctx: "InferContext") -> None:
         """Runs dtype then shape inference into ``ctx``; raises InferenceError naming the op and inputs."""
@@ -317,35 +335,54 @@ class OpDef:
             if ctx._out_shapes[i] is _UNSET:
                 raise InferenceError(ctx.describe(f"output {i} has no shape after inference"))
 
-    def _output_specs(self, ctx: "InferContext") -> list[OutputSpec]:
-        specs: list[OutputSpec] = []
-        for spec, start, stop in self.bind_outputs(ctx.num_outputs):
-            specs.extend([spec] * (stop - start))
-        return specs
+    def _output_plan(self, count: int) -> tuple[_OutputRule, ...]:
+        """Per output of a node with ``count`` outputs: the input it follows (or None), whether for its
+        dtype, its shape and its format, and its one allowed dtype (or None). Kept with the bindings."""
+        found = self._bindings.get(("plan", count))
+        if found is None:
+            rules = []
+            for spec, start, stop in self.bind_outputs(count):
+                follow, how = spec.follow if spec.follow is not None else (None, FollowType(0))
+                only = next(iter(spec.dtypes)) if spec.dtypes is not None and len(spec.dtypes) == 1 else None
+                rule = _OutputRule(follow, bool(how & FollowType.DTYPE), bool(how & FollowType.SHAPE), how == FollowType.ALL, only)
+                rules.extend([rule] * (stop - start))
+            found = self._bindings[("plan", count)] = tuple(rules)
+        return found
 
     def _infer_dtypes(self, ctx: "InferContext") -> None:
         if self.infer_dtype is not None:
             self.infer_dtype(ctx)
             return
-        for i, spec in enumerate(self._output_specs(ctx)):
-            if spec.follow is not None and spec.follow[1] & FollowType.DTYPE:
-                ctx.set_output_dtype(i, ctx.followed(spec.follow[0]).dtype)
-            elif spec.dtypes is not None and len(spec.dtypes) == 1:
-                ctx.set_output_dtype(i, next(iter(spec.dtypes)))
+        dtypes = ctx._out_dtypes
+        for i, rule in enumerate(self._output_plan(ctx.num_outputs)):
+            if rule.follows_dtype:
+                dtypes[i] = ctx.followed(rule.input).dtype  # type: ignore[arg-type]
+            elif rule.only_dtype is not None:
+                dtypes[i] = rule.only_dtype
 
     def _infer_shapes(self, ctx: "InferContext") -> None:
         if self.infer_shape is not None:
             self.infer_shape(ctx)
             return
-        for i, spec in enumerate(self._output_specs(ctx)):
-            if spec.follow is not None and spec.follow[1] & FollowType.SHAPE:
-                src = ctx.followed(spec.follow[0])
+        for i, rule in enumerate(self._output_plan(ctx.num_outputs)):
+            if rule.follows_shape:
+                src = ctx.followed(rule.input)  # type: ignore[arg-type]
                 ctx.set_output_shape(i, src.shape)
-                if spec.follow[1] == FollowType.ALL:
-                    ctx.set_output_format(i, src.format)
+                if rule.follows_format:
+                    ctx._out_formats[i] = src.format
 
     def __repr__(self) -> str:
         return f"OpDef({self.qualified_name})"
+
+
+class _OutputRule(NamedTuple):
+    """How an output without an explicit inference function gets its dtype, shape and format."""
+
+    input: str | None  # the declared input it follows
+    follows_dtype: bool
+    follows_shape: bool
+    follows_format: bool
+    only_dtype: DType | None  # the output's one allowed dtype, used when it does not follow a dtype
 
 
 def _frozen(xs: Iterable[Any] | None) -> frozenset[Any] | None:
@@ -396,19 +433,23 @@ class InferContext:
         attrs: dict[str, AttrValue],
         num_outputs: int,
         subgraphs: Mapping[str, Any] | None = None,
+        plain: Sequence[InputInfo | None] | None = None,
     ) -> None:
+        """``plain``, when the caller has it: the same inputs as ``inputs`` without their data, taken for
+        the inputs that are not value-dependent instead of copies made here."""
         self.opdef = opdef
         # Control-flow bodies (``node.subgraphs``) by name, for ops whose outputs follow their bodies'.
         self.subgraphs: dict[str, Any] = dict(subgraphs or {})
         self.node_name = node_name
-        self._bound = opdef.bind_inputs(len(inputs))
-        self._inputs: list[InputInfo | None] = []
-        for spec, start, stop in self._bound:
-            for i in range(start, stop):
-                info = inputs[i]
-                if info is not None and info.data is not None and not spec.value_depend:
-                    info = InputInfo(info.shape, info.dtype, info.format, None)
-                self._inputs.append(info)
+        self._bound = opdef._bound_inputs(len(inputs))
+        self._inputs: list[InputInfo | None] = list(inputs)
+        if any(info is not None and info.data is not None for info in inputs):
+            for spec, start, stop in self._bound:
+                if not spec.value_depend:
+                    for i in range(start, stop):
+                        info = inputs[i]
+                        if info is not None and info.data is not None:
+                            self._inputs[i] = plain[i] if plain is not None else InputInfo(info.shape, info.dtype, info.format, None)
         self._attrs = attrs
         self.num_outputs = num_outputs
         self._out_shapes: list[Any] = [_UNSET] * num_outputs
@@ -430,8 +471,21 @@ class InferContext:
     def has_input(self, i: int) -> bool:
         return 0 <= i < len(self._inputs) and self._inputs[i] is not None
 
+    def _single(self, name: str) -> InputInfo | None:
+        """The input bound to ``name`` when exactly one is, present; else None (the caller's general path
+        then raises the right error)."""
+        for spec, start, stop in self._bound:
+            if spec.name == name:
+                if stop - start == 1:
+                    return self._inputs[start]
+                return None
+        return None
+
     def param(self, name: str) -> InputInfo:
         """The single input bound to declared input ``name``."""
+        info = self._single(name)
+        if info is not None:
+            return info
         infos = self.params(name)
         if len(infos) != 1:
             raise InferenceError(self.describe(f"input {name!r} has {len(infos)} values, expected one"))
@@ -446,6 +500,9 @@ class InferContext:
 
     def followed(self, name: str) -> InputInfo:
         """The input an output follows: the first value bound to ``name`` (a dynamic input's first)."""
+        info = self._single(name)
+        if info is not None:
+            return info
         infos = self.params(name)
         if not infos:
             raise InferenceError(self.describe(f"an output follows input {name!r}, which has no values"))

@@ -131,19 +131,38 @@ class TensorType(Type):
 
     ``shape`` is a tuple of dims, ``-1`` for an unknown dim; an unknown rank is the one-element
     shape ``(-2,)`` (GE's convention), exposed as ``rank is None``.
+
+    NOTE: ``dtype``, ``rank``, ``is_static``, ``num_elements`` and ``nbytes`` are computed once when the
+    type is made (an interned type is made once per context) and read as plain attributes.
     """
 
-    __slots__ = ("element", "shape", "format")
+    __slots__ = ("element", "shape", "format", "dtype", "rank", "is_static", "num_elements", "nbytes")
     element: ElementType
     shape: tuple[int, ...]
     format: str
+    dtype: DType
+    rank: int | None
+    is_static: bool
+    num_elements: int | None
+    nbytes: int | None
     type_name = "tensor"
 
     def __init__(self, context: "IRContext", element: ElementType, shape: tuple[int, ...], format: str) -> None:
         super().__init__(context)
-        object.__setattr__(self, "element", element)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "format", format)
+        rank = None if shape == (UNKNOWN_RANK,) else len(shape)
+        is_static = rank is not None and all(d >= 0 for d in shape)
+        num_elements = None
+        if is_static:
+            num_elements = 1
+            for d in shape:
+                num_elements *= d
+        fields = {
+            "element": element, "shape": shape, "format": format, "dtype": element.dtype, "rank": rank,
+            "is_static": is_static, "num_elements": num_elements,
+            "nbytes": None if num_elements is None else num_elements * element.dtype.itemsize,
+        }  # fmt: skip
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     @classmethod
     def _key(cls, element: ElementType, shape: Iterable[int] | None, format: str = "ND") -> tuple[Any, ...]:
@@ -160,32 +179,6 @@ class TensorType(Type):
         if format not in FORMATS:
             raise ValueError(f"unknown tensor format {format!r}; known: {', '.join(sorted(FORMATS))}")
         return (element, dims, format)
-
-    @property
-    def dtype(self) -> DType:
-        return self.element.dtype
-
-    @property
-    def rank(self) -> int | None:
-        return None if self.shape == (UNKNOWN_RANK,) else len(self.shape)
-
-    @property
-    def is_static(self) -> bool:
-        return self.rank is not None and all(d >= 0 for d in self.shape)
-
-    @property
-    def num_elements(self) -> int | None:
-        if not self.is_static:
-            return None
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    @property
-    def nbytes(self) -> int | None:
-        n = self.num_elements
-        return None if n is None else n * self.element.dtype.itemsize
 
     def with_shape(self, shape: Iterable[int] | None) -> "TensorType":
         return self._context.tensor(self.element, shape, self.format)

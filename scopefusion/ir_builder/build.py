@@ -15,24 +15,23 @@ fusions, ties broken by source order, so the output is deterministic.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import FusionError
 from ..ir.attrs import LIST_STR, STR
 from ..ir.graph import Graph, Node, Value
 from ..ir.opdef import OpRegistry
 from ..ir.types import IRContext
-from ..parser.source_graph import SourceGraph, SourceNode
+from ..parser.source_graph import BACK_EDGE_OPS, SourceGraph, SourceNode
 from ..scope.result import OUTPUT_TO_FUSION_SCOPE
 from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scope.accepted import AcceptedFusion
 
-__all__ = ["BuildResult", "build_graph"]
+__all__ = ["BuildResult", "build_graph", "find_cycle", "lexicographic_order"]
 
 
 @dataclass
@@ -115,29 +114,89 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
     """Fusions and unclaimed nodes in a topological order of the contracted graph."""
     if not fusions:
         return list(source.nodes)
-    order = {n.name: i for i, n in enumerate(source.nodes)}
-    unit_of = {name: ("fusion", f.name) for name, f in claimed_by.items()}
+    # A unit is an unclaimed node, keyed by its name, or a fusion, keyed by ("fusion", its name).
+    unit_of: dict[str, Any] = {name: ("fusion", f.name) for name, f in claimed_by.items()}
     units: dict[Any, Any] = {}
     first: dict[Any, int] = {}
+    for position, node in enumerate(source.nodes):
+        key = unit_of.get(node.name)
+        if key is None:
+            units[node.name] = node
+            first[node.name] = position
+        elif key not in units:
+            units[key] = claimed_by[node.name]
+            first[key] = position
+    loop_sources = {node.name for node in source.nodes if node.op_type in BACK_EDGE_OPS}
+    successors: dict[Any, dict[Any, None]] = {key: {} for key in units}  # insertion-ordered sets
     for node in source.nodes:
-        key = unit_of.get(node.name, ("node", node.name))
-        units.setdefault(key, claimed_by[node.name] if key[0] == "fusion" else node)
-        first.setdefault(key, order[node.name])
-    dag = nx.DiGraph()
-    dag.add_nodes_from(units)
-    for node in source.nodes:
-        dst = unit_of.get(node.name, ("node", node.name))
-        producers = [p for p, _ in node.inputs] + list(node.control_inputs)
+        dst = unit_of.get(node.name, node.name)
+        producers = [p for p, _ in node.inputs]
+        producers.extend(node.control_inputs)
         for producer in producers:
-            src = unit_of.get(producer, ("node", producer))
-            if src != dst and not is_back_edge(source, producer, node):
-                dag.add_edge(src, dst)
-    try:
-        keys = list(nx.lexicographical_topological_sort(dag, key=first.__getitem__))
-    except nx.NetworkXUnfeasible:
-        cycle = " -> ".join(str(u[1]) for u, _ in nx.find_cycle(dag))
-        raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})") from None
+            src = unit_of.get(producer, producer)
+            out = successors.get(src)
+            if out is None or src == dst or dst in out:
+                continue
+            if producer in loop_sources and is_back_edge(source, producer, node):
+                continue
+            out[dst] = None
+    keys = lexicographic_order(successors, first.__getitem__)
+    if len(keys) < len(units):
+        cycle = " -> ".join(u if isinstance(u, str) else str(u[1]) for u in find_cycle(successors, set(units).difference(keys)))
+        raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})")
     return [units[k] for k in keys]
+
+
+def lexicographic_order(successors: Mapping[Any, Iterable[Any]], rank: Callable[[Any], Any]) -> list[Any]:
+    """A topological order of the graph ``successors`` (every vertex a key, an edge at most once), always
+    taking the ready vertex of least ``rank`` (ranks are distinct) — Kahn's algorithm with a heap. Vertices
+    on or after a cycle are left out, so a shorter list than ``successors`` means the graph has a cycle."""
+    indegree = dict.fromkeys(successors, 0)
+    for targets in successors.values():
+        for target in targets:
+            indegree[target] += 1
+    ready = [(rank(v), i, v) for i, (v, n) in enumerate(indegree.items()) if n == 0]
+    heapq.heapify(ready)
+    order = []
+    count = len(ready)
+    while ready:
+        _, _, vertex = heapq.heappop(ready)
+        order.append(vertex)
+        for target in successors[vertex]:
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                heapq.heappush(ready, (rank(target), count, target))
+                count += 1
+    return order
+
+
+def find_cycle(successors: Mapping[Any, Iterable[Any]], among: set[Any]) -> list[Any]:
+    """The vertices of one cycle through ``among`` (the vertices a topological order left out), in edge
+    order; empty when there is none. Deterministic: vertices and edges are tried in the mapping's order."""
+    on_path: dict[Any, int] = {}
+    path: list[Any] = []
+    done: set[Any] = set()
+    for start in successors:
+        if start not in among or start in done:
+            continue
+        stack = [iter(successors[start])]
+        on_path[start] = 0
+        path.append(start)
+        while stack:
+            for target in stack[-1]:
+                if target not in among or target in done:
+                    continue
+                if target in on_path:
+                    return path[on_path[target] :]
+                on_path[target] = len(path)
+                path.append(target)
+                stack.append(iter(successors[target]))
+                break
+            else:
+                stack.pop()
+                done.add(path[-1])
+                del on_path[path.pop()]
+    return []
 
 
 def _apply_fusion(ctx: BuildContext, fusion: "AcceptedFusion") -> None:

@@ -44,6 +44,8 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
+import numpy as np
+
 from ..errors import ScopeFusionError
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Value
 from ..ir.types import TensorType
@@ -352,6 +354,9 @@ def _overlap_pairs(firsts: Sequence[int], lasts: Sequence[int]) -> int:
     return sum(bisect_right(starts, lasts[i], k + 1) - k - 1 for k, i in enumerate(order))
 
 
+_NUMPY_SAFE = 1 << 62  # live-byte profiles within this bound are maxed in int64 arrays
+
+
 def _breadth_order(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[int], end: int) -> list[int]:
     """TFLite's *greedy by breadth* order: buffers alive at the schedule position with the most live bytes
     first, then those of the next broadest position, each group largest first. A buffer's key is the
@@ -367,6 +372,13 @@ def _breadth_order(firsts: Sequence[int], lasts: Sequence[int], sizes: Sequence[
         profile.append(live)
     table = [profile]
     k = 1
+    if profile and max(profile) < _NUMPY_SAFE and min(profile) > -_NUMPY_SAFE:
+        row = np.asarray(profile, dtype=np.int64)  # exact: every entry fits in int64
+        while (1 << k) <= len(profile):
+            half = 1 << (k - 1)
+            row = np.maximum(row[: len(row) - half], row[half:])
+            table.append(row.tolist())
+            k += 1
     while (1 << k) <= len(profile):
         prev, half = table[-1], 1 << (k - 1)
         table.append([max(prev[i], prev[i + half]) for i in range(len(profile) - (1 << k) + 1)])

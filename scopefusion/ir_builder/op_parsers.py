@@ -132,6 +132,7 @@ class OpParserRegistry:
         self._node_parsers: dict[tuple[str, str], NodeParser] = {}
         self._fused_parsers: dict[str, FusedParser] = {}
         self._signatures: OpSignatures | None = None
+        self._fixed_outputs: dict[str, int | None] = {}  # TF op type -> its output count when attributes cannot change it
 
     def register(self, framework: str, op_type: str, parser: NodeParser) -> None:
         key = (framework, op_type)
@@ -210,6 +211,14 @@ class OpParserRegistry:
                 from ..parser.op_signatures import builtin_signatures
 
                 self._signatures = builtin_signatures()
+            fixed = self._fixed_outputs.get(node.op_type, -1)
+            if fixed == -1:
+                # An op whose every output argument is one tensor has that many outputs whatever its attributes.
+                args = self._signatures.outputs(node.op_type)
+                plain = args is not None and all(not a.number_attr and not a.type_list_attr for a in args)
+                fixed = self._fixed_outputs[node.op_type] = len(args) if plain else None  # type: ignore[arg-type]
+            if fixed is not None:
+                return fixed
             n = self._signatures.num_outputs(node.op_type, node.attrs)
             if n is not None:
                 return n

@@ -100,8 +100,12 @@ def build_profile(
     *,
     strict: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    inferred: InferenceResult | None = None,
 ) -> Profile:
     """Clones ``graph``, fixes the given input shapes, and infers the clone.
+
+    ``inferred``: ``graph``'s own inference result, when it has been inferred; nodes of the clone whose
+    inputs did not change take their answers from it instead of being inferred again.
 
     Raises:
         InferenceError: a shape names no input, has the wrong rank or contradicts a static dim of the
@@ -140,7 +144,8 @@ def build_profile(
         value.type = clone.context.tensor(t.element, dims, t.format)
         fixed[name] = dims
     try:
-        inference = infer_graph(clone, strict=strict, progress=progress)
+        earlier = (graph, inferred) if inferred is not None else None
+        inference = infer_graph(clone, strict=strict, progress=progress, earlier=earlier)
     except InferenceError as e:
         raise InferenceError(f"profile {index} ({_describe(fixed)}): {e}") from None
     return Profile(index, fixed, clone, inference)

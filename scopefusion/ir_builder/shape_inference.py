@@ -7,6 +7,12 @@ shape whenever the graph's input shapes are static. Folded values live in a side
 (:attr:`InferenceResult.known_values`): the graph itself is not rewritten, so each shape profile can be
 inferred on its own clone with its own table.
 
+A shape profile's clone is inferred against the inferred graph it was cloned from (``earlier``): a node
+whose inputs have the same types and the same known values there (most nodes that only read weights) takes
+that node's output types, folded values and counts instead of being inferred again. Inference is a function
+of exactly those inputs, the node's attributes and its output count, which a clone shares; nodes with
+bodies or loop back edges are always inferred.
+
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
 """
@@ -23,10 +29,11 @@ import numpy as np
 from .. import dtypes as _dt
 from ..budgets import current_budgets
 from ..errors import InferenceError
+from ..ir.attrs import AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
 from ..ir.opdef import InferContext, InputInfo
-from ..ir.types import TensorType
+from ..ir.types import TensorType, Type
 from .consistency import check_contradictions
 
 __all__ = ["InferenceResult", "infer_graph"]
@@ -48,6 +55,8 @@ class InferenceResult:
     folded: int = 0
     unfolded: list[str] = field(default_factory=list)  # nodes whose value is over max_folded_bytes
     known_values: dict[int, np.ndarray] = field(default_factory=dict)  # id(Value) -> value
+    # id(Node) -> (whether the node was folded, its note in ``unfolded`` or None), for inferred nodes
+    outcomes: dict[int, tuple[bool, str | None]] = field(default_factory=dict, repr=False)
 
     def known(self, value: Value) -> np.ndarray | None:
         return self.known_values.get(id(value))
@@ -60,8 +69,12 @@ def infer_graph(
     result: InferenceResult | None = None,
     progress: Callable[[int, int], None] | None = None,
     outer: dict[str, Value] | None = None,
+    earlier: tuple[Graph, InferenceResult] | None = None,
 ) -> InferenceResult:
     """Infers every node's output types in place; returns what was found.
+
+    ``earlier``: the inferred graph ``graph`` is a clone of, and its result; a node whose inputs are the
+    same as there takes that node's answer (see the module docstring).
 
     Raises:
         InferenceError: an inference function failed or contradicted its inputs, or (``strict``) an op
@@ -72,41 +85,88 @@ def infer_graph(
     total = len(graph.nodes)
     # Tensors visible to bodies by name: the enclosing graphs' and this graph's, as they are inferred.
     visible: dict[str, Value] = dict(outer or {})
+    twins: list[Node] | None = None
+    known_values = result.known_values
+    plain_infos: dict[Type | None, InputInfo] = {}  # what inference sees of an input of this type without a value
+    fold_limit = current_budgets().max_folded_bytes
+    if earlier is not None and len(earlier[0].nodes) == total:
+        twins = earlier[0].nodes
+        earlier_known = earlier[1].known_values
+        earlier_outcomes = earlier[1].outcomes
+    # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
+    collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
             progress(position, total)
-        if node.op == DATA_OP:
+        op = node.op
+        if op == DATA_OP:
             outer_name = node.attrs.get("_outer_name")
             if outer_name is not None and node.outputs[0].type is None and outer_name in visible:
                 node.outputs[0].type = visible[outer_name].type
-        for value in node.outputs:
-            name = value.meta.get("tensor_name")
-            if name:
-                visible[name] = value
-        if node.op == DATA_OP:
+        if collect:
+            for value in node.outputs:
+                name = value.meta.get("tensor_name")
+                if name:
+                    visible[name] = value
+        if op == DATA_OP:
             continue
-        if node.op == CONST_OP:
+        if op == CONST_OP:
             array = node.attrs.get("value")
-            result.known_values[id(node.outputs[0])] = array
+            known_values[id(node.outputs[0])] = array
             dtype = _dt.from_numpy(array.dtype)
             node.outputs[0].type = context.tensor(dtype, array.shape) if dtype is not None else None
             continue
-        for body in node.subgraphs.values():
-            infer_graph(body, strict=strict, result=InferenceResult(uninferred=result.uninferred), outer=visible)
+        if node.subgraphs:
+            for body in node.subgraphs.values():
+                infer_graph(body, strict=strict, result=InferenceResult(uninferred=result.uninferred), outer=visible)
         if node.opdef is None:
             _uninferred(node, result, strict)
             continue
-        if any(v is not None and v.type is None and not v.meta.get("back_edge") for v in node.inputs):
+        unknown_input = False
+        for v in node.inputs:
+            if v is not None and v.type is None and not v.meta.get("back_edge"):
+                unknown_input = True
+                break
+        if unknown_input:
             # An input of unknown type (its producer had no definition): the outputs stay unknown too.
             for value in node.outputs:
                 value.type = None
             continue
-        infos = [input_info(v, None if v is None else result.known_values.get(id(v))) for v in node.inputs]
-        ctx = InferContext(node.opdef, node.name, infos, dict(node.attrs.items()), len(node.outputs), node.subgraphs)
+        if twins is not None:
+            twin = twins[position]
+            outcome = earlier_outcomes.get(id(twin))
+            if outcome is not None and twin.name == node.name and _same_inputs(node, twin, result.known_values, earlier_known):
+                for value, twin_value in zip(node.outputs, twin.outputs):
+                    value.type = twin_value.type
+                    array = earlier_known.get(id(twin_value))
+                    if array is not None:
+                        result.known_values[id(value)] = array
+                was_folded, note = outcome
+                if note is not None:
+                    result.unfolded.append(note)
+                result.folded += was_folded
+                result.outcomes[id(node)] = outcome
+                continue
+        unfolded = len(result.unfolded)
+        infos: list[InputInfo | None] = []
+        plain: list[InputInfo | None] = []  # the same without data
+        for v in node.inputs:
+            if v is None:
+                infos.append(None)
+                plain.append(None)
+                continue
+            info = plain_infos.get(v.type)
+            if info is None:
+                info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
+            plain.append(info)
+            data = known_values.get(id(v))
+            infos.append(info if data is None else input_info(v, data))
+        attrs = dict(node.attrs.items())
+        ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
         node.opdef.infer(ctx)
         inferred = ctx.results()
         check_contradictions(node, infos, inferred)
-        folded = _try_fold(node, infos) if _fold_fits(node, inferred, result) else None
+        folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
             if folded is not None and i < len(folded) and folded[i] is not None:
                 array = np.asarray(folded[i])
@@ -123,6 +183,7 @@ def infer_graph(
                 ) from None
         if folded is not None:
             result.folded += 1
+        result.outcomes[id(node)] = (folded is not None, result.unfolded[-1] if len(result.unfolded) > unfolded else None)
     if progress is not None:
         progress(total, total)
     for value in graph.values():
@@ -134,6 +195,23 @@ def infer_graph(
         if dynamic:
             result.dynamic_values.append(value.ref)
     return result
+
+
+def _same_inputs(node: Node, twin: Node, known: dict[int, np.ndarray], twin_known: dict[int, np.ndarray]) -> bool:
+    """Whether ``node`` reads what ``twin`` read when it was inferred: inputs present at the same slots,
+    of the same (interned) types, with the same known value objects, and no loop back edge."""
+    if node.subgraphs or len(node.inputs) != len(twin.inputs):
+        return False
+    for value, twin_value in zip(node.inputs, twin.inputs):
+        if value is None or twin_value is None:
+            if value is not twin_value:
+                return False
+            continue
+        if value.type is not twin_value.type or value.meta.get("back_edge"):
+            return False
+        if known.get(id(value)) is not twin_known.get(id(twin_value)):
+            return False
+    return True
 
 
 def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
@@ -150,28 +228,29 @@ def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
         value.type = None
 
 
-def _fold_fits(node: Node, inferred, result: InferenceResult) -> bool:
+def _fold_fits(node: Node, inferred, result: InferenceResult, limit: int) -> bool:
     """Whether folding ``node`` stays within the folded-value budget: every output's inferred shape is
-    known and its bytes are at most ``max_folded_bytes``. A larger value is left unfolded (it stays an op
-    with a known shape); the node is recorded in ``result.unfolded``."""
-    limit = current_budgets().max_folded_bytes
+    known and its bytes are at most ``limit`` (``max_folded_bytes``). A larger value is left unfolded (it
+    stays an op with a known shape); the node is recorded in ``result.unfolded``."""
     for shape, dtype, _ in inferred:
-        if shape is None or any(d is None or d < 0 for d in shape):
-            # An output whose shape inference cannot tell: only ops that fold from shapes alone are tried.
-            if node.opdef is None or node.opdef.fold is None:
-                return False
-            continue
-        itemsize = dtype.itemsize if isinstance(dtype, _dt.DType) else 8
-        size = itemsize
-        for d in shape:
-            size *= d
-        if size > limit:
-            result.unfolded.append(f"{node.name} ({size:,} bytes)")
+        size = dtype.itemsize if isinstance(dtype, _dt.DType) else 8
+        if shape is not None:
+            for d in shape:
+                if d is None or d < 0:
+                    break
+                size *= d
+            else:
+                if size > limit:
+                    result.unfolded.append(f"{node.name} ({size:,} bytes)")
+                    return False
+                continue
+        # An output whose shape inference cannot tell: only ops that fold from shapes alone are tried.
+        if node.opdef is None or node.opdef.fold is None:
             return False
     return True
 
 
-def _try_fold(node: Node, infos: list[InputInfo | None]) -> list[np.ndarray | None] | None:
+def _try_fold(node: Node, infos: list[InputInfo | None], attrs: dict[str, AttrValue]) -> list[np.ndarray | None] | None:
     opdef = node.opdef
     assert opdef is not None
     if opdef.fold is None:
@@ -180,7 +259,7 @@ def _try_fold(node: Node, infos: list[InputInfo | None]) -> list[np.ndarray | No
         if any(i is None or i.data is None or i.data.size > MAX_FOLD_ELEMENTS for i in infos):
             return None
     try:
-        out = opdef.try_fold(infos, dict(node.attrs.items()))
+        out = opdef.try_fold(infos, attrs)
     except Exception as e:  # a kernel that cannot handle this input is not a reason to stop converting
         log.debug("folding %s (%s) failed: %s", node.name, node.op, e)
         return None

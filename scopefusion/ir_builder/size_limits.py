@@ -11,28 +11,28 @@ from ..ir.types import TensorType
 __all__ = ["check_arena", "check_tensor_sizes"]
 
 
-def check_tensor_sizes(graph: Graph, where: str = "") -> None:
+def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None = None) -> None:
     """Raises InferenceError for the first value whose static bytes do not fit int64."""
+    fitting = set() if _fitting is None else _fitting  # ids of the (interned) types already found to fit
     for node in graph.nodes:
         for value in node.outputs:
             t = value.type
-            if not isinstance(t, TensorType):
+            if not isinstance(t, TensorType) or id(t) in fitting:
                 continue
             if t.shape is not None and any(d > MAX_ELEMENTS for d in t.shape):
                 raise InferenceError(
                     f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}, a dim larger "
                     "than a size can hold (int64); check the model's or --input-shape's dims"
                 )
-            if not t.is_static:
-                continue
-            nbytes = t.nbytes
+            nbytes = t.nbytes if t.is_static else None
             if nbytes is not None and nbytes > MAX_ELEMENTS:
                 raise InferenceError(
                     f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}: "
                     f"{nbytes:,} bytes, more than a tensor size can hold (int64); check the model's or --input-shape's dims"
                 )
+            fitting.add(id(t))
         for body in node.subgraphs.values():
-            check_tensor_sizes(body, where)
+            check_tensor_sizes(body, where, fitting)
 
 
 def check_arena(arena_bytes: int, where: str) -> None:

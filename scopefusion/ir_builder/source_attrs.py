@@ -6,6 +6,12 @@ references, nested source graphs. When the op definition declares the attribute,
 decides the conversion (an empty list becomes that list kind; a shape becomes ``LIST_INT``); otherwise
 the type id is inferred from the value. Values with no IR form (an unknown rank, a foreign dtype such as
 TF's resource, a placeholder left in a function body) are dropped and listed, never guessed.
+
+NOTE: most attribute values repeat from node to node (``T``, ``padding``, ``strides``...). The conversions
+of plain values whose equality is exact (str, int, DType, and tuples of ints or strs; not floats, where
+``0.0 == -0.0``, nor bools, where ``True == 1``, inside tuples) are remembered once per process, keyed by the
+declared type id, the value's type and the value, in a table of bounded size (:data:`CONVERTED_LIMIT`).
+An :class:`AttrValue` is immutable, so nodes share it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from ..ir import attrs as A
 from ..ir.attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
 from ..ir.opdef import OpDef
 
-__all__ = ["convert_attrs", "convert_value"]
+__all__ = ["CONVERTED_LIMIT", "convert_attrs", "convert_value"]
+
+CONVERTED_LIMIT = 4096  # remembered conversions; the table starts afresh when full
+_converted: dict[tuple[Any, ...], AttrValue] = {}
 
 
 _HANDLE_DTYPES = {"DT_RESOURCE": _dt.RESOURCE, "DT_VARIANT": _dt.VARIANT}
@@ -98,12 +107,21 @@ def convert_attrs(
     """Converts a node's attributes; returns ``(converted, names dropped for having no IR form)``."""
     out: dict[str, AttrValue] = {}
     dropped: list[str] = []
+    specs = opdef.attrs if opdef is not None else {}
     for name, value in attrs.items():
-        declared = opdef.attrs[name].type_id if opdef is not None and name in opdef.attrs else None
-        try:
-            converted = convert_value(value, declared, graph_converter=graph_converter)
-        except (TypeError, ValueError):
-            converted = None
+        spec = specs.get(name)
+        declared = spec.type_id if spec is not None else None
+        key = _key(value, declared)
+        converted = _converted.get(key) if key is not None else None
+        if converted is None:
+            try:
+                converted = convert_value(value, declared, graph_converter=graph_converter)
+            except (TypeError, ValueError):
+                converted = None
+            if converted is not None and key is not None:
+                if len(_converted) >= CONVERTED_LIMIT:
+                    _converted.clear()
+                _converted[key] = converted
         if converted is None:
             if value is not None:
                 dropped.append(name)
@@ -111,3 +129,15 @@ def convert_attrs(
         out[name] = converted
     return out, dropped
 
+
+
+def _key(value: Any, declared: AttrType | None) -> tuple[Any, ...] | None:
+    """The key under which ``value``'s conversion is remembered, or None when it is not (see the NOTE)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is _dt.DType:
+        return (declared, kind, value)
+    if kind is tuple and value:
+        first = type(value[0])
+        if (first is int or first is str) and all(type(v) is first for v in value):
+            return (declared, first, value)
+    return None

@@ -389,3 +389,21 @@ def test_a_large_graph_is_planned_fast():
     elapsed = time.perf_counter() - start
     assert plan.strategy == "greedy_by_size" and plan.ratio <= 1.05
     assert elapsed < 10.0, elapsed  # about 1 s on an idle core; a quadratic planner takes minutes
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12), st.integers(0, 1 << 40)), min_size=1, max_size=40))
+def test_breadth_order_is_the_same_with_and_without_numpy(buffers):
+    from scopefusion.ir_builder import memory_plan
+
+    firsts = [f for f, _, _ in buffers]
+    lasts = [f + n for f, n, _ in buffers]
+    sizes = [s for _, _, s in buffers]
+    end = max(lasts) + 1
+    with_numpy = memory_plan._breadth_order(firsts, lasts, sizes, end)
+    saved = memory_plan._NUMPY_SAFE
+    memory_plan._NUMPY_SAFE = 0
+    try:
+        assert memory_plan._breadth_order(firsts, lasts, sizes, end) == with_numpy
+    finally:
+        memory_plan._NUMPY_SAFE = saved

@@ -231,3 +231,29 @@ def test_bindings_follow_later_declarations():
     assert [(s.name, a, b) for s, a, b in op.bind_outputs(2)] == [("y", 0, 1), ("z", 1, 2)]
     with pytest.raises(ValueError, match="found 4"):
         op.bind_outputs(4)
+
+
+def test_typed_attribute_values_are_checked_and_completed_like_plain_ones():
+    reg = OpRegistry(builtin_ops())
+    reg.define("Conv", "t").input("x").output("y").attr("k", A.INT).attr("pad", A.STR, default="SAME").attr(
+        "dil", A.LIST_INT, default=(1, 1)
+    )
+    reg.define("Open", "t", open_attrs=True).input("x").output("y").attr("k", A.INT, default=0)
+    g = Graph("g3", IRContext(), reg)
+    x = g.add_input("x", None)
+    given = {"_note": A.AttrValue(A.STR, "n"), "dil": A.AttrValue(A.LIST_INT, (2, 2)), "k": A.AttrValue(A.INT, 3)}
+    conv = g.add_node("t.Conv", [x], attrs=given)
+    assert list(conv.get_all_attrs()) == ["_note", "dil", "k", "pad"], "given attributes first, then defaults"
+    assert conv.attrs.get("pad") == "SAME" and conv.attrs.as_ints("dil") == (2, 2)
+    with pytest.raises(GraphError, match="attribute 'k' is float, expected int"):
+        g.add_node("t.Conv", [x], attrs={"k": A.AttrValue(A.FLOAT, 3.0)}, name="wrong_kind")
+    with pytest.raises(GraphError, match="has no attribute 'alpha'"):
+        g.add_node("t.Conv", [x], attrs={"k": A.AttrValue(A.INT, 1), "alpha": A.AttrValue(A.INT, 1)}, name="extra")
+    with pytest.raises(GraphError, match="needs attribute 'k'"):
+        g.add_node("t.Conv", [x], attrs={"pad": A.AttrValue(A.STR, "VALID")}, name="missing")
+    with pytest.raises(GraphError, match="has no attribute ''"):
+        g.add_node("t.Conv", [x], attrs={"": A.AttrValue(A.INT, 1)}, name="empty_name")
+    opened = g.add_node("t.Open", [x], attrs={"anything": A.AttrValue(A.FLOAT, 1.5)})
+    assert list(opened.get_all_attrs()) == ["anything", "k"]
+    with pytest.raises(GraphError, match="attribute 'k' is str, expected int"):
+        g.add_node("t.Open", [x], attrs={"k": A.AttrValue(A.STR, "1")}, name="open_wrong_kind")

@@ -31,7 +31,7 @@ from .protos import node_proto
 if TYPE_CHECKING:  # pragma: no cover
     from .schemas import OnnxOp
 
-__all__ = ["NONDETERMINISTIC", "attach", "run_reference"]
+__all__ = ["INSTANCES_LIMIT", "NONDETERMINISTIC", "REUSABLE", "attach", "run_reference"]
 
 NONDETERMINISTIC = frozenset(
     {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
@@ -40,6 +40,18 @@ NONDETERMINISTIC = frozenset(
 # NOTE: a pure cache of onnx.reference implementation classes, (op type, opset) -> class or None
 # (None: the op runs through a one-node ReferenceEvaluator). Entries never change once made.
 _CLASSES: dict[tuple[str, int], Any] = {}
+
+# NOTE: instances of the implementation classes of these ops keep nothing between runs, so one instance
+# per node description (op, opset, inputs present, output count, attributes) serves every node alike;
+# they are remembered, up to INSTANCES_LIMIT (the table starts afresh when full). Only attributes keyed
+# exactly (ints, strs, bytes, floats by their bits, and tuples of these) are; others make an instance each.
+REUSABLE = frozenset(
+    {"Add", "And", "Cast", "Concat", "Div", "Equal", "Expand", "Gather", "Greater", "Identity", "Less", "Max",
+     "Min", "Mod", "Mul", "Neg", "Not", "Or", "Range", "ReduceProd", "Reshape", "Shape", "Slice", "Squeeze",
+     "Sub", "Transpose", "Unsqueeze", "Where"}
+)  # fmt: skip
+INSTANCES_LIMIT = 1024
+_INSTANCES: dict[tuple[Any, ...], Any] = {}
 
 
 def attach(opdef: OpDef, op: "OnnxOp") -> None:
@@ -182,13 +194,50 @@ def run_reference(op: "OnnxOp", inputs: Sequence[np.ndarray | None], attrs: dict
     while arrays and arrays[-1] is None:
         arrays.pop()
     n_out = _num_outputs(op, arrays, attrs)
-    node = node_proto(op.op_type, [a is not None for a in arrays], n_out, attrs, op.attr_kinds, op.domain)
+    present = tuple(a is not None for a in arrays)
+    key = _instance_key(op, present, n_out, attrs) if op.op_type in REUSABLE else None
+    instance = _INSTANCES.get(key) if key is not None else None
+    if instance is not None:
+        return [np.asarray(o) for o in instance.run(*arrays)]
+    node = node_proto(op.op_type, present, n_out, attrs, op.attr_kinds, op.domain)
     cls = _op_class(op)
     if cls is not None:
-        outputs = cls(node, _run_params(op.opset, op.domain)).run(*arrays)
+        instance = cls(node, _run_params(op.opset, op.domain))
+        outputs = instance.run(*arrays)
+        if key is not None:
+            if len(_INSTANCES) >= INSTANCES_LIMIT:
+                _INSTANCES.clear()
+            _INSTANCES[key] = instance
     else:
         outputs = _run_function(op, node, arrays)
     return [np.asarray(o) for o in outputs]
+
+
+def _instance_key(op: "OnnxOp", present: tuple[bool, ...], n_out: int, attrs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What the one-node ``NodeProto`` of :func:`run_reference` is made of, or None when an attribute
+    cannot be keyed exactly (see the NOTE on ``REUSABLE``)."""
+    keyed = []
+    for name in sorted(op.attr_kinds):
+        payload = attrs.get(name)
+        if payload is None:
+            continue
+        value = _exact(payload)
+        if value is None:
+            return None
+        keyed.append((name, value))
+    return (op.op_type, op.domain, op.opset, present, n_out, tuple(keyed))
+
+
+def _exact(payload: Any) -> Any:
+    kind = type(payload)
+    if kind is int or kind is str or kind is bytes or kind is bool:
+        return (kind, payload)
+    if kind is float:
+        return (kind, payload.hex())
+    if kind is tuple:
+        items = [_exact(v) for v in payload]
+        return None if any(v is None for v in items) else (kind, tuple(items))
+    return None
 
 
 def _run_function(op: "OnnxOp", node: Any, arrays: Sequence[np.ndarray | None]) -> list[Any]:

@@ -8,6 +8,7 @@ naming the node).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "broadcast",
     "broadcast_all",
     "first_dtype",
+    "int64_product",
     "int_list",
     "merge_dim",
     "merge_shapes",
@@ -58,7 +60,19 @@ def unknown(rank: int | None) -> Shape:
 def num_elements(shape: Shape) -> int | None:
     if shape is None or any(d < 0 for d in shape):
         return None
-    return int(np.prod(shape, dtype=np.int64))
+    return int64_product(shape)
+
+
+_INT64_SPAN = 1 << 64
+_INT64_HALF = 1 << 63
+
+
+def int64_product(values: Sequence[Any]) -> int:
+    """``int(np.prod(values, dtype=np.int64))`` (an int64 product, wrapping as numpy's does), computed
+    without numpy for a short sequence of Python ints that fit in int64."""
+    if all(type(v) is int and -_INT64_HALF <= v < _INT64_HALF for v in values):
+        return (math.prod(values) + _INT64_HALF) % _INT64_SPAN - _INT64_HALF
+    return int(np.prod(values, dtype=np.int64))
 
 
 def merge_dim(a: int, b: int, what: str = "dims") -> int:
@@ -124,7 +138,7 @@ def int_list(info: InputInfo | None) -> list[int] | None:
     """A value-dependent input's data as a flat list of ints, or None when the value is unknown."""
     if info is None or info.data is None:
         return None
-    return [int(v) for v in np.asarray(info.data).reshape(-1)]
+    return [int(v) for v in np.asarray(info.data).reshape(-1).tolist()]
 
 
 def scalar_int(info: InputInfo | None) -> int | None:

@@ -20,6 +20,7 @@ from ._common import (
     ALL,
     DTYPE_ONLY,
     Shape,
+    int64_product,
     int_list,
     merge_dim,
     merge_shapes,
@@ -50,7 +51,7 @@ def reshape_shape(x: Shape, target: Shape, target_known: bool) -> Shape:
     if len(holes) > 1:
         raise ValueError(f"Reshape target {dims} has more than one -1")
     total = num_elements(x)
-    known = int(np.prod([d for d in dims if d >= 0], dtype=np.int64))
+    known = int64_product([d for d in dims if d >= 0])
     if holes:
         if total is not None:
             dims[holes[0]] = _missing_dim(x, dims)  # type: ignore[arg-type]
@@ -62,8 +63,8 @@ def reshape_shape(x: Shape, target: Shape, target_known: bool) -> Shape:
 def _missing_dim(x: tuple[int, ...], dims: list[int]) -> int:
     """The -1 of a Reshape target (TF's kernel rule: with a zero in the target, zeros count on neither side)."""
     zero_target = 0 in dims
-    have = int(np.prod([d for d in x if d > 0 or not zero_target], dtype=np.int64))
-    want = int(np.prod([d for d in dims if d > 0], dtype=np.int64))
+    have = int64_product([d for d in x if d > 0 or not zero_target])
+    want = int64_product([d for d in dims if d > 0])
     if want == 0 or have % want:
         raise ValueError(f"cannot reshape a tensor of shape {list(x)} to {dims}")
     return have // want
@@ -83,8 +84,8 @@ def _reshape() -> OpDef:
     def shape(ctx: InferContext) -> None:
         info = ctx.param("shape")
         target = shape_from_value(info, "Reshape shape") if info.data is None else tuple(int_list(info) or ())
-        if info.data is not None and np.asarray(info.data).ndim != 1:
-            raise ValueError(f"Reshape shape must be a vector, found rank {np.asarray(info.data).ndim}")
+        if info.data is not None and np.ndim(info.data) != 1:
+            raise ValueError(f"Reshape shape must be a vector, found rank {np.ndim(info.data)}")
         ctx.set_output_shape(0, reshape_shape(ctx.param("tensor").shape, target, info.data is not None))
 
     return op.set_infer_shape(shape).set_reference(_reshape_kernel)

@@ -1,0 +1,87 @@
+"""A shape profile's inference that reuses the main graph's answers (``infer_graph(earlier=...)``) gives
+exactly what inferring the clone from scratch gives: every value's type, every known value, the counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scopefusion.convert import convert
+from scopefusion.ir.graph import Graph
+from scopefusion.ir.types import TensorType
+from scopefusion.ir_builder.profiles import input_name
+from scopefusion.ir_builder.shape_inference import InferenceResult, infer_graph
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf_rnn_pb", "tf2_control_flow_pb", "torch_encoder"]
+
+
+@pytest.fixture(params=MODELS)
+def model_path(request) -> Path:
+    if request.param == "torch_encoder":
+        return REPO / "testdata" / "torch_encoder_opset17.onnx"
+    return request.getfixturevalue(request.param)
+
+
+def fixed_shapes(graph: Graph) -> dict[str, list[int]]:
+    """Every graph input with a known rank, its unknown dims set to 2."""
+    out = {}
+    for value in graph.inputs:
+        t = value.type
+        if isinstance(t, TensorType) and t.rank is not None:
+            out[input_name(value)] = [2 if d < 0 else d for d in t.shape]
+    return out
+
+
+def from_scratch(graph: Graph, shapes: dict[str, list[int]]) -> tuple[Graph, InferenceResult]:
+    clone = graph.clone()
+    for value in clone.inputs:
+        name = input_name(value)
+        if name in shapes:
+            t = value.type
+            value.type = clone.context.tensor(t.element, tuple(shapes[name]), t.format)
+    return clone, infer_graph(clone)
+
+
+def assert_same_inference(got: Graph, got_result: InferenceResult, want: Graph, want_result: InferenceResult) -> None:
+    assert [n.name for n in got.nodes] == [n.name for n in want.nodes]
+    for value, expected in zip(got.values(), want.values()):
+        assert value.type is expected.type, f"{value.ref}: {value.type} != {expected.type}"
+        assert value.meta.get("dynamic") == expected.meta.get("dynamic"), value.ref
+        known, expected_known = got_result.known(value), want_result.known(expected)
+        assert (known is None) == (expected_known is None), value.ref
+        if known is not None:
+            assert known.dtype == expected_known.dtype and np.array_equal(known, expected_known), value.ref
+    assert got_result.folded == want_result.folded
+    assert got_result.unfolded == want_result.unfolded
+    assert got_result.dynamic_values == want_result.dynamic_values
+    assert got_result.uninferred == want_result.uninferred
+    assert got_result.uninferred_nodes == want_result.uninferred_nodes
+
+
+@pytest.mark.parametrize("fix_dims", [False, True], ids=["model_shapes", "fixed_dims"])
+def test_profile_inference_equals_inference_from_scratch(model_path, fix_dims):
+    model = convert(model_path)
+    shapes = fixed_shapes(model.graph) if fix_dims else {}
+    model = convert(model_path, input_shapes=shapes)
+    profile = model.profiles[0]
+    want, want_result = from_scratch(model.graph, shapes)
+    assert_same_inference(profile.graph, profile.inference, want, want_result)
+
+
+def test_nodes_reading_only_weights_take_the_main_graph_answer(tf_mobilenet_pb):
+    model = convert(tf_mobilenet_pb)
+    model = convert(tf_mobilenet_pb, input_shapes=fixed_shapes(model.graph))
+    main, profile = model.graph, model.profiles[0].graph
+    shared = changed = 0
+    for node, twin in zip(profile.nodes, main.nodes):
+        for value, twin_value in zip(node.outputs, twin.outputs):
+            known = model.profiles[0].inference.known(value)
+            if known is not None and node.op != "ge.Const":
+                assert known is model.inference.known(twin_value), f"{node.name} was folded again"
+                shared += 1
+            changed += value.type is not twin_value.type
+    assert shared > 0, "no folded value was taken over from the main graph"
+    assert changed > 0, "fixing the batch dim changed no type: the profile did not infer the activations again"
