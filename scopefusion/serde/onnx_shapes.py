@@ -30,7 +30,7 @@ def constant_reshapes(index: "GraphIndex") -> bool:
     """Gives every ``Reshape`` whose target resolves a constant shape; True when one changed."""
     changed = False
     cache: dict[str, list[Entry] | None] = {}
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
             continue
         if index.constant(node.input[1]) is not None or _attr(node, "allowzero", 0):

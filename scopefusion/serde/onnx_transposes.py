@@ -21,11 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
 from onnx import helper
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .onnx_optimize import GraphIndex
+    from .onnx_optimize import GraphIndex, Node
 
 __all__ = ["push_transposes"]
 
@@ -44,7 +43,7 @@ def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
     """One sweep over the graph in order; True when something changed. ``to_reshapes`` also turns transposes
     that move only dims of size 1 into reshapes (once the others have settled, so pairs cancel first)."""
     changed = False
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type == "Transpose":
@@ -57,14 +56,14 @@ def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
     return changed
 
 
-def _perm(node: onnx.NodeProto) -> list[int] | None:
+def _perm(node: "Node") -> list[int] | None:
     for a in node.attribute:
         if a.name == "perm":
             return list(a.ints)
     return None
 
 
-def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
+def _set_attr(node: "Node", name: str, value) -> None:
     for k, a in enumerate(node.attribute):
         if a.name == name:
             del node.attribute[k]
@@ -72,14 +71,14 @@ def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
     node.attribute.append(helper.make_attribute(name, value))
 
 
-def _attr(node: onnx.NodeProto, name: str, default=None):
+def _attr(node: "Node", name: str, default=None):
     for a in node.attribute:
         if a.name == name:
             return helper.get_attribute_value(a)
     return default
 
 
-def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _compose(index: "GraphIndex", node: "Node") -> bool:
     inner = index.producer.get(node.input[0])
     if inner is None or inner.op_type != "Transpose" or inner.domain not in ("", "ai.onnx"):
         return False
@@ -96,7 +95,7 @@ def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _above_pad(index: "GraphIndex", node: "Node") -> bool:
     """``Transpose_p(Pad(x, pads))`` → ``Pad(Transpose_p(x), pads permuted)`` when the pad has no other reader
     (a graph's NHWC input padded before its first convolution: the pad can then fold into the Conv)."""
     pad = index.producer.get(node.input[0])
@@ -117,6 +116,9 @@ def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     moved = np.concatenate([[begins[perm[i]] for i in range(rank)], [ends[perm[i]] for i in range(rank)]])
     source, out = pad.input[0], node.output[0]
     moved_input = index.fresh(source + "_transposed")  # a new name: the old ones have value infos of other shapes
+    shape = index.shapes.get(source)
+    if shape is not None and len(shape) == rank:
+        index.derive_shape(moved_input, [shape[d] for d in perm], source)
     index.set_input(node, 0, source)
     index.set_output(node, 0, moved_input)
     index.set_input(pad, 0, moved_input)
@@ -125,7 +127,7 @@ def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _as_reshape(index: "GraphIndex", node: "Node") -> bool:
     shape = index.shapes.get(node.input[0])
     perm = _perm(node)
     if shape is None or perm is None or len(perm) != len(shape):
@@ -147,7 +149,7 @@ def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _merge_reshapes(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _merge_reshapes(index: "GraphIndex", node: "Node") -> bool:
     """``Reshape(Reshape(x, s1), s2)`` → ``Reshape(x, s2)`` when each 0 of ``s2`` copies a dim ``s1`` copied
     from ``x`` at the same place (constant shapes, no ``allowzero``)."""
     inner = index.producer.get(node.input[0])
@@ -172,7 +174,7 @@ def _inverse(p: list[int]) -> list[int]:
     return inv
 
 
-def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _push_through(index: "GraphIndex", node: "Node") -> bool:
     """Moves the transposes feeding ``node`` below it (see the module docstring)."""
     perm: list[int] | None = None
     data_slots = _data_slots(node)
@@ -224,6 +226,12 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
             continue
         inner = index.fresh(out + "_pre")
         index.set_output(node, k, inner)
+        shape = index.shapes.get(out)
+        if shape is not None and len(shape) == len(out_perm):
+            before: list[int | None] = [None] * len(shape)
+            for i, d in enumerate(out_perm):
+                before[d] = shape[i]
+            index.derive_shape(inner, before, out)
         if out_perm == list(range(len(out_perm))):
             after = helper.make_node("Identity", [inner], [out], name=index.fresh(node.name + "_out"))
         else:
@@ -232,20 +240,20 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _movable(node: onnx.NodeProto) -> bool:
+def _movable(node: "Node") -> bool:
     op = node.op_type
     return node.domain in ("", "ai.onnx") and (op in _UNARY or op in _BROADCAST or op in _REDUCE or op in _AXIS
                                                or op == "Pad")
 
 
-def _data_slots(node: onnx.NodeProto) -> list[int]:
+def _data_slots(node: "Node") -> list[int]:
     op = node.op_type
     if op in _BROADCAST or op == "Concat":
         return list(range(len(node.input)))
     return [0]
 
 
-def _rewrite_attributes(index: "GraphIndex", node: onnx.NodeProto, perm: list[int], rank: int):
+def _rewrite_attributes(index: "GraphIndex", node: "Node", perm: list[int], rank: int):
     """Adjusts axes / pads for data now in the source layout; returns the output permutation when it differs
     from ``perm`` (a reduction without keepdims), True when unchanged, False when the node cannot move."""
     op = node.op_type
