@@ -10,6 +10,8 @@ In this order, to a fixed point:
   reshape, squeeze, unsqueeze or cast of an initializer is folded into a new initializer.
 * A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
   (:mod:`.onnx_shapes`).
+* ``x + 0``, ``x - 0``, ``x · 1`` and ``x / 1`` with small constants go (a zero bias, an identity
+  rescaling of the input).
 * Nodes whose outputs nobody reads, and unread initializers, are removed.
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
   (:mod:`.onnx_fuse_ops`).
@@ -255,6 +257,7 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
             index.rebuild()
             changed = True
         changed |= constant_reshapes(index)
+        changed |= _remove_neutral_ops(index)
         changed |= _fold_initializer_ops(index)
         changed |= _remove_dead(index)
         if not changed:
@@ -357,6 +360,40 @@ def _remove_identities(index: GraphIndex) -> bool:
         keep.append(node)
     if changed:
         _set_nodes(index, keep)
+    return changed
+
+
+_NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, False)}  # value, either side
+
+
+def _remove_neutral_ops(index: GraphIndex) -> bool:
+    """``x + 0``, ``x - 0``, ``x · 1``, ``x / 1`` (a small constant of that value everywhere, which does not
+    broadcast ``x`` to a larger shape) become ``Identity`` (removed by the identity sweep)."""
+    changed = False
+    for node in index.nodes:
+        spec = _NEUTRAL.get(node.op_type)
+        if spec is None or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+            continue
+        neutral, either = spec
+        for data, const in ((0, 1), (1, 0)) if either else ((0, 1),):
+            t = index.initializers.get(node.input[const])
+            if t is None or np.prod(t.dims, dtype=np.int64) > _CACHED_ELEMENTS or node.input[data] in index.initializers:
+                continue
+            shape = index.shapes.get(node.input[data])
+            dims = list(t.dims)
+            if dims and (shape is None or len(dims) > len(shape)
+                         or any(c != 1 and c != d for c, d in zip(dims[::-1], shape[::-1]))):
+                continue  # it could broadcast x to a larger shape
+            value = index.constant(node.input[const])
+            if value is None or value.dtype.kind not in "iuf" or not np.all(value == neutral):
+                continue
+            constant = node.input[const]
+            node.op_type = "Identity"
+            node.input = [node.input[data]]
+            if constant not in node.input:
+                index.readers[constant] = [r for r in index.readers.get(constant, []) if r is not node]
+            changed = True
+            break
     return changed
 
 

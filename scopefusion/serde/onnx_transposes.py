@@ -5,8 +5,10 @@ and back). Between two convolutions the back-and-forth pair meets once the trans
 has moved below every layout-agnostic op in between:
 
 * ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
-* ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` for a graph input ``x`` when nothing else reads the pad
-  (so it can fold into the first ``Conv``).
+* ``Reshape`` of a ``Reshape`` / ``Squeeze`` / ``Unsqueeze`` reads the inner input when it can; a ``Reshape``
+  to its input's own shape goes (a squeezed global pool reshaped back to ``[N, C, 1, 1]``).
+* ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` when nothing else reads the pad and ``x`` is a graph input
+  or the transpose feeds only a ``Conv`` (so the pad can fold into it); such a pad stays there.
 * A transpose that moves only dims of size 1 (its input's shape known) → ``Reshape`` (0 keeps the one
   unknown dim, as it stays in place).
 * ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
@@ -104,8 +106,8 @@ def _above_pad(index: "GraphIndex", node: "Node") -> bool:
         return False
     if len(index.readers.get(pad.output[0], [])) != 1 or not index.free(pad.output[0]):
         return False
-    if pad.input[0] in index.producer:  # only a graph input's pad: inside, transposes move down through pads
-        return False
+    if pad.input[0] in index.producer and not _conv_reads_only(index, node.output[0]):
+        return False  # a graph input's pad or a convolution's: elsewhere, transposes move down through pads
     if _attr(pad, "axes") is not None or (len(pad.input) > 3 and pad.input[3]):
         return False
     pads = index.constant(pad.input[1]) if len(pad.input) > 1 else None
@@ -125,6 +127,13 @@ def _above_pad(index: "GraphIndex", node: "Node") -> bool:
     index.set_input(pad, 1, index.add_initializer(moved.astype(np.int64), index.fresh(pad.input[1] + "_moved")))
     index.set_output(pad, 0, out)
     return True
+
+
+def _conv_reads_only(index: "GraphIndex", name: str) -> bool:
+    """True when ``name``'s only reader is a ``Conv`` reading it as its data input (a pad there folds into it)."""
+    readers = index.readers.get(name, [])
+    return (len(readers) == 1 and readers[0].op_type == "Conv" and readers[0].domain in ("", "ai.onnx")
+            and readers[0].input[0] == name and index.free(name))
 
 
 def _as_reshape(index: "GraphIndex", node: "Node") -> bool:
@@ -151,20 +160,51 @@ def _as_reshape(index: "GraphIndex", node: "Node") -> bool:
 
 def _merge_reshapes(index: "GraphIndex", node: "Node") -> bool:
     """``Reshape(Reshape(x, s1), s2)`` → ``Reshape(x, s2)`` when each 0 of ``s2`` copies a dim ``s1`` copied
-    from ``x`` at the same place (constant shapes, no ``allowzero``)."""
+    from ``x`` at the same place (constant shapes, no ``allowzero``); the same through a ``Squeeze`` /
+    ``Unsqueeze`` (constant axes) when each 0 of ``s2`` is before the first axis it removes or adds. A
+    ``Reshape`` to the shape its input has becomes an ``Identity``."""
+    if len(node.input) < 2 or _attr(node, "allowzero", 0):
+        return False
+    c2 = index.constant(node.input[1])
+    if c2 is None:
+        return False
+    s2 = [int(d) for d in c2.reshape(-1)]
+    if _same_shape(index.shapes.get(node.input[0]), s2):
+        node.op_type = "Identity"  # removed by the identity sweep
+        del node.input[1:]
+        del node.attribute[:]
+        return True
     inner = index.producer.get(node.input[0])
-    if inner is None or inner.op_type != "Reshape" or len(node.input) < 2 or len(inner.input) < 2:
+    if inner is None or inner.domain not in ("", "ai.onnx") or len(inner.input) < 2:
         return False
-    if _attr(node, "allowzero", 0) or _attr(inner, "allowzero", 0):
-        return False
-    c1, c2 = index.constant(inner.input[1]), index.constant(node.input[1])
-    if c1 is None or c2 is None:
-        return False
-    s1, s2 = [int(d) for d in c1.reshape(-1)], [int(d) for d in c2.reshape(-1)]
-    if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
+    if inner.op_type == "Reshape":
+        c1 = index.constant(inner.input[1])
+        if c1 is None or _attr(inner, "allowzero", 0):
+            return False
+        s1 = [int(d) for d in c1.reshape(-1)]
+        if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
+            return False
+    elif inner.op_type in ("Squeeze", "Unsqueeze"):
+        axes = index.constant(inner.input[1])
+        if axes is None or axes.size == 0:
+            return False
+        rank = len(index.shapes.get(inner.input[0] if inner.op_type == "Squeeze" else inner.output[0], []))
+        if rank == 0:
+            return False
+        first = min(int(a) % rank for a in axes.reshape(-1))
+        if any(d == 0 and i >= first for i, d in enumerate(s2)):
+            return False
+    else:
         return False
     index.set_input(node, 0, inner.input[0])
     return True
+
+
+def _same_shape(shape: "list[int | None] | None", target: list[int]) -> bool:
+    """True when reshaping a tensor of ``shape`` to ``target`` (0 copies, one -1 takes the rest) changes nothing."""
+    if shape is None or len(shape) != len(target) or target.count(-1) > 1:
+        return False
+    return all(t == 0 or t == -1 or (d is not None and t == d) for d, t in zip(shape, target))
 
 
 def _inverse(p: list[int]) -> list[int]:
@@ -190,8 +230,8 @@ def _push_through(index: "GraphIndex", node: "Node") -> bool:
             p = _perm(producer)
             if p is None or (perm is not None and p != perm):
                 return False
-            if node.op_type == "Pad" and producer.input[0] not in index.producer:
-                return False  # a graph input's pad stays below its transpose (see _above_pad)
+            if node.op_type == "Pad" and (producer.input[0] not in index.producer or _conv_reads_only(index, node.output[0])):
+                return False  # a graph input's pad, or a convolution's, stays below its transpose (see _above_pad)
             perm = p
             sources[slot] = producer.input[0]
             readers = index.readers.get(name, [])
