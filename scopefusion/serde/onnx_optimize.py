@@ -249,7 +249,6 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
 
     index = GraphIndex(graph)
     _shapes_from_types(index)
-    _shapes_for_transposes(index, opset)
     for _ in range(100):
         changed = _remove_identities(index)
         if push_transposes(index):
@@ -291,10 +290,12 @@ def _shapes_from_types(index: GraphIndex) -> None:
 
 
 def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:
-    """Runs shape inference when a transpose's input has no fully known shape and inference has not seen it
-    (see :meth:`GraphIndex.infer_shapes`)."""
-    if any(n.op_type == "Transpose" and n.input[0] not in index.settled and None in index.shapes.get(n.input[0], [None])
-           for n in index.nodes):
+    """Runs shape inference when a transpose's input has no fully known shape, or a mean's or max's input no
+    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`)."""
+    shapes, settled = index.shapes, index.settled
+    if any(n.input[0] not in settled and (None in shapes.get(n.input[0], [None]) if n.op_type == "Transpose"
+                                          else n.input[0] not in shapes)
+           for n in index.nodes if n.op_type in ("Transpose", "ReduceMean", "ReduceMax")):
         index.infer_shapes(opset)
 
 
@@ -328,6 +329,8 @@ def toposort(index: GraphIndex) -> None:
 
 
 def _inputs_with_bodies(node: Node) -> list[str]:
+    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return node.input
     names = list(node.input)
     for attr in node.attribute:
         for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
@@ -445,7 +448,6 @@ def _fold(node: Node, values: list) -> np.ndarray | None:
 
 def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
-    index.rebuild()
     producer = index.producer
     live: set[int] = set()
     pending = [name for name in index.outputs | index.pinned if name in producer]
@@ -467,7 +469,8 @@ def _remove_dead(index: GraphIndex) -> bool:
         del initializers[k]
     if unread:
         changed = True
-    index.rebuild()
+    if changed:
+        index.rebuild()
     return changed
 
 

@@ -57,6 +57,11 @@ def constant_reshapes(index: "GraphIndex") -> bool:
             continue
         name = index.add_initializer(np.asarray(shape, np.int64), index.fresh(node.output[0] + "_shape"))
         index.set_input(node, 1, name)
+        source = index.shapes.get(x)
+        if source is not None and not (node.output[0] in index.shapes and node.output[0] in index.settled):
+            out = [(source[k] if k < len(source) else None) if d == 0 else (None if d == -1 else d)
+                   for k, d in enumerate(shape)]
+            index.derive_shape(node.output[0], out, x)
         changed = True
     return changed
 
