@@ -12,6 +12,7 @@ In this order, to a fixed point:
   (:mod:`.onnx_shapes`).
 * ``x + 0``, ``x - 0``, ``x · 1`` and ``x / 1`` with small constants go (a zero bias, an identity
   rescaling of the input).
+* A node computing what an earlier node computes (same op, inputs, attributes) is replaced by it.
 * Nodes whose outputs nobody reads, and unread initializers, are removed.
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
   (:mod:`.onnx_fuse_ops`).
@@ -251,6 +252,7 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     _shapes_from_types(index)
     for _ in range(100):
         changed = _remove_identities(index)
+        changed |= _merge_duplicates(index)
         if push_transposes(index):
             toposort(index)
             index.rebuild()
@@ -363,6 +365,33 @@ def _remove_identities(index: GraphIndex) -> bool:
         keep.append(node)
     if changed:
         _set_nodes(index, keep)
+    return changed
+
+
+_RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
+           "Dropout"}
+
+
+def _merge_duplicates(index: GraphIndex) -> bool:
+    """A default-domain node computing what an earlier one computes (same op, inputs and attributes; no body,
+    nothing random) is read no more: its readers read the earlier node's outputs (it dies unread)."""
+    seen: dict[tuple, Node] = {}
+    changed = False
+    bodies = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    for node in index.nodes:
+        if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or any(a.type in bodies for a in node.attribute):
+            continue
+        key = (node.op_type, tuple(node.input), len(node.output),
+               tuple(sorted(a.SerializeToString(deterministic=True) for a in node.attribute)))
+        first = seen.setdefault(key, node)
+        if first is node or not all(index.free(name) for name in node.output if name):
+            continue
+        if any(name and not kept for name, kept in zip(node.output, first.output)):
+            continue  # an output the earlier node leaves out
+        for name, kept in zip(node.output, first.output):
+            if name and (index.readers.get(name) or name in index.pinned):
+                index.replace_uses(name, kept)
+                changed = True
     return changed
 
 

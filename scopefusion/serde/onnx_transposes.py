@@ -10,7 +10,7 @@ has moved below every layout-agnostic op in between:
 * ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` when nothing else reads the pad and ``x`` is a graph input
   or the transpose feeds only a ``Conv`` (so the pad can fold into it); such a pad stays there.
 * A transpose that moves only dims of size 1 (its input's shape known) → ``Reshape`` (0 keeps the one
-  unknown dim, as it stays in place).
+  unknown dim where it stays in place, else -1 takes it).
 * ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
   where the constant ``c`` is broadcast to the rank and permuted by the inverse of ``p`` (``c'``); the same
   for ``Reduce*`` (axes mapped through ``p``; without ``keepdims`` the remaining dims get their own
@@ -146,9 +146,9 @@ def _as_reshape(index: "GraphIndex", node: "Node") -> bool:
         return False
     target = [shape[d] for d in perm]
     unknown = [i for i, d in enumerate(target) if d is None]
-    if len(unknown) > 1 or (unknown and perm[unknown[0]] != unknown[0]):
-        return False
-    dims = [0 if d is None else d for d in target]
+    if len(unknown) > 1 or (unknown and perm[unknown[0]] != unknown[0] and 0 in target):
+        return False  # an unknown dim that moves is -1, which a zero-size dim would leave undefined
+    dims = [(0 if perm[i] == i else -1) if d is None else d for i, d in enumerate(target)]
     name = index.add_initializer(np.asarray(dims, np.int64), index.fresh(node.output[0] + "_shape"))
     node.op_type = "Reshape"
     del node.attribute[:]

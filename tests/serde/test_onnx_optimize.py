@@ -185,3 +185,21 @@ def test_a_global_pool_squeezed_and_reshaped_back_feeds_the_conv_directly():
                   [("axes", np.asarray([2, 3], np.int64)), ("shape", np.asarray([0, 4, 1, 1], np.int64)), ("w", w)])
     optimized, ops = same_results(proto, {"x": np.random.default_rng(14).standard_normal((3, 4, 5, 5)).astype(np.float32)})
     assert ops == ["GlobalAveragePool", "Conv"]
+
+
+def test_repeated_computations_merge_and_a_transpose_of_a_unit_dim_becomes_a_reshape():
+    nodes = [helper.make_node("Greater", ["x", "half"], ["m"]),
+             helper.make_node("NonZero", ["m"], ["i1"]),
+             helper.make_node("Transpose", ["i1"], ["t1"], perm=[1, 0]),
+             helper.make_node("Squeeze", ["t1", "one"], ["s1"]),
+             helper.make_node("Gather", ["x", "s1"], ["y"]),
+             helper.make_node("NonZero", ["m"], ["i2"]),
+             helper.make_node("Transpose", ["i2"], ["t2"], perm=[1, 0]),
+             helper.make_node("Squeeze", ["t2", "one"], ["s2"]),
+             helper.make_node("Gather", ["w", "s2"], ["z"])]
+    proto = model(nodes, [f("x", ["n"]), f("w", ["n"])], [f("y", ["k"]), f("z", ["k"])],
+                  [("half", np.asarray(0.5, np.float32)), ("one", np.asarray([1], np.int64))])
+    values = np.asarray([0.1, 0.9, 0.7, 0.2], np.float32)
+    for x in (values, np.zeros(4, np.float32)):  # some picked, none picked
+        optimized, ops = same_results(proto, {"x": x, "w": x * 2})
+        assert ops == ["Greater", "NonZero", "Reshape", "Squeeze", "Gather", "Gather"]
