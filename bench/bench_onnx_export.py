@@ -6,8 +6,8 @@ Per model (frozen GraphDefs built from code into a work directory, nothing commi
 * export time: scopefusion's ``convert`` + ONNX export of the file (default opset 23), against tf2onnx's
   in-process ``tf2onnx.convert.from_graph_def`` of the same frozen graph (opset 17, its default optimizers);
   the best of ``--repeat`` runs each;
-* onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of ``--runs`` runs after
-  5 warm-up runs) of each export on the zoo's profile inputs, and for the transformer models of tf2onnx's
+* onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of at least ``--runs``
+  runs after 5 warm-up runs, more for fast models: up to 2000 within 2 s) of each export on the zoo's profile inputs, and for the transformer models of tf2onnx's
   export after onnxruntime's transformers optimizer (``optimize_model(model_type="bert")``); the exports of
   one model run in turn, one run each per round, so the machine's load weighs on them alike;
 * node and Transpose counts of each export; max error against TensorFlow (abs, rel where values exceed 1).
@@ -79,9 +79,12 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
     return best, result
 
 
-def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int) -> list[float]:
+def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, min_seconds: float = 2.0,
+                 max_runs: int = 2000) -> list[float]:
     """The median latency of each model (bytes, feeds) in ms. The models run in turn within each round, so
-    a change in the machine's load (other processes, clock) weighs on all of them alike."""
+    a change in the machine's load (other processes, clock) weighs on all of them alike; there are at least
+    ``runs`` rounds, more (up to ``max_runs``) until ``min_seconds`` have passed, so a fast model gets enough
+    runs for its median to settle."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -96,7 +99,8 @@ def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int) -
         for _ in range(5):
             session.run(None, inputs)
     times: list[list[float]] = [[] for _ in sessions]
-    for _ in range(runs):
+    began = time.perf_counter()
+    while len(times[0]) < runs or (time.perf_counter() - began < min_seconds and len(times[0]) < max_runs):
         for k, (session, inputs) in enumerate(sessions):
             start = time.perf_counter()
             session.run(None, inputs)
