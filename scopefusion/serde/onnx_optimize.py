@@ -95,10 +95,12 @@ class GraphIndex:
         self.pinned = _names_read_by_bodies(graph)
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
-        for info in list(graph.value_info) + list(graph.input) + list(graph.output):
-            t = info.type.tensor_type
-            if info.type.HasField("tensor_type") and t.HasField("shape"):
-                self.shapes[info.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        for infos in (graph.value_info, graph.input, graph.output):
+            for info in infos:
+                t = info.type.tensor_type
+                if info.type.HasField("tensor_type") and t.HasField("shape"):
+                    self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
+                                              for d in t.shape.dim]
         for t in graph.initializer:
             self.shapes[t.name] = list(t.dims)
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running

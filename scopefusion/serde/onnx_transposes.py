@@ -216,6 +216,9 @@ def _inverse(p: list[int]) -> list[int]:
 
 def _push_through(index: "GraphIndex", node: "Node") -> bool:
     """Moves the transposes feeding ``node`` below it (see the module docstring)."""
+    producer_of = index.producer
+    if not any(name in producer_of and producer_of[name].op_type == "Transpose" for name in node.input):
+        return False  # the common case, answered before anything else is looked at
     perm: list[int] | None = None
     data_slots = _data_slots(node)
     sources: dict[int, str] = {}
