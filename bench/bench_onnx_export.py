@@ -6,9 +6,10 @@ Per model (frozen GraphDefs built from code into a work directory, nothing commi
 * export time: scopefusion's ``convert`` + ONNX export of the file (default opset 23), against tf2onnx's
   in-process ``tf2onnx.convert.from_graph_def`` of the same frozen graph (opset 17, its default optimizers);
   the best of ``--repeat`` runs each;
-* onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of ``--runs`` runs after
-  5 warm-up runs) of each export on the zoo's profile inputs, and for the transformer models of tf2onnx's
-  export after onnxruntime's transformers optimizer (``optimize_model(model_type="bert")``);
+* onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of at least ``--runs``
+  runs after 5 warm-up runs, more for fast models: up to 2000 within 2 s) of each export on the zoo's profile inputs, and for the transformer models of tf2onnx's
+  export after onnxruntime's transformers optimizer (``optimize_model(model_type="bert")``); the exports of
+  one model run in turn, one run each per round, so the machine's load weighs on them alike;
 * node and Transpose counts of each export; max error against TensorFlow (abs, rel where values exceed 1).
 
 tf2onnx is an optional bench dependency (``pip install -e .[bench]``); where it is missing or fails on a
@@ -78,24 +79,33 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
     return best, result
 
 
-def latency_ms(data: bytes, feeds: dict[str, np.ndarray], runs: int) -> float:
+def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, min_seconds: float = 2.0,
+                 max_runs: int = 2000) -> list[float]:
+    """The median latency of each model (bytes, feeds) in ms. The models run in turn within each round, so
+    a change in the machine's load (other processes, clock) weighs on all of them alike; there are at least
+    ``runs`` rounds, more (up to ``max_runs``) until ``min_seconds`` have passed, so a fast model gets enough
+    runs for its median to settle."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    inputs = {n: feeds[n] for n in names}
-    for _ in range(5):
-        session.run(None, inputs)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        session.run(None, inputs)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    sessions = []
+    for data, feeds in models:
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        sessions.append((session, {i.name: feeds[i.name] for i in session.get_inputs()}))
+    for session, inputs in sessions:
+        for _ in range(5):
+            session.run(None, inputs)
+    times: list[list[float]] = [[] for _ in sessions]
+    began = time.perf_counter()
+    while len(times[0]) < runs or (time.perf_counter() - began < min_seconds and len(times[0]) < max_runs):
+        for k, (session, inputs) in enumerate(sessions):
+            start = time.perf_counter()
+            session.run(None, inputs)
+            times[k].append(time.perf_counter() - start)
+    return [1000 * statistics.median(t) for t in times]
 
 
 def run_outputs(data: bytes, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -167,28 +177,30 @@ def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, ru
     expected = source_runner(model.source).run(feeds)
     row["ours_export_s"] = seconds
     row["ours_nodes"], row["ours_transposes"] = counts(data)
-    row["ours_ms"] = latency_ms(data, feeds, runs)
     row["ours_error"] = max_error(run_outputs(data, feeds), expected)
+    runnable: list[tuple[bytes, dict[str, np.ndarray]]] = [(data, feeds)]
     try:
-        theirs_s, theirs = tf2onnx_export(path, 1)
+        theirs_s, theirs = tf2onnx_export(path, repeat)
     except Exception as e:  # tf2onnx missing or failing: say how
         row["tf2onnx"] = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        row["ours_ms"] = latencies_ms(runnable, runs)[0]
         return row
     row["tf2onnx_export_s"] = theirs_s
+    row["speedup"] = theirs_s / seconds
     row["tf2onnx_nodes"], row["tf2onnx_transposes"] = counts(theirs)
+    their_feeds = {f"{k}:0": v for k, v in feeds.items()}
     try:
-        row["tf2onnx_ms"] = latency_ms(theirs, {f"{k}:0": v for k, v in feeds.items()}, runs)
-        row["tf2onnx_error"] = max_error(run_outputs(theirs, {f"{k}:0": v for k, v in feeds.items()}), expected, ":0")
+        row["tf2onnx_error"] = max_error(run_outputs(theirs, their_feeds), expected, ":0")
+        runnable.append((theirs, their_feeds))
     except Exception as e:
         row["tf2onnx"] = f"onnxruntime refused tf2onnx's export: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
-        return row
-    row["speedup"] = theirs_s / seconds
-    if name in TRANSFORMERS:
+    if name in TRANSFORMERS and len(runnable) == 2:
         try:
-            optimized = transformers_optimized(theirs)
-            row["tf2onnx_opt_ms"] = latency_ms(optimized, {f"{k}:0": v for k, v in feeds.items()}, runs)
+            runnable.append((transformers_optimized(theirs), their_feeds))
         except Exception as e:
             row["tf2onnx_opt"] = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    for key, ms in zip(("ours_ms", "tf2onnx_ms", "tf2onnx_opt_ms"), latencies_ms(runnable, runs)):
+        row[key] = ms
     return row
 
 

@@ -40,7 +40,7 @@ def _set(node, name: str, value) -> None:
 def fuse_for_runtime(index: "GraphIndex") -> bool:
     """One sweep of the rewrites above; True when something changed."""
     changed = False
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type in _GLOBAL:
@@ -70,6 +70,7 @@ def _global_pool(index: "GraphIndex", node) -> bool:
         node.op_type = op
         return True
     pooled = index.fresh(out + "_pooled")
+    index.derive_shape(pooled, list(shape[:2]) + [1] * (rank - 2), node.input[0])
     del node.attribute[:]
     del node.input[1:]
     node.op_type = op

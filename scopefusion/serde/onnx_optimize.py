@@ -10,12 +10,21 @@ In this order, to a fixed point:
   reshape, squeeze, unsqueeze or cast of an initializer is folded into a new initializer.
 * A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
   (:mod:`.onnx_shapes`).
+* ``x + 0``, ``x - 0``, ``x · 1`` and ``x / 1`` with small constants go (a zero bias, an identity
+  rescaling of the input).
+* A node computing what an earlier node computes (same op, inputs, attributes) is replaced by it.
 * Nodes whose outputs nobody reads, and unread initializers, are removed (in bodies too).
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
   (:mod:`.onnx_fuse_ops`).
 
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
 name and its producer. Value infos of tensors that no longer exist are dropped.
+
+NOTE: speed. The passes work on :class:`Node`, a plain-Python stand-in for ``NodeProto`` (the same field
+names, Python lists for ``input`` / ``output`` / ``attribute``): reading and rewriting protobuf messages node
+by node, and copying them back into the graph after each pass, cost more than the rewrites themselves. The
+graph's nodes are read once and written back once, at the end. Initializers stay the graph's own
+``TensorProto`` messages (never copied); new ones are appended as they are made.
 """
 
 from __future__ import annotations
@@ -28,35 +37,84 @@ from onnx import helper
 
 from .onnx_attrs import initializer_array, tensor_proto
 
-__all__ = ["GraphIndex", "optimize_graph", "toposort"]
+__all__ = ["GraphIndex", "Node", "optimize_graph", "toposort"]
 
 _FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
 MAX_FOLD_ELEMENTS = 1 << 26
+_CACHED_ELEMENTS = 4096
+
+
+class Node:
+    """One node while the graph is optimized: ``NodeProto``'s fields as Python values (see the module NOTE).
+    ``attribute`` holds ``AttributeProto`` messages; ``proto`` is the node read from the graph (its
+    ``doc_string`` and other fields are kept), None for a node made by a pass."""
+
+    __slots__ = ("op_type", "domain", "name", "input", "output", "attribute", "proto")
+
+    def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
+                 attributes: list[onnx.AttributeProto], proto: onnx.NodeProto | None = None) -> None:
+        self.op_type = op_type
+        self.domain = domain
+        self.name = name
+        self.input = inputs
+        self.output = outputs
+        self.attribute = attributes
+        self.proto = proto
+
+    @classmethod
+    def of(cls, proto: onnx.NodeProto) -> "Node":
+        return cls(proto.op_type, proto.domain, proto.name, list(proto.input), list(proto.output),
+                   list(proto.attribute), proto)
+
+    def to_proto(self) -> onnx.NodeProto:
+        out = onnx.NodeProto()
+        if self.proto is not None:
+            out.CopyFrom(self.proto)
+            del out.input[:], out.output[:], out.attribute[:]
+        # Set only what differs: proto2 fields have presence, and an empty field set is written.
+        if out.op_type != self.op_type:
+            out.op_type = self.op_type
+        if out.domain != self.domain:
+            out.domain = self.domain
+        if out.name != self.name:
+            out.name = self.name
+        out.input.extend(self.input)
+        out.output.extend(self.output)
+        out.attribute.extend(self.attribute)
+        return out
 
 
 class GraphIndex:
-    """Producers, readers and initializers of one ``GraphProto``, rebuilt on demand."""
+    """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
+    into the graph with :meth:`write_back`."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
         self.graph = graph
+        self.nodes: list[Node] = [Node.of(n) for n in graph.node]
+        self._arrays: dict[str, np.ndarray] = {}  # small initializers' values, read once
         self.outputs = {o.name for o in graph.output}
         self.inputs = {i.name for i in graph.input}
         self.pinned = _names_read_by_bodies(graph)
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
-        for info in list(graph.value_info) + list(graph.input) + list(graph.output):
-            t = info.type.tensor_type
-            if info.type.HasField("tensor_type") and t.HasField("shape"):
-                self.shapes[info.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        for infos in (graph.value_info, graph.input, graph.output):
+            for info in infos:
+                t = info.type.tensor_type
+                if info.type.HasField("tensor_type") and t.HasField("shape"):
+                    self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
+                                              for d in t.shape.dim]
         for t in graph.initializer:
             self.shapes[t.name] = list(t.dims)
+        # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
+        # inference again would not complete them.
+        self.settled: set[str] = set()
         self.rebuild()
 
     def infer_shapes(self, opset: int) -> None:
         """Completes :attr:`shapes` with ONNX's shape inference (data propagation on: shape vectors computed
         from ``Shape`` are followed), run on a copy of the graph without its large weights."""
         light = onnx.GraphProto()
-        light.node.extend(self.graph.node)
+        light.node.extend(n.to_proto() for n in self.nodes)
         light.input.extend(self.graph.input)
         light.output.extend(self.graph.output)
         light.value_info.extend(self.graph.value_info)
@@ -66,6 +124,8 @@ class GraphIndex:
             else:
                 light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         model = helper.make_model(light, opset_imports=[helper.make_opsetid("", opset)])
+        self.settled = set(self.inputs) | set(self.initializers)
+        self.settled.update(name for node in self.nodes for name in node.output)
         try:
             inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
         except Exception:  # inference is only a hint here
@@ -78,10 +138,22 @@ class GraphIndex:
                 if old is None or sum(d is None for d in known) < sum(d is None for d in old):
                     self.shapes[info.name] = known
 
+    def derive_shape(self, name: str, shape: list[int | None], source: str) -> None:
+        """Records the shape of new tensor ``name``, computed from that of ``source``."""
+        self.shapes[name] = shape
+        if source in self.settled:
+            self.settled.add(name)
+
+    def write_back(self) -> None:
+        """Replaces the graph's nodes by :attr:`nodes`."""
+        protos = [n.to_proto() for n in self.nodes]
+        del self.graph.node[:]
+        self.graph.node.extend(protos)
+
     def rebuild(self) -> None:
-        self.producer: dict[str, onnx.NodeProto] = {}
-        self.readers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
-        for node in self.graph.node:
+        self.producer: dict[str, Node] = {}
+        self.readers: dict[str, list[Node]] = defaultdict(list)
+        for node in self.nodes:
             for name in node.output:
                 if name:
                     self.producer[name] = node
@@ -90,13 +162,22 @@ class GraphIndex:
                     self.readers[name].append(node)
 
     def constant(self, name: str) -> np.ndarray | None:
+        """The value of initializer ``name`` (None when it is none); small values are read once and shared,
+        so callers must not modify the array."""
+        found = self._arrays.get(name)
+        if found is not None:
+            return found
         t = self.initializers.get(name)
-        return initializer_array(t) if t is not None else None
+        if t is None:
+            return None
+        array = initializer_array(t)
+        if array.size <= _CACHED_ELEMENTS:
+            self._arrays[name] = array
+        return array
 
     def add_initializer(self, array: np.ndarray, name: str) -> str:
-        tensor = tensor_proto(array, name)
-        self.graph.initializer.append(tensor)
-        self.initializers[name] = tensor
+        self.graph.initializer.append(tensor_proto(np.asarray(array), name))
+        self.initializers[name] = self.graph.initializer[len(self.graph.initializer) - 1]
         return name
 
     def fresh(self, base: str) -> str:
@@ -111,7 +192,7 @@ class GraphIndex:
     def _taken(self) -> set[str]:
         if not hasattr(self, "_taken_names"):
             names = set(self.initializers) | self.inputs | self.outputs
-            for node in _all_nodes(self.graph):
+            for node in _all_nodes(self.nodes):
                 names.update(node.input)
                 names.update(node.output)
                 names.add(node.name)
@@ -122,7 +203,7 @@ class GraphIndex:
         """True when ``name`` is an ordinary intermediate: no graph output or input, not read by a body."""
         return name not in self.outputs and name not in self.inputs and name not in self.pinned
 
-    def set_input(self, node: onnx.NodeProto, slot: int, name: str) -> None:
+    def set_input(self, node: Node, slot: int, name: str) -> None:
         """Makes ``node`` read ``name`` at ``slot``, keeping the readers index current."""
         old = node.input[slot]
         if old == name:
@@ -133,7 +214,7 @@ class GraphIndex:
         if name and not any(r is node for r in self.readers[name]):
             self.readers[name].append(node)
 
-    def set_output(self, node: onnx.NodeProto, k: int, name: str) -> None:
+    def set_output(self, node: Node, k: int, name: str) -> None:
         """Renames ``node``'s output ``k`` to ``name``, keeping the producers index current."""
         old = node.output[k]
         node.output[k] = name
@@ -141,10 +222,10 @@ class GraphIndex:
             del self.producer[old]
         self.producer[name] = node
 
-    def add_node(self, node: onnx.NodeProto) -> onnx.NodeProto:
-        """Appends ``node`` (out of order: the caller restores it with :func:`toposort`); returns the graph's copy."""
-        self.graph.node.append(node)
-        added = self.graph.node[len(self.graph.node) - 1]
+    def add_node(self, node: onnx.NodeProto | Node) -> Node:
+        """Appends ``node`` (out of order: the caller restores it with :func:`toposort`); returns it as a :class:`Node`."""
+        added = node if isinstance(node, Node) else Node.of(node)
+        self.nodes.append(added)
         for name in added.output:
             if name:
                 self.producer[name] = added
@@ -171,14 +252,16 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     from .onnx_transposes import push_transposes
 
     index = GraphIndex(graph)
-    _shapes_for_transposes(index, opset)
+    _shapes_from_types(index)
     for _ in range(100):
         changed = _remove_identities(index)
+        changed |= _merge_duplicates(index)
         if push_transposes(index):
-            toposort(index.graph)
+            toposort(index)
             index.rebuild()
             changed = True
         changed |= constant_reshapes(index)
+        changed |= _remove_neutral_ops(index)
         changed |= _fold_initializer_ops(index)
         changed |= _remove_dead(index)
         if not changed:
@@ -188,8 +271,9 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
                 continue
             if not fuse_for_runtime(index):
                 break
-            toposort(index.graph)
+            toposort(index)
             index.rebuild()
+    index.write_back()
     _drop_stale_value_info(graph)
     for node in graph.node:
         for attr in node.attribute:
@@ -224,15 +308,36 @@ def _set_nodes_of(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
     graph.node.extend(copies)
 
 
+def _shapes_from_types(index: GraphIndex) -> None:
+    """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
+    transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
+    index.settled.update(name for name, shape in index.shapes.items() if sum(d is None for d in shape) <= 1)
+    for node in index.nodes:
+        if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
+            continue
+        shape = index.shapes.get(node.output[0])
+        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+        if shape is None or perm is None or len(perm) != len(shape):
+            continue
+        before: list[int | None] = [None] * len(shape)
+        for i, d in enumerate(perm):
+            before[d] = shape[i]
+        index.derive_shape(node.input[0], before, node.output[0])
+
+
 def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:
-    """Runs shape inference when a transpose's input has no fully known shape (see :meth:`GraphIndex.infer_shapes`)."""
-    if any(n.op_type == "Transpose" and None in index.shapes.get(n.input[0], [None]) for n in index.graph.node):
+    """Runs shape inference when a transpose's input has no fully known shape, or a mean's or max's input no
+    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`)."""
+    shapes, settled = index.shapes, index.settled
+    if any(n.input[0] not in settled and (None in shapes.get(n.input[0], [None]) if n.op_type == "Transpose"
+                                          else n.input[0] not in shapes)
+           for n in index.nodes if n.op_type in ("Transpose", "ReduceMean", "ReduceMax")):
         index.infer_shapes(opset)
 
 
-def toposort(graph: onnx.GraphProto) -> None:
-    """Reorders ``graph``'s nodes so each comes after the producers of its inputs (stable otherwise)."""
-    nodes = list(graph.node)
+def toposort(index: GraphIndex) -> None:
+    """Reorders ``index``'s nodes so each comes after the producers of its inputs (stable otherwise)."""
+    nodes = index.nodes
     producer_of: dict[str, int] = {}
     for k, node in enumerate(nodes):
         for name in node.output:
@@ -255,29 +360,24 @@ def toposort(graph: onnx.GraphProto) -> None:
                 p = producer_of.get(name)
                 if p is not None and not done[p] and p != k:
                     stack.append((p, False))
-    if order == list(range(len(nodes))):
-        return
-    copies = []
-    for k in order:
-        c = onnx.NodeProto()
-        c.CopyFrom(nodes[k])
-        copies.append(c)
-    del graph.node[:]
-    graph.node.extend(copies)
+    if order != list(range(len(nodes))):
+        index.nodes = [nodes[k] for k in order]
 
 
-def _inputs_with_bodies(node: onnx.NodeProto) -> list[str]:
+def _inputs_with_bodies(node: Node) -> list[str]:
+    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return node.input
     names = list(node.input)
     for attr in node.attribute:
         for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-            names.extend(n for inner in _all_nodes(body) for n in inner.input)
+            names.extend(n for inner in _all_nodes(body.node) for n in inner.input)
     return names
 
 
 def _remove_identities(index: GraphIndex) -> bool:
     changed = False
     keep = []
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.op_type != "Identity" or node.domain not in ("", "ai.onnx"):
             keep.append(node)
             continue
@@ -302,10 +402,71 @@ def _remove_identities(index: GraphIndex) -> bool:
     return changed
 
 
+_RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
+           "Dropout"}
+
+
+def _merge_duplicates(index: GraphIndex) -> bool:
+    """A default-domain node computing what an earlier one computes (same op, inputs and attributes; no body,
+    nothing random) is read no more: its readers read the earlier node's outputs (it dies unread)."""
+    seen: dict[tuple, Node] = {}
+    changed = False
+    bodies = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    for node in index.nodes:
+        if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or any(a.type in bodies for a in node.attribute):
+            continue
+        key = (node.op_type, tuple(node.input), len(node.output),
+               tuple(sorted(a.SerializeToString(deterministic=True) for a in node.attribute)))
+        first = seen.setdefault(key, node)
+        if first is node or not all(index.free(name) for name in node.output if name):
+            continue
+        if any(name and not kept for name, kept in zip(node.output, first.output)):
+            continue  # an output the earlier node leaves out
+        for name, kept in zip(node.output, first.output):
+            if name and (index.readers.get(name) or name in index.pinned):
+                index.replace_uses(name, kept)
+                changed = True
+    return changed
+
+
+_NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, False)}  # value, either side
+
+
+def _remove_neutral_ops(index: GraphIndex) -> bool:
+    """``x + 0``, ``x - 0``, ``x · 1``, ``x / 1`` (a small constant of that value everywhere, which does not
+    broadcast ``x`` to a larger shape) become ``Identity`` (removed by the identity sweep)."""
+    changed = False
+    for node in index.nodes:
+        spec = _NEUTRAL.get(node.op_type)
+        if spec is None or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+            continue
+        neutral, either = spec
+        for data, const in ((0, 1), (1, 0)) if either else ((0, 1),):
+            t = index.initializers.get(node.input[const])
+            if t is None or np.prod(t.dims, dtype=np.int64) > _CACHED_ELEMENTS or node.input[data] in index.initializers:
+                continue
+            shape = index.shapes.get(node.input[data])
+            dims = list(t.dims)
+            if dims and (shape is None or len(dims) > len(shape)
+                         or any(c != 1 and c != d for c, d in zip(dims[::-1], shape[::-1]))):
+                continue  # it could broadcast x to a larger shape
+            value = index.constant(node.input[const])
+            if value is None or value.dtype.kind not in "iuf" or not np.all(value == neutral):
+                continue
+            constant = node.input[const]
+            node.op_type = "Identity"
+            node.input = [node.input[data]]
+            if constant not in node.input:
+                index.readers[constant] = [r for r in index.readers.get(constant, []) if r is not node]
+            changed = True
+            break
+    return changed
+
+
 def _fold_initializer_ops(index: GraphIndex) -> bool:
     changed = False
     keep = []
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1:
             values = [index.constant(name) if name else None for name in node.input]
             if values and all(v is not None for v in values) and values[0] is not None and values[0].size <= MAX_FOLD_ELEMENTS:
@@ -320,7 +481,7 @@ def _fold_initializer_ops(index: GraphIndex) -> bool:
     return changed
 
 
-def _fold(node: onnx.NodeProto, values: list) -> np.ndarray | None:
+def _fold(node: Node, values: list) -> np.ndarray | None:
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     x = values[0]
     op = node.op_type
@@ -349,40 +510,35 @@ def _fold(node: onnx.NodeProto, values: list) -> np.ndarray | None:
 
 
 def _remove_dead(index: GraphIndex) -> bool:
-    changed = False
-    while True:
-        index.rebuild()
-        keep = []
-        removed = False
-        for node in index.graph.node:
-            live = any(name and (index.readers.get(name) or name in index.outputs or name in index.pinned)
-                       for name in node.output)
-            if live:
-                keep.append(node)
-            else:
-                removed = True
-        if not removed:
-            break
-        _set_nodes(index, keep, rebuild=False)
-        changed = True
-    read = {name for node in _all_nodes(index.graph) for name in node.input} | index.outputs
+    """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
+    producer = index.producer
+    live: set[int] = set()
+    pending = [name for name in index.outputs | index.pinned if name in producer]
+    while pending:
+        node = producer.get(pending.pop())
+        if node is None or id(node) in live:
+            continue
+        live.add(id(node))
+        pending.extend(name for name in _inputs_with_bodies(node) if name)
+    changed = len(live) != len(index.nodes)
+    if changed:
+        _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
+    read = {name for node in _all_nodes(index.nodes) for name in node.input} | index.outputs
     initializers = index.graph.initializer
     unread = [k for k, t in enumerate(initializers) if t.name not in read]
     for k in reversed(unread):  # in place: no copy of the weights
         index.initializers.pop(initializers[k].name, None)
+        index._arrays.pop(initializers[k].name, None)
         del initializers[k]
     if unread:
         changed = True
-    index.rebuild()
+    if changed:
+        index.rebuild()
     return changed
 
 
-def _set_nodes(index: GraphIndex, nodes: list[onnx.NodeProto], rebuild: bool = True) -> None:
-    copies = [onnx.NodeProto() for _ in nodes]
-    for copy, node in zip(copies, nodes):
-        copy.CopyFrom(node)
-    del index.graph.node[:]
-    index.graph.node.extend(copies)
+def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> None:
+    index.nodes = list(nodes)
     if rebuild:
         index.rebuild()
 
@@ -395,12 +551,16 @@ def _drop_stale_value_info(graph: onnx.GraphProto) -> None:
         graph.value_info.extend(kept)
 
 
-def _all_nodes(graph: onnx.GraphProto):
-    for node in graph.node:
+def _all_nodes(nodes):
+    """``nodes`` (:class:`Node` or ``NodeProto``) and the nodes of their bodies, recursively."""
+    for node in nodes:
         yield node
         for attr in node.attribute:
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                yield from _all_nodes(body)
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _all_nodes(attr.g.node)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for body in attr.graphs:
+                    yield from _all_nodes(body.node)
 
 
 def _names_read_by_bodies(graph: onnx.GraphProto) -> set[str]:
@@ -408,6 +568,6 @@ def _names_read_by_bodies(graph: onnx.GraphProto) -> set[str]:
     for node in graph.node:
         for attr in node.attribute:
             for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                for inner in _all_nodes(body):
+                for inner in _all_nodes(body.node):
                     names.update(inner.input)
     return names

@@ -30,7 +30,7 @@ def constant_reshapes(index: "GraphIndex") -> bool:
     """Gives every ``Reshape`` whose target resolves a constant shape; True when one changed."""
     changed = False
     cache: dict[str, list[Entry] | None] = {}
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
             continue
         if index.constant(node.input[1]) is not None or _attr(node, "allowzero", 0):
@@ -57,6 +57,11 @@ def constant_reshapes(index: "GraphIndex") -> bool:
             continue
         name = index.add_initializer(np.asarray(shape, np.int64), index.fresh(node.output[0] + "_shape"))
         index.set_input(node, 1, name)
+        source = index.shapes.get(x)
+        if source is not None and not (node.output[0] in index.shapes and node.output[0] in index.settled):
+            out = [(source[k] if k < len(source) else None) if d == 0 else (None if d == -1 else d)
+                   for k, d in enumerate(shape)]
+            index.derive_shape(node.output[0], out, x)
         changed = True
     return changed
 

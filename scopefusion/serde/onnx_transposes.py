@@ -5,10 +5,12 @@ and back). Between two convolutions the back-and-forth pair meets once the trans
 has moved below every layout-agnostic op in between:
 
 * ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
-* ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` for a graph input ``x`` when nothing else reads the pad
-  (so it can fold into the first ``Conv``).
+* ``Reshape`` of a ``Reshape`` / ``Squeeze`` / ``Unsqueeze`` reads the inner input when it can; a ``Reshape``
+  to its input's own shape goes (a squeezed global pool reshaped back to ``[N, C, 1, 1]``).
+* ``Transpose(Pad(x))`` → ``Pad(Transpose(x))`` when nothing else reads the pad and ``x`` is a graph input
+  or the transpose feeds only a ``Conv`` (so the pad can fold into it); such a pad stays there.
 * A transpose that moves only dims of size 1 (its input's shape known) → ``Reshape`` (0 keeps the one
-  unknown dim, as it stays in place).
+  unknown dim where it stays in place, else -1 takes it).
 * ``op(Transpose_p(a), Transpose_p(b), c)`` → ``Transpose_p(op(a, b, c'))`` for an element-wise ``op``,
   where the constant ``c`` is broadcast to the rank and permuted by the inverse of ``p`` (``c'``); the same
   for ``Reduce*`` (axes mapped through ``p``; without ``keepdims`` the remaining dims get their own
@@ -21,11 +23,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
 from onnx import helper
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .onnx_optimize import GraphIndex
+    from .onnx_optimize import GraphIndex, Node
 
 __all__ = ["push_transposes"]
 
@@ -44,7 +45,7 @@ def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
     """One sweep over the graph in order; True when something changed. ``to_reshapes`` also turns transposes
     that move only dims of size 1 into reshapes (once the others have settled, so pairs cancel first)."""
     changed = False
-    for node in list(index.graph.node):
+    for node in list(index.nodes):
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type == "Transpose":
@@ -57,14 +58,14 @@ def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
     return changed
 
 
-def _perm(node: onnx.NodeProto) -> list[int] | None:
+def _perm(node: "Node") -> list[int] | None:
     for a in node.attribute:
         if a.name == "perm":
             return list(a.ints)
     return None
 
 
-def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
+def _set_attr(node: "Node", name: str, value) -> None:
     for k, a in enumerate(node.attribute):
         if a.name == name:
             del node.attribute[k]
@@ -72,14 +73,14 @@ def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
     node.attribute.append(helper.make_attribute(name, value))
 
 
-def _attr(node: onnx.NodeProto, name: str, default=None):
+def _attr(node: "Node", name: str, default=None):
     for a in node.attribute:
         if a.name == name:
             return helper.get_attribute_value(a)
     return default
 
 
-def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _compose(index: "GraphIndex", node: "Node") -> bool:
     inner = index.producer.get(node.input[0])
     if inner is None or inner.op_type != "Transpose" or inner.domain not in ("", "ai.onnx"):
         return False
@@ -96,7 +97,7 @@ def _compose(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _above_pad(index: "GraphIndex", node: "Node") -> bool:
     """``Transpose_p(Pad(x, pads))`` → ``Pad(Transpose_p(x), pads permuted)`` when the pad has no other reader
     (a graph's NHWC input padded before its first convolution: the pad can then fold into the Conv)."""
     pad = index.producer.get(node.input[0])
@@ -105,8 +106,8 @@ def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
         return False
     if len(index.readers.get(pad.output[0], [])) != 1 or not index.free(pad.output[0]):
         return False
-    if pad.input[0] in index.producer:  # only a graph input's pad: inside, transposes move down through pads
-        return False
+    if pad.input[0] in index.producer and not _conv_reads_only(index, node.output[0]):
+        return False  # a graph input's pad or a convolution's: elsewhere, transposes move down through pads
     if _attr(pad, "axes") is not None or (len(pad.input) > 3 and pad.input[3]):
         return False
     pads = index.constant(pad.input[1]) if len(pad.input) > 1 else None
@@ -117,6 +118,9 @@ def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     moved = np.concatenate([[begins[perm[i]] for i in range(rank)], [ends[perm[i]] for i in range(rank)]])
     source, out = pad.input[0], node.output[0]
     moved_input = index.fresh(source + "_transposed")  # a new name: the old ones have value infos of other shapes
+    shape = index.shapes.get(source)
+    if shape is not None and len(shape) == rank:
+        index.derive_shape(moved_input, [shape[d] for d in perm], source)
     index.set_input(node, 0, source)
     index.set_output(node, 0, moved_input)
     index.set_input(pad, 0, moved_input)
@@ -125,7 +129,14 @@ def _above_pad(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _conv_reads_only(index: "GraphIndex", name: str) -> bool:
+    """True when ``name``'s only reader is a ``Conv`` reading it as its data input (a pad there folds into it)."""
+    readers = index.readers.get(name, [])
+    return (len(readers) == 1 and readers[0].op_type == "Conv" and readers[0].domain in ("", "ai.onnx")
+            and readers[0].input[0] == name and index.free(name))
+
+
+def _as_reshape(index: "GraphIndex", node: "Node") -> bool:
     shape = index.shapes.get(node.input[0])
     perm = _perm(node)
     if shape is None or perm is None or len(perm) != len(shape):
@@ -135,9 +146,9 @@ def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
         return False
     target = [shape[d] for d in perm]
     unknown = [i for i, d in enumerate(target) if d is None]
-    if len(unknown) > 1 or (unknown and perm[unknown[0]] != unknown[0]):
-        return False
-    dims = [0 if d is None else d for d in target]
+    if len(unknown) > 1 or (unknown and perm[unknown[0]] != unknown[0] and 0 in target):
+        return False  # an unknown dim that moves is -1, which a zero-size dim would leave undefined
+    dims = [(0 if perm[i] == i else -1) if d is None else d for i, d in enumerate(target)]
     name = index.add_initializer(np.asarray(dims, np.int64), index.fresh(node.output[0] + "_shape"))
     node.op_type = "Reshape"
     del node.attribute[:]
@@ -147,22 +158,53 @@ def _as_reshape(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _merge_reshapes(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _merge_reshapes(index: "GraphIndex", node: "Node") -> bool:
     """``Reshape(Reshape(x, s1), s2)`` → ``Reshape(x, s2)`` when each 0 of ``s2`` copies a dim ``s1`` copied
-    from ``x`` at the same place (constant shapes, no ``allowzero``)."""
+    from ``x`` at the same place (constant shapes, no ``allowzero``); the same through a ``Squeeze`` /
+    ``Unsqueeze`` (constant axes) when each 0 of ``s2`` is before the first axis it removes or adds. A
+    ``Reshape`` to the shape its input has becomes an ``Identity``."""
+    if len(node.input) < 2 or _attr(node, "allowzero", 0):
+        return False
+    c2 = index.constant(node.input[1])
+    if c2 is None:
+        return False
+    s2 = [int(d) for d in c2.reshape(-1)]
+    if _same_shape(index.shapes.get(node.input[0]), s2):
+        node.op_type = "Identity"  # removed by the identity sweep
+        del node.input[1:]
+        del node.attribute[:]
+        return True
     inner = index.producer.get(node.input[0])
-    if inner is None or inner.op_type != "Reshape" or len(node.input) < 2 or len(inner.input) < 2:
+    if inner is None or inner.domain not in ("", "ai.onnx") or len(inner.input) < 2:
         return False
-    if _attr(node, "allowzero", 0) or _attr(inner, "allowzero", 0):
-        return False
-    c1, c2 = index.constant(inner.input[1]), index.constant(node.input[1])
-    if c1 is None or c2 is None:
-        return False
-    s1, s2 = [int(d) for d in c1.reshape(-1)], [int(d) for d in c2.reshape(-1)]
-    if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
+    if inner.op_type == "Reshape":
+        c1 = index.constant(inner.input[1])
+        if c1 is None or _attr(inner, "allowzero", 0):
+            return False
+        s1 = [int(d) for d in c1.reshape(-1)]
+        if any(d == 0 and (i >= len(s1) or s1[i] != 0) for i, d in enumerate(s2)):
+            return False
+    elif inner.op_type in ("Squeeze", "Unsqueeze"):
+        axes = index.constant(inner.input[1])
+        if axes is None or axes.size == 0:
+            return False
+        rank = len(index.shapes.get(inner.input[0] if inner.op_type == "Squeeze" else inner.output[0], []))
+        if rank == 0:
+            return False
+        first = min(int(a) % rank for a in axes.reshape(-1))
+        if any(d == 0 and i >= first for i, d in enumerate(s2)):
+            return False
+    else:
         return False
     index.set_input(node, 0, inner.input[0])
     return True
+
+
+def _same_shape(shape: "list[int | None] | None", target: list[int]) -> bool:
+    """True when reshaping a tensor of ``shape`` to ``target`` (0 copies, one -1 takes the rest) changes nothing."""
+    if shape is None or len(shape) != len(target) or target.count(-1) > 1:
+        return False
+    return all(t == 0 or t == -1 or (d is not None and t == d) for d, t in zip(shape, target))
 
 
 def _inverse(p: list[int]) -> list[int]:
@@ -172,8 +214,11 @@ def _inverse(p: list[int]) -> list[int]:
     return inv
 
 
-def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
+def _push_through(index: "GraphIndex", node: "Node") -> bool:
     """Moves the transposes feeding ``node`` below it (see the module docstring)."""
+    producer_of = index.producer
+    if not any(name in producer_of and producer_of[name].op_type == "Transpose" for name in node.input):
+        return False  # the common case, answered before anything else is looked at
     perm: list[int] | None = None
     data_slots = _data_slots(node)
     sources: dict[int, str] = {}
@@ -188,8 +233,8 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
             p = _perm(producer)
             if p is None or (perm is not None and p != perm):
                 return False
-            if node.op_type == "Pad" and producer.input[0] not in index.producer:
-                return False  # a graph input's pad stays below its transpose (see _above_pad)
+            if node.op_type == "Pad" and (producer.input[0] not in index.producer or _conv_reads_only(index, node.output[0])):
+                return False  # a graph input's pad, or a convolution's, stays below its transpose (see _above_pad)
             perm = p
             sources[slot] = producer.input[0]
             readers = index.readers.get(name, [])
@@ -224,6 +269,12 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
             continue
         inner = index.fresh(out + "_pre")
         index.set_output(node, k, inner)
+        shape = index.shapes.get(out)
+        if shape is not None and len(shape) == len(out_perm):
+            before: list[int | None] = [None] * len(shape)
+            for i, d in enumerate(out_perm):
+                before[d] = shape[i]
+            index.derive_shape(inner, before, out)
         if out_perm == list(range(len(out_perm))):
             after = helper.make_node("Identity", [inner], [out], name=index.fresh(node.name + "_out"))
         else:
@@ -232,20 +283,20 @@ def _push_through(index: "GraphIndex", node: onnx.NodeProto) -> bool:
     return True
 
 
-def _movable(node: onnx.NodeProto) -> bool:
+def _movable(node: "Node") -> bool:
     op = node.op_type
     return node.domain in ("", "ai.onnx") and (op in _UNARY or op in _BROADCAST or op in _REDUCE or op in _AXIS
                                                or op == "Pad")
 
 
-def _data_slots(node: onnx.NodeProto) -> list[int]:
+def _data_slots(node: "Node") -> list[int]:
     op = node.op_type
     if op in _BROADCAST or op == "Concat":
         return list(range(len(node.input)))
     return [0]
 
 
-def _rewrite_attributes(index: "GraphIndex", node: onnx.NodeProto, perm: list[int], rank: int):
+def _rewrite_attributes(index: "GraphIndex", node: "Node", perm: list[int], rank: int):
     """Adjusts axes / pads for data now in the source layout; returns the output permutation when it differs
     from ``perm`` (a reduction without keepdims), True when unchanged, False when the node cannot move."""
     op = node.op_type

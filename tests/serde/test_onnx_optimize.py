@@ -146,3 +146,60 @@ def test_a_pad_of_the_nhwc_input_moves_below_its_transpose_into_the_first_conv()
                   [("pads", np.asarray([0, 1, 0, 0, 0, 2, 0, 0], np.int64)), ("w", w)])
     optimized, ops = same_results(proto, {"x": np.random.default_rng(9).standard_normal((1, 5, 6, 3)).astype(np.float32)})
     assert ops == ["Transpose", "Conv"]
+
+
+def test_a_pad_inside_the_graph_moves_below_its_transpose_into_the_next_conv():
+    w = np.random.default_rng(10).standard_normal((2, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Pad", ["r", "pads"], ["p"]),
+             helper.make_node("Transpose", ["p"], ["t"], perm=NHWC_TO_NCHW),
+             helper.make_node("Conv", ["t", "w"], ["y"], strides=[2, 2])]
+    proto = model(nodes, [f("x", [1, 5, 6, 3])], [f("y", [1, 2, 2, 3])],
+                  [("pads", np.asarray([0, 0, 1, 0, 0, 1, 0, 0], np.int64)), ("w", w)])
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(11).standard_normal((1, 5, 6, 3)).astype(np.float32)})
+    assert ops == ["Relu", "Transpose", "Conv"]
+    conv = optimized.graph.node[2]
+    assert {a.name: list(a.ints) for a in conv.attribute}["pads"] == [0, 1, 1, 0]
+
+
+def test_adding_zero_and_multiplying_by_one_go_unless_they_broadcast():
+    nodes = [helper.make_node("Add", ["x", "zeros"], ["a"]),
+             helper.make_node("Mul", ["ones", "a"], ["b"]),
+             helper.make_node("Div", ["b", "one"], ["c"]),
+             helper.make_node("Sub", ["c", "wide_zeros"], ["y"]),
+             helper.make_node("Sub", ["zeros", "x"], ["z"])]
+    proto = model(nodes, [f("x", [2, 3])], [f("y", [4, 2, 3]), f("z", [2, 3])],
+                  [("zeros", np.zeros(3, np.float32)), ("ones", np.ones((1, 1), np.float32)),
+                   ("one", np.asarray(1, np.float32)), ("wide_zeros", np.zeros((4, 1, 3), np.float32))])
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(12).standard_normal((2, 3)).astype(np.float32)})
+    assert ops == ["Sub", "Sub"]  # x - 0 broadcast to [4, 2, 3] stays, and so does 0 - x
+    assert optimized.graph.node[0].input[0] == "x"
+
+
+def test_a_global_pool_squeezed_and_reshaped_back_feeds_the_conv_directly():
+    w = np.random.default_rng(13).standard_normal((2, 4, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=0),
+             helper.make_node("Reshape", ["m", "shape"], ["r"]),
+             helper.make_node("Conv", ["r", "w"], ["y"])]
+    proto = model(nodes, [f("x", ["n", 4, 5, 5])], [f("y", ["n", 2, 1, 1])],
+                  [("axes", np.asarray([2, 3], np.int64)), ("shape", np.asarray([0, 4, 1, 1], np.int64)), ("w", w)])
+    optimized, ops = same_results(proto, {"x": np.random.default_rng(14).standard_normal((3, 4, 5, 5)).astype(np.float32)})
+    assert ops == ["GlobalAveragePool", "Conv"]
+
+
+def test_repeated_computations_merge_and_a_transpose_of_a_unit_dim_becomes_a_reshape():
+    nodes = [helper.make_node("Greater", ["x", "half"], ["m"]),
+             helper.make_node("NonZero", ["m"], ["i1"]),
+             helper.make_node("Transpose", ["i1"], ["t1"], perm=[1, 0]),
+             helper.make_node("Squeeze", ["t1", "one"], ["s1"]),
+             helper.make_node("Gather", ["x", "s1"], ["y"]),
+             helper.make_node("NonZero", ["m"], ["i2"]),
+             helper.make_node("Transpose", ["i2"], ["t2"], perm=[1, 0]),
+             helper.make_node("Squeeze", ["t2", "one"], ["s2"]),
+             helper.make_node("Gather", ["w", "s2"], ["z"])]
+    proto = model(nodes, [f("x", ["n"]), f("w", ["n"])], [f("y", ["k"]), f("z", ["k"])],
+                  [("half", np.asarray(0.5, np.float32)), ("one", np.asarray([1], np.int64))])
+    values = np.asarray([0.1, 0.9, 0.7, 0.2], np.float32)
+    for x in (values, np.zeros(4, np.float32)):  # some picked, none picked
+        optimized, ops = same_results(proto, {"x": x, "w": x * 2})
+        assert ops == ["Greater", "NonZero", "Reshape", "Squeeze", "Gather", "Gather"]
