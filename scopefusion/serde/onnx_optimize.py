@@ -289,7 +289,7 @@ def _prune_body(body: onnx.GraphProto) -> None:
                 _prune_body(inner)
     outputs = {o.name for o in body.output}
     while True:
-        read = {name for node in _all_nodes(body) for name in node.input} | outputs
+        read = {name for node in _all_nodes(body.node) for name in node.input} | outputs
         keep = [n for n in body.node if any(name and name in read for name in n.output)]
         if len(keep) == len(body.node):
             break
