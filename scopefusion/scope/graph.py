@@ -27,7 +27,7 @@ class ScopeGraph:
         self.source = source
         self.tree = tree
         self._by_type = by_type
-        self._succ = source.nx._succ
+        self._succ = source.out_edges
 
     @classmethod
     def build(cls, source: SourceGraph) -> ScopeGraph:
@@ -88,9 +88,9 @@ class ScopeGraph:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
         control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
         return [
-            (consumer, slot, data["index"])
+            (consumer, slot, index)
             for consumer, keyed in self._succ[name].items()
-            for slot, data in keyed.items()
+            for slot, index in keyed.items()
         ]
 
     # ------------------------------------------------------------------ scopes
