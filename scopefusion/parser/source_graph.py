@@ -203,6 +203,8 @@ class SourceGraph:
                 )
             by_name[node.name] = node
         self._by_name = by_name
+        #: Every node by name (read it, do not change it).
+        self.by_name: dict[str, SourceNode] = by_name
         out_edges: dict[str, dict[str, dict[int, int]]] = {name: {} for name in by_name}
         in_edges: dict[str, dict[str, dict[int, int]]] = {}
         for node in node_list:
