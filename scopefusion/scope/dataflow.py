@@ -396,6 +396,15 @@ class DataflowPattern:
         return result if result is not None else miss  # type: ignore[return-value]
 
     def _match_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
+        """The match at ``node`` or the near miss; asked once per graph, pattern, anchor and scope (the
+        graph never changes, and passes sharing patterns ask the same questions)."""
+        key = (self, node.name, None if within is None or within.is_root else within.name)
+        answer = graph.memo.get(key)
+        if answer is None:
+            answer = graph.memo[key] = self._search_anchor(graph, node, within)
+        return answer
+
+    def _search_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
         run = _Run(self, graph, within)
         for state in run.match_value(self.outputs[0], (node.name, self.outputs[0].index), _State({}, {})):
             final = self._rest_outputs(run, state)
