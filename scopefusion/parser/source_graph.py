@@ -244,6 +244,9 @@ class SourceGraph:
         self.out_edges = out_edges
         #: ``consumer -> producer -> the same dict as in out_edges``.
         self.in_edges = in_edges
+        #: True when every edge, data or control, runs from an earlier to a later node of ``nodes`` (the
+        #: graph was sorted and has no loop back edge), so no check of the order is needed.
+        self.edges_run_forward = False
         self.nodes: list[SourceNode] = self._toposort(node_list, back_edge_ops) if sort else node_list
 
     # ------------------------------------------------------------------ queries
@@ -317,6 +320,7 @@ class SourceGraph:
         by_name = self._by_name
         in_edges = self.in_edges
         exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
+        self.edges_run_forward = not exempt
 
         def counts(producer: str, consumer: str) -> bool:
             return producer not in exempt or by_name[consumer].op_type != "Merge"

@@ -53,7 +53,11 @@ class Contraction:
 class ContractedOrder:
     """A topological numbering of the source graph contracted by accepted fusions."""
 
-    def __init__(self, source: SourceGraph, position: Mapping[str, int], has_back_edges: bool) -> None:
+    def __init__(
+        self, source: SourceGraph, position: Mapping[str, int], has_back_edges: bool, known_valid: bool = False
+    ) -> None:
+        """``position`` numbers the nodes; ``known_valid`` says it is already topological (the index in a
+        :class:`SourceGraph` whose edges run forward), so it is not checked."""
         self._source = source
         self._has_back_edges = has_back_edges
         self._succ = source.out_edges
@@ -62,7 +66,7 @@ class ContractedOrder:
         self._override: dict[Hashable, float] = {}
         self._group_of: dict[str, _Group] = {}
         self._members: dict[_Group, list[str]] = {}
-        self._checked = False
+        self._checked = known_valid
 
     # ------------------------------------------------------------------ adjacency
     def _is_back_edge(self, producer: str, consumer: str) -> bool:

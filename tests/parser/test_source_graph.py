@@ -58,6 +58,9 @@ def test_edges_and_order_agree_with_networkx(nodes):
         return
     graph = SourceGraph(nodes)
     assert [n.name for n in graph.nodes] == order
+    assert graph.edges_run_forward == all(n.op_type != "NextIteration" for n in nodes)
+    if graph.edges_run_forward:
+        assert all(order.index(u) < order.index(v) for u, v in g.edges())
     assert list(graph.nx.edges(keys=True, data=True)) == list(g.edges(keys=True, data=True))
     assert {v: list(p) for v, p in graph.in_edges.items()} == {v: list(g.predecessors(v)) for v in g}
     assert {u: list(c) for u, c in graph.out_edges.items()} == {u: list(g.successors(u)) for u in g}
