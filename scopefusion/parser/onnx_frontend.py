@@ -324,22 +324,49 @@ _MESSAGE = FieldDescriptor.TYPE_MESSAGE
 
 def _non_utf8_field(message, path: str = "model") -> str | None:
     """The path of the first string field that is not valid UTF-8 (ONNX is proto2: it is not checked on parse)."""
+    found = _non_utf8_steps(message)
+    return None if found is None else path + "".join(reversed(found))
+
+
+# What a field holds, decided once per field descriptor: a string, strings, a message, messages, other.
+_STRING_ONE, _STRINGS, _MESSAGE_ONE, _MESSAGES, _OTHER = range(5)
+_FIELD_KINDS: dict[Any, int] = {}
+
+
+def _field_kind(field) -> int:
+    if field.type == _STRING:
+        return _STRINGS if field.is_repeated else _STRING_ONE
+    if field.type == _MESSAGE:
+        if not field.is_repeated:
+            return _MESSAGE_ONE
+        return _OTHER if field.message_type.GetOptions().map_entry else _MESSAGES
+    return _OTHER
+
+
+def _non_utf8_steps(message) -> list[str] | None:
+    """The path steps (innermost first) to the first string field that is not UTF-8, else None; the
+    path text is made only for the field found."""
+    kinds = _FIELD_KINDS
     for field, value in message.ListFields():
-        if field.type == _STRING:
-            values = value if field.is_repeated else (value,)
-            if any(v.__class__ is not str for v in values):
-                return f"{path}.{field.name}"
-        elif field.type == _MESSAGE:
-            if field.is_repeated:
-                if field.message_type.GetOptions().map_entry:
-                    continue
-                for i, item in enumerate(value):
-                    found = _non_utf8_field(item, f"{path}.{field.name}[{i}]")
-                    if found:
-                        return found
-            else:
-                found = _non_utf8_field(value, f"{path}.{field.name}")
-                if found:
+        kind = kinds.get(field)
+        if kind is None:
+            kind = kinds[field] = _field_kind(field)
+        if kind == _STRING_ONE:
+            if value.__class__ is not str:
+                return [f".{field.name}"]
+        elif kind == _STRINGS:
+            if any(v.__class__ is not str for v in value):
+                return [f".{field.name}"]
+        elif kind == _MESSAGE_ONE:
+            found = _non_utf8_steps(value)
+            if found is not None:
+                found.append(f".{field.name}")
+                return found
+        elif kind == _MESSAGES:
+            for i, item in enumerate(value):
+                found = _non_utf8_steps(item)
+                if found is not None:
+                    found.append(f".{field.name}[{i}]")
                     return found
     return None
 
