@@ -5,8 +5,8 @@ comes back. We keep a topological numbering ``pos`` of the contracted graph (edg
 higher ``pos``); along any path ``pos`` grows, so a path from a successor of S back to a predecessor
 of S can only visit vertices numbered at most ``P``, the highest-numbered predecessor. When every
 successor is numbered above ``P`` there is no such path and no search at all; otherwise the bounded
-region reachable from the successors is searched, and networkx finds (and spells out) the cycle in that
-region plus the contracted vertex. After a contraction the group gets a number between its
+region reachable from the successors is searched; only an edge from that region back into S closes a
+cycle, and :func:`find_cycle` (networkx's ``find_cycle`` walk, on plain dicts) spells it out. After a contraction the group gets a number between its
 predecessors and successors, moving the searched region after it when needed, so the numbering stays
 valid without renumbering the graph.
 
@@ -107,7 +107,7 @@ class ContractedOrder:
     # ------------------------------------------------------------------ validity of the base order
     def _ensure_valid(self) -> None:
         """Checks once that graph order is topological (a SourceGraph built with ``sort=False`` may not
-        be); if it is not, numbers the vertices from networkx's topological sort instead."""
+        be); if it is not, numbers the vertices from a topological sort instead."""
         if self._checked:
             return
         self._checked = True
