@@ -565,11 +565,12 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     def _named_without_attention(self, graph: ScopeGraph, covered: list[str]) -> list[ScopesResult]:
         """Innermost attention-named scopes with matrix products whose Softmax (if any) was never a candidate."""
         flagged = []
+        candidates = set(covered)
         for scope in graph.scopes():
             if scope.is_root or not self._attention_named(scope.name):
                 continue
             nodes = scope.all_nodes
-            if sum(1 for n in nodes if n.op_type in PRODUCTS) < 2 or any(n.name in covered for n in nodes):
+            if sum(1 for n in nodes if n.op_type in PRODUCTS) < 2 or any(n.name in candidates for n in nodes):
                 continue
             flagged.append(scope)
         innermost = [s for s in flagged if not any(o is not s and s.contains(o) for o in flagged)]
