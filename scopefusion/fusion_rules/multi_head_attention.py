@@ -475,7 +475,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             def makes(m: Match, t: tuple[str, int] = tensor) -> bool:
                 return m.outputs[0] == t
 
-            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=makes)
+            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=makes, near_miss=False)
             if m is None or tag not in COMPATIBLE[c.kind.family]:
                 projections = []
                 break
@@ -487,7 +487,9 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             ctx_node = c.core["ctx"].name
             anchors = downstream(graph, ctx_node, 4, ("Reshape", "MatMul", "BiasAdd", "Add", "AddV2", "Einsum") + BMM)
             out_kinds = [(k, p) for k, p in OUTPUTS if k == kind]
-            _, output, _ = best_match(graph, anchors, out_kinds, accept=lambda m: m.inputs[0] == (ctx_node, 0))
+            _, output, _ = best_match(
+                graph, anchors, out_kinds, accept=lambda m: m.inputs[0] == (ctx_node, 0), near_miss=False
+            )
             if output is not None:
                 self._read_bsh(graph, c, projections, output, kind, scale)
                 return

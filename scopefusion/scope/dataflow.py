@@ -322,6 +322,7 @@ class DataflowPattern:
             raise FusionError(f"pattern function {self.name} must return the output(s) of pattern ops, got {built!r}")
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
+        self._reach, self._required = self._anchored_ops()
         names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
         names += [c.name for c in self._consts if c.name]
         dup = {n for n in names if n and names.count(n) > 1}
@@ -344,6 +345,33 @@ class DataflowPattern:
                     consts[id(value)] = value
         self._consts = list(consts.values())
         return list(ops.values())
+
+    def _anchored_ops(self) -> tuple[int, tuple[tuple[str, ...], ...]]:
+        """How many input hops the ops reachable from the first output lie from it at most (longest path),
+        and their op types: a match binds only those, each at most that many hops up the anchor's inputs."""
+        longest: dict[int, int] = {}
+        ops: dict[int, OpPattern] = {}
+
+        def walk(op: OpPattern, depth: int) -> None:
+            if longest.get(id(op), -1) >= depth:
+                return
+            longest[id(op)] = depth
+            ops[id(op)] = op
+            for value in op.inputs:
+                if isinstance(value, OpOutput):
+                    walk(value.op, depth + 1)
+
+        walk(self.outputs[0].op, 0)
+        return max(longest.values()), tuple(op.op_types for op in ops.values())
+
+    def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
+        """False when some op of the pattern has no node of its types within its reach up the data inputs
+        of ``node``, so that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
+        key = ("op types upstream", node, self._reach)
+        types = graph.memo.get(key)
+        if types is None:
+            types = graph.memo[key] = _upstream_op_types(graph, node, self._reach)
+        return all(any(t in types for t in alternatives) for alternatives in self._required)
 
     @property
     def anchor_types(self) -> tuple[str, ...]:
@@ -446,6 +474,26 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
+
+
+def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:
+    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it."""
+    nodes = graph.source.by_name
+    seen = {node}
+    frontier = [node]
+    types = {nodes[node].op_type}
+    for _ in range(hops):
+        following = []
+        for name in frontier:
+            for producer, _ in nodes[name].inputs:
+                if producer and producer not in seen:
+                    seen.add(producer)
+                    following.append(producer)
+                    types.add(nodes[producer].op_type)
+        if not following:
+            break
+        frontier = following
+    return frozenset(types)
 
 
 class _Run:
