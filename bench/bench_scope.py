@@ -5,7 +5,7 @@ Run: ``.venv/bin/python bench/bench_scope.py`` (``--sizes 10000,100000`` to choo
 Each graph repeats a 75-node transformer layer whose node names nest 5 to 8 scopes deep
 (``model/encoder/layer_7/attention/output/LayerNorm/moments/mean/reduction_indices``). For each size
 the bench times, separately: the SourceGraph constructor (built with ``sort=False`` from nodes already
-in topological order; it still builds its networkx graph), ``ScopeGraph.build`` (tree, op counts,
+in topological order, so it only builds the edge maps), ``ScopeGraph.build`` (tree, op counts,
 op-type index), and a PassManager run of ten passes: scope-feature passes (two-set LayerNorm, a
 multi-batch attention detector, an attribute feature, a sub-scope mask, and two that match nothing),
 a function-form GELU rule, and three dataflow rules (one finds nothing). Every accepted fusion goes

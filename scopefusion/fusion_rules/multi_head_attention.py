@@ -475,7 +475,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             def makes(m: Match, t: tuple[str, int] = tensor) -> bool:
                 return m.outputs[0] == t
 
-            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=makes)
+            tag, m, _ = best_match(graph, [tensor[0]], PROJECTIONS, accept=makes, near_miss=False)
             if m is None or tag not in COMPATIBLE[c.kind.family]:
                 projections = []
                 break
@@ -487,7 +487,9 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             ctx_node = c.core["ctx"].name
             anchors = downstream(graph, ctx_node, 4, ("Reshape", "MatMul", "BiasAdd", "Add", "AddV2", "Einsum") + BMM)
             out_kinds = [(k, p) for k, p in OUTPUTS if k == kind]
-            _, output, _ = best_match(graph, anchors, out_kinds, accept=lambda m: m.inputs[0] == (ctx_node, 0))
+            _, output, _ = best_match(
+                graph, anchors, out_kinds, accept=lambda m: m.inputs[0] == (ctx_node, 0), near_miss=False
+            )
             if output is not None:
                 self._read_bsh(graph, c, projections, output, kind, scale)
                 return
@@ -565,11 +567,12 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     def _named_without_attention(self, graph: ScopeGraph, covered: list[str]) -> list[ScopesResult]:
         """Innermost attention-named scopes with matrix products whose Softmax (if any) was never a candidate."""
         flagged = []
+        candidates = set(covered)
         for scope in graph.scopes():
             if scope.is_root or not self._attention_named(scope.name):
                 continue
             nodes = scope.all_nodes
-            if sum(1 for n in nodes if n.op_type in PRODUCTS) < 2 or any(n.name in covered for n in nodes):
+            if sum(1 for n in nodes if n.op_type in PRODUCTS) < 2 or any(n.name in candidates for n in nodes):
                 continue
             flagged.append(scope)
         innermost = [s for s in flagged if not any(o is not s and s.contains(o) for o in flagged)]

@@ -180,9 +180,12 @@ class _Builder:
             graph_inputs.append(GraphInput(name, name, dtype, shape, index))
 
         node_protos = list(proto.node)
+        # Each node's inputs and outputs as Python lists, read from the message once.
+        node_inputs = [list(node.input) for node in node_protos]
+        node_outputs = [list(node.output) for node in node_protos]
         defined = set(synthetic)
-        for node in node_protos:
-            defined.update(o for o in node.output if o)
+        for outs in node_outputs:
+            defined.update(o for o in outs if o)
         visible = outer | defined
 
         # Decode every node (subgraphs first, so their outer reads are known before naming).
@@ -204,8 +207,8 @@ class _Builder:
 
         # Tensors read here but defined in an enclosing graph.
         referenced: list[str] = []
-        for node, _, _, implicit in decoded:
-            referenced.extend(i for i in node.input if i)
+        for (_, _, _, implicit), ins in zip(decoded, node_inputs):
+            referenced.extend(i for i in ins if i)
             referenced.extend(implicit)
         out_names = list(proto.output) if is_function else [o.name for o in proto.output]
         referenced.extend(out_names)
@@ -225,8 +228,8 @@ class _Builder:
 
         names = _node_names([n for n, *_ in decoded], set(synthetic))
         producers: dict[str, tuple[str, int]] = {name: (name, 0) for name in synthetic}
-        for (node, *_), name in zip(decoded, names):
-            for i, out in enumerate(node.output):
+        for outs, name in zip(node_outputs, names):
+            for i, out in enumerate(outs):
                 if not out:
                     continue
                 if out in producers and producers[out][0] != name:
@@ -237,16 +240,18 @@ class _Builder:
                 producers[out] = (name, i)
 
         nodes: list[SourceNode] = list(synthetic.values())
-        for (node, attrs, subgraphs, implicit), name in zip(decoded, names):
-            raw = list(node.input)
+        for (node, attrs, subgraphs, implicit), name, raw, outs in zip(decoded, names, node_inputs, node_outputs):
             while raw and not raw[-1]:
                 raw.pop()
             inputs_ = [producers[t] if t else ABSENT_INPUT for t in raw]
             controls = list(dict.fromkeys(producers[t][0] for t in implicit))
-            domain = "" if node.domain == "ai.onnx" else node.domain
-            source = SourceNode(name, node.op_type, inputs=inputs_, control_inputs=controls, attrs=attrs,
-                                domain=domain, subgraphs=subgraphs, output_names=list(node.output))
-            if node.op_type == "Constant" and not domain:
+            domain = node.domain
+            if domain == "ai.onnx":
+                domain = ""
+            op_type = node.op_type
+            source = SourceNode(name, op_type, inputs=inputs_, control_inputs=controls, attrs=attrs,
+                                domain=domain, subgraphs=subgraphs, output_names=outs)
+            if op_type == "Constant" and not domain:
                 source.value = _constant_value(attrs)
             nodes.append(source)
 
@@ -324,22 +329,49 @@ _MESSAGE = FieldDescriptor.TYPE_MESSAGE
 
 def _non_utf8_field(message, path: str = "model") -> str | None:
     """The path of the first string field that is not valid UTF-8 (ONNX is proto2: it is not checked on parse)."""
+    found = _non_utf8_steps(message)
+    return None if found is None else path + "".join(reversed(found))
+
+
+# What a field holds, decided once per field descriptor: a string, strings, a message, messages, other.
+_STRING_ONE, _STRINGS, _MESSAGE_ONE, _MESSAGES, _OTHER = range(5)
+_FIELD_KINDS: dict[Any, int] = {}
+
+
+def _field_kind(field) -> int:
+    if field.type == _STRING:
+        return _STRINGS if field.is_repeated else _STRING_ONE
+    if field.type == _MESSAGE:
+        if not field.is_repeated:
+            return _MESSAGE_ONE
+        return _OTHER if field.message_type.GetOptions().map_entry else _MESSAGES
+    return _OTHER
+
+
+def _non_utf8_steps(message) -> list[str] | None:
+    """The path steps (innermost first) to the first string field that is not UTF-8, else None; the
+    path text is made only for the field found."""
+    kinds = _FIELD_KINDS
     for field, value in message.ListFields():
-        if field.type == _STRING:
-            values = value if field.is_repeated else (value,)
-            if any(v.__class__ is not str for v in values):
-                return f"{path}.{field.name}"
-        elif field.type == _MESSAGE:
-            if field.is_repeated:
-                if field.message_type.GetOptions().map_entry:
-                    continue
-                for i, item in enumerate(value):
-                    found = _non_utf8_field(item, f"{path}.{field.name}[{i}]")
-                    if found:
-                        return found
-            else:
-                found = _non_utf8_field(value, f"{path}.{field.name}")
-                if found:
+        kind = kinds.get(field)
+        if kind is None:
+            kind = kinds[field] = _field_kind(field)
+        if kind == _STRING_ONE:
+            if value.__class__ is not str:
+                return [f".{field.name}"]
+        elif kind == _STRINGS:
+            if any(v.__class__ is not str for v in value):
+                return [f".{field.name}"]
+        elif kind == _MESSAGE_ONE:
+            found = _non_utf8_steps(value)
+            if found is not None:
+                found.append(f".{field.name}")
+                return found
+        elif kind == _MESSAGES:
+            for i, item in enumerate(value):
+                found = _non_utf8_steps(item)
+                if found is not None:
+                    found.append(f".{field.name}[{i}]")
                     return found
     return None
 

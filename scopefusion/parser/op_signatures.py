@@ -48,11 +48,16 @@ class OutputArg:
 
 
 @lru_cache(maxsize=1)
-def _builtin_table() -> tuple[dict[str, tuple[OutputArg, ...]], dict[str, dict[str, int]], str]:
+def _builtin_table() -> tuple[dict[str, tuple[OutputArg, ...]], dict[str, dict[str, int]], str, dict[str, int]]:
+    """The ops' output arguments, their attribute defaults, the TF version, and the output count of each
+    op whose arguments are all single tensors (the count does not depend on the node's attributes)."""
     text = resources.files(__package__).joinpath("tf_op_signatures.json").read_text(encoding="utf-8")
     raw = json.loads(text)
     ops = {name: tuple(OutputArg.parse(a) for a in args) for name, args in raw["ops"].items()}
-    return ops, raw["defaults"], raw["tensorflow_version"]
+    fixed = {
+        name: len(args) for name, args in ops.items() if not any(a.number_attr or a.type_list_attr for a in args)
+    }
+    return ops, raw["defaults"], raw["tensorflow_version"], fixed
 
 
 class OpSignatures:
@@ -64,7 +69,7 @@ class OpSignatures:
     """
 
     def __init__(self, functions: Mapping[str, Sequence[OutputArg]] | None = None) -> None:
-        self._ops, self._defaults, self.tensorflow_version = _builtin_table()
+        self._ops, self._defaults, self.tensorflow_version, self._fixed = _builtin_table()
         self._functions = {name: tuple(args) for name, args in (functions or {}).items()}
 
     def outputs(self, op_type: str) -> tuple[OutputArg, ...] | None:
@@ -83,6 +88,10 @@ class OpSignatures:
 
     def num_outputs(self, op_type: str, attrs: Mapping[str, Any]) -> int | None:
         """The node's number of output tensors, or None for an unknown op or unresolved list sizes."""
+        if op_type not in self._functions:
+            count = self._fixed.get(op_type)
+            if count is not None:
+                return count
         sizes = self._sizes(op_type, attrs)
         if sizes is None or any(size is None for _, size in sizes):
             return None

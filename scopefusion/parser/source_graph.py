@@ -12,10 +12,11 @@ A ``SourceGraph`` is what a model file says, decoded into Python objects, before
 * graph inputs and outputs; the function library (TF) or model-local functions (ONNX); bodies of
   control-flow nodes as nested ``SourceGraph`` objects in ``SourceNode.subgraphs``.
 
-The edges also live in a ``networkx.MultiDiGraph`` (``graph.nx``): an edge ``producer -> consumer``
-with key = the consumer's input slot (``-1`` for a control edge) and attribute ``index`` = the
-producer's output index. Graph algorithms (topological order, cycles, reachability) come from
-networkx.
+The edges also live in two adjacency maps of plain dicts, built in one pass while loading:
+``graph.out_edges[producer][consumer]`` and ``graph.in_edges[consumer][producer]`` are the same
+``{consumer input slot: producer output index}`` dict (slot and index ``-1`` for a control edge), with
+consumers and producers in first-edge order. ``graph.nx`` makes a ``networkx.MultiDiGraph`` of them on
+demand (key = slot, attribute ``index``), for analysis and tests; converting never needs it.
 
 ONNX graph inputs and initializers are not nodes in ONNX; the ONNX frontend makes one synthetic node
 per graph input (op type :data:`INPUT_OP`) and per initializer (op type :data:`INITIALIZER_OP`, with
@@ -33,14 +34,17 @@ Trailing omitted inputs are dropped.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-import networkx as nx
 import numpy as np
 
 from ..dtypes import DType
 from ..errors import ParseError
+
+if TYPE_CHECKING:
+    import networkx
 
 __all__ = [
     "ABSENT_INPUT",
@@ -199,31 +203,50 @@ class SourceGraph:
                 )
             by_name[node.name] = node
         self._by_name = by_name
-        g = nx.MultiDiGraph()
-        g.add_nodes_from(by_name)
+        #: Every node by name (read it, do not change it).
+        self.by_name: dict[str, SourceNode] = by_name
+        out_edges: dict[str, dict[str, dict[int, int]]] = {name: {} for name in by_name}
+        in_edges: dict[str, dict[str, dict[int, int]]] = {}
         for node in node_list:
+            consumer = node.name
+            producers: dict[str, dict[int, int]] = {}
+            in_edges[consumer] = producers
             for slot, (producer, index) in enumerate(node.inputs):
-                if not producer and index == -1:
+                if index == -1 and not producer:
                     continue  # ABSENT_INPUT: an omitted optional input
-                if producer not in by_name:
-                    raise ParseError(
-                        f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
-                        f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
-                    )
-                g.add_edge(producer, node.name, key=slot, index=index)
+                keyed = producers.get(producer)
+                if keyed is None:
+                    consumers = out_edges.get(producer)
+                    if consumers is None:
+                        raise ParseError(
+                            f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
+                            f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
+                        )
+                    keyed = producers[producer] = consumers[consumer] = {}
+                keyed[slot] = index
             for producer in node.control_inputs:
-                if producer not in by_name:
-                    raise ParseError(
-                        f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
-                        f"^{producer}, but no node has that name; the graph is incomplete"
-                    )
-                g.add_edge(producer, node.name, key=CONTROL_SLOT, index=CONTROL_SLOT)
+                keyed = producers.get(producer)
+                if keyed is None:
+                    consumers = out_edges.get(producer)
+                    if consumers is None:
+                        raise ParseError(
+                            f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
+                            f"^{producer}, but no node has that name; the graph is incomplete"
+                        )
+                    keyed = producers[producer] = consumers[consumer] = {}
+                keyed[CONTROL_SLOT] = CONTROL_SLOT
         for out in self.outputs:
             if out.node not in by_name:
                 raise ParseError(
                     f"{self._where()}: graph output {out.name!r} names node {out.node!r}, which does not exist"
                 )
-        self.nx = g
+        #: ``producer -> consumer -> {consumer input slot: producer output index}`` (see the module docstring).
+        self.out_edges = out_edges
+        #: ``consumer -> producer -> the same dict as in out_edges``.
+        self.in_edges = in_edges
+        #: True when every edge, data or control, runs from an earlier to a later node of ``nodes`` (the
+        #: graph was sorted and has no loop back edge), so no check of the order is needed.
+        self.edges_run_forward = False
         self.nodes: list[SourceNode] = self._toposort(node_list, back_edge_ops) if sort else node_list
 
     # ------------------------------------------------------------------ queries
@@ -256,7 +279,7 @@ class SourceGraph:
         Control edges have slot and index ``-1``. Order: consumers in topological order, then slot.
         """
         order = self._order
-        edges = [(v, key, data["index"]) for _, v, key, data in self.nx.out_edges(name, keys=True, data=True)]
+        edges = [(v, slot, index) for v, keyed in self.out_edges[name].items() for slot, index in keyed.items()]
         edges.sort(key=lambda e: (order[e[0]], e[1]))
         return edges
 
@@ -276,29 +299,79 @@ class SourceGraph:
     def _where(self) -> str:
         return self.path or self.name or "<graph>"
 
+    @property
+    def nx(self) -> networkx.MultiDiGraph:
+        """The edges as a ``networkx.MultiDiGraph`` (key = consumer slot, attribute ``index``), made on
+        each call from :attr:`in_edges`, in the order the nodes were given; for analysis and tests."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        g.add_nodes_from(self._by_name)
+        for consumer, producers in self.in_edges.items():
+            for producer, keyed in producers.items():
+                for slot, index in keyed.items():
+                    g.add_edge(producer, consumer, key=slot, index=index)
+        return g
+
     # ------------------------------------------------------------------ ordering
     def _toposort(self, node_list: list[SourceNode], back_edge_ops: frozenset[str]) -> list[SourceNode]:
+        """The nodes in topological order, ties broken by file order (the smallest position first), so the
+        result is deterministic and close to the source; a file already in order keeps it."""
         by_name = self._by_name
+        in_edges = self.in_edges
         exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
-        if exempt:
-            dag = nx.DiGraph()
-            dag.add_nodes_from(by_name)
-            dag.add_edges_from((u, v) for u, v in self.nx.edges() if u not in exempt or by_name[v].op_type != "Merge")
-        else:
-            dag = nx.DiGraph(self.nx)
+        self.edges_run_forward = not exempt
+
+        def counts(producer: str, consumer: str) -> bool:
+            return producer not in exempt or by_name[consumer].op_type != "Merge"
+
         position = {n.name: i for i, n in enumerate(node_list)}
-        try:
-            # Ties broken by file order so the result is deterministic and close to the source.
-            names = list(nx.lexicographical_topological_sort(dag, key=position.__getitem__))
-        except nx.NetworkXUnfeasible:
-            cycle = nx.find_cycle(dag)
-            path = " -> ".join([u for u, *_ in cycle] + [cycle[0][0]])
-            raise ParseError(
-                f"{self._where()}: the graph has a data cycle ({path}); only TF1 NextIteration back edges may "
-                "form loops, fix the model's edges"
-            ) from None
-        self._order = {name: i for i, name in enumerate(names)}
-        return [by_name[name] for name in names]
+        in_order = True
+        for i, node in enumerate(node_list):
+            for producer in in_edges[node.name]:
+                if position[producer] >= i and (not exempt or counts(producer, node.name)):
+                    in_order = False
+                    break
+            if not in_order:
+                break
+        if in_order:
+            self._order = position
+            return node_list
+        waiting = {
+            node.name: sum(1 for p in in_edges[node.name] if not exempt or counts(p, node.name)) for node in node_list
+        }
+        ready = [i for i, node in enumerate(node_list) if not waiting[node.name]]
+        heapq.heapify(ready)
+        out_edges = self.out_edges
+        ordered: list[SourceNode] = []
+        while ready:
+            node = node_list[heapq.heappop(ready)]
+            ordered.append(node)
+            for consumer in out_edges[node.name]:
+                if exempt and not counts(node.name, consumer):
+                    continue
+                left = waiting[consumer] - 1
+                waiting[consumer] = left
+                if not left:
+                    heapq.heappush(ready, position[consumer])
+        if len(ordered) < len(node_list):
+            self._raise_cycle(counts if exempt else None)
+        self._order = {n.name: i for i, n in enumerate(ordered)}
+        return ordered
+
+    def _raise_cycle(self, counts: Any) -> None:
+        import networkx as nx
+
+        dag = nx.DiGraph()
+        dag.add_nodes_from(self._by_name)
+        for consumer, producers in self.in_edges.items():
+            dag.add_edges_from((p, consumer) for p in producers if counts is None or counts(p, consumer))
+        cycle = nx.find_cycle(dag)
+        path = " -> ".join([u for u, *_ in cycle] + [cycle[0][0]])
+        raise ParseError(
+            f"{self._where()}: the graph has a data cycle ({path}); only TF1 NextIteration back edges may "
+            "form loops, fix the model's edges"
+        )
 
     @property
     def _order(self) -> dict[str, int]:

@@ -63,6 +63,9 @@ _REF_OFFSET = 100
 _MAX_FILLED = 1 << 28
 
 
+_OBJECT = np.dtype(object)
+
+
 def _base(code: int) -> int:
     return code - _REF_OFFSET if code > _REF_OFFSET else code
 
@@ -138,13 +141,14 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
     if entry is None:
         raise TensorDecodeError(f"unknown TensorFlow dtype enum {code}")
     np_dtype, field, name = entry
-    if tensor.tensor_shape.unknown_rank:
+    tensor_shape = tensor.tensor_shape
+    if tensor_shape.unknown_rank:
         raise TensorDecodeError(f"a {name} constant has an unknown rank")
-    shape = tuple(d.size for d in tensor.tensor_shape.dim)
-    if any(s < 0 for s in shape):
-        raise TensorDecodeError(f"a {name} constant has unknown dimensions {shape}")
+    shape = tuple([d.size for d in tensor_shape.dim])
     count = 1
     for s in shape:
+        if s < 0:
+            raise TensorDecodeError(f"a {name} constant has unknown dimensions {shape}")
         count *= s
     if count > (1 << 40):
         raise TensorDecodeError(f"a {name} constant claims {count} elements")
@@ -155,7 +159,7 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
         else:
             buffer = tensor.tensor_content
             offset, length = 0, len(buffer)
-        if np_dtype == np.dtype(object):
+        if np_dtype == _OBJECT:
             if field != "string_val":
                 raise TensorDecodeError(f"a {name} constant cannot be read from tensor_content")
             return _read_only(_decode_string_content(memoryview(buffer)[offset:offset + length], count).reshape(shape))
@@ -197,7 +201,7 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
         # A single value (or none: zero) fills the whole shape; a broadcast view costs no memory.
         if n == 1:
             scalar = flat[:1].reshape(())
-        elif np_dtype == np.dtype(object):
+        elif np_dtype == _OBJECT:
             scalar = np.array(b"", dtype=object)
         else:
             scalar = np.zeros((), dtype=np_dtype)

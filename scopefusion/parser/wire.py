@@ -133,6 +133,27 @@ class Cut:
 
 def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
     """Reads a base-128 varint at ``pos``; returns ``(value, next position)``."""
+    # Fast path: the varint's ten possible bytes lie inside the message and inside the bytes at hand
+    # (a FileReader's cached chunk), so they are read from those bytes directly.
+    if buf.__class__ is FileReader:
+        data = buf._data
+        offset = pos - buf._start
+    else:
+        data = buf
+        offset = pos
+    if pos + 10 <= end and 0 <= offset and offset + 10 <= len(data):
+        b = data[offset]
+        if b < 0x80:
+            return b, pos + 1
+        result = b & 0x7F
+        shift = 7
+        for k in range(offset + 1, offset + 10):
+            b = data[k]
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result, pos + (k - offset) + 1
+            shift += 7
+        raise WireError("varint longer than 10 bytes", pos + 10)
     result = 0
     shift = 0
     while True:

@@ -5,8 +5,8 @@ comes back. We keep a topological numbering ``pos`` of the contracted graph (edg
 higher ``pos``); along any path ``pos`` grows, so a path from a successor of S back to a predecessor
 of S can only visit vertices numbered at most ``P``, the highest-numbered predecessor. When every
 successor is numbered above ``P`` there is no such path and no search at all; otherwise the bounded
-region reachable from the successors is searched, and networkx finds (and spells out) the cycle in that
-region plus the contracted vertex. After a contraction the group gets a number between its
+region reachable from the successors is searched; only an edge from that region back into S closes a
+cycle, and :func:`find_cycle` (networkx's ``find_cycle`` walk, on plain dicts) spells it out. After a contraction the group gets a number between its
 predecessors and successors, moving the searched region after it when needed, so the numbering stays
 valid without renumbering the graph.
 
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Iterator, Mapping, cast
+from typing import Hashable, Iterable, Iterator, Mapping, TypeVar, cast
 
-import networkx as nx
-
+from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, is_back_edge_op_pair
 
-__all__ = ["Contraction", "ContractedOrder"]
+__all__ = ["Contraction", "ContractedOrder", "find_cycle"]
+
+V = TypeVar("V", bound=Hashable)
 
 
 class _Group(tuple[str]):
@@ -52,16 +53,20 @@ class Contraction:
 class ContractedOrder:
     """A topological numbering of the source graph contracted by accepted fusions."""
 
-    def __init__(self, source: SourceGraph, position: Mapping[str, int], has_back_edges: bool) -> None:
+    def __init__(
+        self, source: SourceGraph, position: Mapping[str, int], has_back_edges: bool, known_valid: bool = False
+    ) -> None:
+        """``position`` numbers the nodes; ``known_valid`` says it is already topological (the index in a
+        :class:`SourceGraph` whose edges run forward), so it is not checked."""
         self._source = source
         self._has_back_edges = has_back_edges
-        self._succ = source.nx._succ
-        self._pred = source.nx._pred
+        self._succ = source.out_edges
+        self._pred = source.in_edges
         self._base = position
         self._override: dict[Hashable, float] = {}
         self._group_of: dict[str, _Group] = {}
         self._members: dict[_Group, list[str]] = {}
-        self._checked = False
+        self._checked = known_valid
 
     # ------------------------------------------------------------------ adjacency
     def _is_back_edge(self, producer: str, consumer: str) -> bool:
@@ -102,7 +107,7 @@ class ContractedOrder:
     # ------------------------------------------------------------------ validity of the base order
     def _ensure_valid(self) -> None:
         """Checks once that graph order is topological (a SourceGraph built with ``sort=False`` may not
-        be); if it is not, numbers the vertices from networkx's topological sort instead."""
+        be); if it is not, numbers the vertices from a topological sort instead."""
         if self._checked:
             return
         self._checked = True
@@ -127,13 +132,31 @@ class ContractedOrder:
             self._renumber()
 
     def _renumber(self) -> None:
-        """Numbers every vertex of the contracted graph from scratch (networkx topological sort)."""
-        dag = nx.DiGraph()
+        """Numbers every vertex of the contracted graph from scratch: a topological sort by generations
+        (vertices with no predecessor left, in graph order, then those they free, in edge order)."""
         vertices = list(dict.fromkeys(self._vertex(n.name) for n in self._source.nodes))
-        dag.add_nodes_from(vertices)
-        for vertex in vertices:
-            dag.add_edges_from((vertex, other) for other in self.successors(vertex))
-        self._override = {v: float(i) for i, v in enumerate(nx.topological_sort(dag))}
+        succ = {vertex: list(dict.fromkeys(self.successors(vertex))) for vertex in vertices}
+        waiting: dict[Hashable, int] = dict.fromkeys(vertices, 0)
+        for targets in succ.values():
+            for other in targets:
+                waiting[other] += 1
+        generation = [v for v in vertices if not waiting[v]]
+        order: list[Hashable] = []
+        while generation:
+            order.extend(generation)
+            freed = []
+            for vertex in generation:
+                for other in succ[vertex]:
+                    waiting[other] -= 1
+                    if not waiting[other]:
+                        freed.append(other)
+            generation = freed
+        if len(order) < len(vertices):
+            raise FusionError(
+                f"{self._source.path or self._source.name or 'the graph'}: the graph's data edges form a cycle, so fusions cannot be ordered; "
+                "fix the model's edges"
+            )
+        self._override = {v: float(i) for i, v in enumerate(order)}
 
     # ------------------------------------------------------------------ the check
     def find_cycle(self, name: str, members: Iterable[str]) -> tuple[list[str] | None, Contraction | None]:
@@ -169,26 +192,26 @@ class ContractedOrder:
         seen: set[Hashable] = set()
         stack = [s for s in succs if self.pos(s) <= top]
         seen.update(stack)
-        local = nx.DiGraph()
+        local: dict[Hashable, dict[Hashable, None]] = {}
         group = _Group((name,))
+        closes = False
         while stack:
             vertex = stack.pop()
             region.append(vertex)
+            out = local.setdefault(vertex, {})
             for nxt in self.successors(vertex):
                 if nxt in group_vertices:
-                    local.add_edge(vertex, group)
+                    out[group] = None
+                    closes = True
                     continue
                 if self.pos(nxt) <= top:
-                    local.add_edge(vertex, nxt)
+                    out[nxt] = None
                     if nxt not in seen:
                         seen.add(nxt)
                         stack.append(nxt)
-        local.add_edges_from((group, s) for s in seen if s in succs)
-        if local.has_node(group):
-            try:
-                edges = nx.find_cycle(local, source=group)
-            except nx.NetworkXNoCycle:
-                edges = None
+        if closes:  # only cycles through the group are possible; spell one out
+            local[group] = dict.fromkeys(s for s in seen if s in succs)
+            edges = find_cycle(local, group)
             if edges:
                 path = [_label(u) for u, _ in edges] + [_label(edges[0][0])]
                 return path, None
@@ -242,3 +265,61 @@ class ContractedOrder:
 
 def _label(vertex: Hashable) -> str:
     return f"<fusion {vertex[0]}>" if isinstance(vertex, _Group) else str(vertex)
+
+
+def find_cycle(succ: Mapping[V, Iterable[V]], source: V | None = None) -> list[tuple[V, V]]:
+    """A cycle of the directed graph ``succ`` (vertex -> successors, in order) as its edges, found as
+    networkx's ``find_cycle`` finds it: a depth-first walk over edges from ``source`` (else from each
+    vertex in turn), the first edge that reaches a vertex on the current path closing the cycle; ``[]``
+    when there is none. Vertices only named as successors count as vertices without successors."""
+    explored: set[V] = set()
+    starts: Iterable[V] = (source,) if source is not None else list(succ)
+    for start in starts:
+        if start in explored:
+            continue
+        edges: list[tuple[V, V]] = []
+        seen = {start}
+        active = {start}
+        previous_head: V | None = None
+        for tail, head in _edge_dfs(succ, start):
+            if head in explored:
+                continue
+            if previous_head is not None and tail != previous_head:
+                # Backtracked: pop the path back to the edge that ends at ``tail``.
+                while True:
+                    if not edges:
+                        active = {tail}
+                        break
+                    active.remove(edges.pop()[1])
+                    if edges and edges[-1][1] == tail:
+                        break
+            edges.append((tail, head))
+            if head in active:
+                for i, (first, _) in enumerate(edges):
+                    if first == head:
+                        return edges[i:]
+                return edges[-1:]
+            seen.add(head)
+            active.add(head)
+            previous_head = head
+        explored |= seen
+    return []
+
+
+def _edge_dfs(succ: Mapping[V, Iterable[V]], start: V) -> Iterator[tuple[V, V]]:
+    """Every edge reachable from ``start``, depth first, each once (networkx's ``edge_dfs`` order)."""
+    pending: dict[V, Iterator[V]] = {}
+    stack = [start]
+    while stack:
+        current = stack[-1]
+        if current not in pending:
+            pending[current] = iter(succ.get(current, ()))
+        nxt = next(pending[current], _END)
+        if nxt is _END:
+            stack.pop()
+        else:
+            stack.append(cast(V, nxt))
+            yield current, cast(V, nxt)
+
+
+_END = object()

@@ -18,10 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
 from ..parser.source_graph import SourceNode
-from ._order import Contraction
+from ._order import Contraction, find_cycle
 from .accepted import AcceptedFusion, FusedInput, FusedOutput, ResolvedInnerNode
 from .op_types import KnownOpTypes
 from .result import (
@@ -377,7 +375,7 @@ def check_inner_nodes(d: _Draft, known: KnownOpTypes | None) -> None:
     by_port = {item.port: item for item in d.inputs}
     used_in: list[int] = []
     used_out: list[int] = []
-    dag = nx.DiGraph()
+    dag: dict[str, dict[str, None]] = {}
     resolved = []
     for info in infos:
         if known is not None:
@@ -390,7 +388,7 @@ def check_inner_nodes(d: _Draft, known: KnownOpTypes | None) -> None:
         user = d.plan.name_user(full)
         if user is not None:
             raise Refused(f"inner node name {full!r} is already used by fusion {user!r}")
-        dag.add_node(info.name)
+        dag.setdefault(info.name, {})
         ins = []
         for src, index in info.inputs:
             if src == INPUT_FROM_FUSION_SCOPE:
@@ -402,7 +400,7 @@ def check_inner_nodes(d: _Draft, known: KnownOpTypes | None) -> None:
                 continue
             if src not in names:
                 raise Refused(f"inner node {info.name!r} reads {src!r}, which is no inner node of the fusion")
-            dag.add_edge(src, info.name)
+            dag.setdefault(src, {})[info.name] = None
             ins.append((f"{fusion.rstrip('/')}/{src}", index))
         outs = []
         for dst, index in info.outputs:
@@ -420,8 +418,9 @@ def check_inner_nodes(d: _Draft, known: KnownOpTypes | None) -> None:
         raise Refused(f"inner nodes read fused input ports {sorted(used_in)} but insert_inputs maps {sorted(by_port)}")
     if sorted(used_out) != sorted(d.out_ports):
         raise Refused(f"inner nodes write fused output ports {sorted(used_out)} but insert_outputs maps {sorted(d.out_ports)}")
-    if not nx.is_directed_acyclic_graph(dag):
-        cycle = " -> ".join(u for u, _ in nx.find_cycle(dag))
+    cycle_edges = find_cycle(dag)
+    if cycle_edges:
+        cycle = " -> ".join(u for u, _ in cycle_edges)
         raise Refused(f"the inner nodes form a cycle ({cycle})")
     d.inner_nodes = tuple(resolved)
 

@@ -131,7 +131,7 @@ class ConstPattern(ValuePattern):
 class OpPattern:
     """One op node of the pattern."""
 
-    __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check")
+    __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check", "operand_order")
 
     def __init__(
         self,
@@ -150,6 +150,11 @@ class OpPattern:
         self.num_outputs = num_outputs
         self.commute = commute
         self.check = check
+        # The order a commutative op's operands are assigned in: most specific first (ops, constants, variables).
+        self.operand_order = tuple(sorted(
+            range(len(inputs)),
+            key=lambda i: 0 if isinstance(inputs[i], OpOutput) else 1 if isinstance(inputs[i], ConstPattern) else 2,
+        ))
 
     def __repr__(self) -> str:
         return f"OpPattern({'|'.join(self.op_types)}{', ' + repr(self.name) if self.name else ''})"
@@ -317,6 +322,7 @@ class DataflowPattern:
             raise FusionError(f"pattern function {self.name} must return the output(s) of pattern ops, got {built!r}")
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
+        self._reach, self._required = self._anchored_ops()
         names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
         names += [c.name for c in self._consts if c.name]
         dup = {n for n in names if n and names.count(n) > 1}
@@ -339,6 +345,33 @@ class DataflowPattern:
                     consts[id(value)] = value
         self._consts = list(consts.values())
         return list(ops.values())
+
+    def _anchored_ops(self) -> tuple[int, tuple[tuple[str, ...], ...]]:
+        """How many input hops the ops reachable from the first output lie from it at most (longest path),
+        and their op types: a match binds only those, each at most that many hops up the anchor's inputs."""
+        longest: dict[int, int] = {}
+        ops: dict[int, OpPattern] = {}
+
+        def walk(op: OpPattern, depth: int) -> None:
+            if longest.get(id(op), -1) >= depth:
+                return
+            longest[id(op)] = depth
+            ops[id(op)] = op
+            for value in op.inputs:
+                if isinstance(value, OpOutput):
+                    walk(value.op, depth + 1)
+
+        walk(self.outputs[0].op, 0)
+        return max(longest.values()), tuple(op.op_types for op in ops.values())
+
+    def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
+        """False when some op of the pattern has no node of its types within its reach up the data inputs
+        of ``node``, so that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
+        key = ("op types upstream", node, self._reach)
+        types = graph.memo.get(key)
+        if types is None:
+            types = graph.memo[key] = _upstream_op_types(graph, node, self._reach)
+        return all(any(t in types for t in alternatives) for alternatives in self._required)
 
     @property
     def anchor_types(self) -> tuple[str, ...]:
@@ -391,6 +424,15 @@ class DataflowPattern:
         return result if result is not None else miss  # type: ignore[return-value]
 
     def _match_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
+        """The match at ``node`` or the near miss; asked once per graph, pattern, anchor and scope (the
+        graph never changes, and passes sharing patterns ask the same questions)."""
+        key = (self, node.name, None if within is None or within.is_root else within.name)
+        answer = graph.memo.get(key)
+        if answer is None:
+            answer = graph.memo[key] = self._search_anchor(graph, node, within)
+        return answer
+
+    def _search_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
         run = _Run(self, graph, within)
         for state in run.match_value(self.outputs[0], (node.name, self.outputs[0].index), _State({}, {})):
             final = self._rest_outputs(run, state)
@@ -434,8 +476,33 @@ class DataflowPattern:
         return f"DataflowPattern({self.name!r})"
 
 
+def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:
+    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it."""
+    nodes = graph.source.by_name
+    seen = {node}
+    frontier = [node]
+    types = {nodes[node].op_type}
+    for _ in range(hops):
+        following = []
+        for name in frontier:
+            for producer, _ in nodes[name].inputs:
+                if producer and producer not in seen:
+                    seen.add(producer)
+                    following.append(producer)
+                    types.add(nodes[producer].op_type)
+        if not following:
+            break
+        frontier = following
+    return frozenset(types)
+
+
 class _Run:
-    """One anchored search: backtracking over bindings, remembering the deepest failure."""
+    """One anchored search: backtracking over bindings, remembering the deepest failure.
+
+    A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
+    attempts fail shallowly and their reasons are never read."""
+
+    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
@@ -443,34 +510,45 @@ class _Run:
         self.within = None if within is None or within.is_root else within
         self.best_depth = -1
         self.best_reason = ""
+        self._nodes = graph.source.by_name
+        self._scope_of = graph.tree.scope_of
 
-    def fail(self, state: _State, reason: str) -> None:
+    def deeper(self, state: _State) -> bool:
+        """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
         depth = len(state.ops) + len(state.values)
         if depth > self.best_depth:
             self.best_depth = depth
+            return True
+        return False
+
+    def fail(self, state: _State, reason: str) -> None:
+        if self.deeper(state):
             self.best_reason = reason
 
     def match_value(self, value: ValuePattern, tensor: Tensor, state: _State) -> Iterator[_State]:
         if not tensor[0]:
-            self.fail(state, f"an omitted optional input stands where {value!r} is expected")
+            if self.deeper(state):
+                self.best_reason = f"an omitted optional input stands where {value!r} is expected"
             return
         bound = state.values.get(id(value))
         if bound is not None:
             if bound == tensor:
                 yield state
-            else:
-                self.fail(state, f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another")
+            elif self.deeper(state):
+                self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
             return
         if isinstance(value, Var):
             yield state.bind_value(value, tensor)
         elif isinstance(value, ConstPattern):
             chain = self.graph.constant_chain(tensor[0])
             if not chain:
-                self.fail(state, f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}")
+                if self.deeper(state):
+                    self.best_reason = f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
                 return
             why = value.why_not(np.asarray(chain[-1].value))
             if why is not None:
-                self.fail(state, f"constant {chain[-1].name} {why}")
+                if self.deeper(state):
+                    self.best_reason = f"constant {chain[-1].name} {why}"
                 return
             yield state.bind_value(value, tensor)
         else:
@@ -480,34 +558,39 @@ class _Run:
         op = out.op
         name, index = tensor
         if index != out.index:
-            self.fail(state, f"{name}:{index} is output {index}, expected output {out.index} of {op!r}")
+            if self.deeper(state):
+                self.best_reason = f"{name}:{index} is output {index}, expected output {out.index} of {op!r}"
             return
-        bound = state.ops.get(id(op))
+        ops = state.ops
+        bound = ops.get(id(op))
         if bound is not None:
             if bound == name:
                 yield state
-            else:
-                self.fail(state, f"{op!r} is {bound} in one place and {name} in another")
+            elif self.deeper(state):
+                self.best_reason = f"{op!r} is {bound} in one place and {name} in another"
             return
-        node = self.graph.node(name)
-        why = self._node_why_not(op, node)
-        if why is not None:
-            self.fail(state, why)
-            return
-        if name in state.ops.values():
-            self.fail(state, f"{name} is already bound to another pattern op")
+        node = self._nodes[name]
+        if node.op_type not in op.op_types or self.within is not None or op.attrs or op.check is not None \
+                or len(node.inputs) != len(op.inputs):
+            why = self._node_why_not(op, node)
+            if why is not None:
+                if self.deeper(state):
+                    self.best_reason = why
+                return
+        if name in ops.values():
+            if self.deeper(state):
+                self.best_reason = f"{name} is already bound to another pattern op"
             return
         state = state.bind_op(op, name)
-        tensors = list(node.inputs)
         if not op.commute:
-            yield from self._match_inputs(list(zip(op.inputs, tensors)), state)
+            yield from self._match_inputs(op.inputs, node.inputs, 0, state)
             return
-        yield from self._match_commutative(node, op.inputs, tensors, state)
+        yield from self._match_commutative(node, op, node.inputs, state)
 
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:
             return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
-        if self.within is not None and not self.within.contains(self.graph.tree.scope_of(node.name)):
+        if self.within is not None and not self.within.contains(self._scope_of(node.name)):
             return f"{node.name} lies outside scope {self.within.name}"
         if len(node.inputs) != len(op.inputs):
             return f"{node.name} ({node.op_type}) has {len(node.inputs)} input(s), the pattern expects {len(op.inputs)}"
@@ -527,47 +610,58 @@ class _Run:
                 return f"{node.name}: {reason}"
         return None
 
-    def _match_inputs(self, pairs: list[tuple[ValuePattern, Tensor]], state: _State) -> Iterator[_State]:
-        if not pairs:
+    def _match_inputs(
+        self, values: Sequence[ValuePattern], tensors: Sequence[Tensor], k: int, state: _State
+    ) -> Iterator[_State]:
+        if k == len(values):
             yield state
             return
-        (value, tensor), rest = pairs[0], pairs[1:]
-        for next_state in self.match_value(value, tensor, state):
-            yield from self._match_inputs(rest, next_state)
+        for next_state in self.match_value(values[k], tensors[k], state):
+            yield from self._match_inputs(values, tensors, k + 1, next_state)
 
-    def _cannot_match(self, value: ValuePattern, tensor: Tensor) -> str | None:
-        """A cheap test that skips hopeless operand assignments of commutative ops: the reason, or None."""
-        if not tensor[0]:
-            return f"an omitted optional input stands where {value!r} is expected"
+    def _cannot_match(self, value: ValuePattern, tensor: Tensor, state: _State) -> bool:
+        """A cheap test that skips hopeless operand assignments of commutative ops; a skipped assignment
+        is a failure at ``state`` (its reason recorded when it is the deepest)."""
+        name = tensor[0]
+        if not name:
+            if self.deeper(state):
+                self.best_reason = f"an omitted optional input stands where {value!r} is expected"
+            return True
         if isinstance(value, OpOutput):
-            node = self.graph.node(tensor[0])
-            if node.op_type not in value.op.op_types:
-                return f"{node.name} is {node.op_type}, expected {'|'.join(value.op.op_types)}"
+            node = self._nodes[name]
+            op = value.op
+            if node.op_type not in op.op_types:
+                if self.deeper(state):
+                    self.best_reason = f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
+                return True
             if tensor[1] != value.index:
-                return f"{tensor[0]}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {value.op!r}"
-            return None
-        if isinstance(value, ConstPattern) and not self.graph.constant_chain(tensor[0]):
-            return f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
-        return None
+                if self.deeper(state):
+                    self.best_reason = f"{name}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {op!r}"
+                return True
+            return False
+        if isinstance(value, ConstPattern) and not self.graph.constant_chain(name):
+            if self.deeper(state):
+                self.best_reason = f"{name}:{tensor[1]} is not a constant, expected {value!r}"
+            return True
+        return False
 
     def _match_commutative(
-        self, node: SourceNode, values: list[ValuePattern], tensors: list[Tensor], state: _State
+        self, node: SourceNode, op: OpPattern, tensors: Sequence[Tensor], state: _State
     ) -> Iterator[_State]:
-        # Most specific operands first: ops, then constants, then variables.
-        order = sorted(range(len(values)), key=lambda i: 0 if isinstance(values[i], OpOutput) else 1 if isinstance(values[i], ConstPattern) else 2)
+        values = op.inputs
+        order = op.operand_order  # most specific operands first: ops, then constants, then variables
+        last = len(order)
         any_assignment = False
 
         def assign(k: int, free: list[int], st: _State) -> Iterator[_State]:
             nonlocal any_assignment
-            if k == len(order):
+            if k == last:
                 any_assignment = True
                 yield st
                 return
             value = values[order[k]]
             for pos in free:
-                hopeless = self._cannot_match(value, tensors[pos])
-                if hopeless is not None:
-                    self.fail(st, hopeless)
+                if self._cannot_match(value, tensors[pos], st):
                     continue
                 rest = [p for p in free if p != pos]
                 for next_state in self.match_value(value, tensors[pos], st):
@@ -577,5 +671,5 @@ class _Run:
         for final in assign(0, list(range(len(tensors))), state):
             yielded = True
             yield final
-        if not yielded and not any_assignment:
-            self.fail(state, f"no order of {node.name}'s operands matches {[repr(v) for v in values]}")
+        if not yielded and not any_assignment and self.deeper(state):
+            self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"

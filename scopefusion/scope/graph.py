@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
@@ -21,13 +21,16 @@ class ScopeGraph:
     Attributes:
         source: the SourceGraph, unchanged.
         tree: the :class:`ScopeTree` built from its node names.
+        memo: answers that depend only on the graph, kept for its life so that passes asking the same
+            question share one answer (a dataflow pattern's match or near miss at an anchor, per scope).
     """
 
     def __init__(self, source: SourceGraph, tree: ScopeTree, by_type: dict[str, list[SourceNode]]) -> None:
         self.source = source
         self.tree = tree
         self._by_type = by_type
-        self._succ = source.nx._succ
+        self._succ = source.out_edges
+        self.memo: dict[Any, Any] = {}
 
     @classmethod
     def build(cls, source: SourceGraph) -> ScopeGraph:
@@ -88,9 +91,9 @@ class ScopeGraph:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
         control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
         return [
-            (consumer, slot, data["index"])
+            (consumer, slot, index)
             for consumer, keyed in self._succ[name].items()
-            for slot, data in keyed.items()
+            for slot, index in keyed.items()
         ]
 
     # ------------------------------------------------------------------ scopes

@@ -46,7 +46,8 @@ class FusionPlan:
         for out in graph.source.outputs:
             self._graph_outputs.setdefault(out.node, []).append(out)
         has_back_edges = bool(graph.nodes_by_type("NextIteration") or graph.nodes_by_type("NextIterationV2"))
-        self._order = ContractedOrder(graph.source, graph.tree.positions, has_back_edges)
+        # The tree numbers the nodes in the source graph's order.
+        self._order = ContractedOrder(graph.source, graph.tree.positions, has_back_edges, graph.source.edges_run_forward)
 
     def submit(self, result: FusionScopesResult) -> AcceptedFusion | Refusal:
         """Validates ``result`` and accepts or refuses it; returns what was recorded."""

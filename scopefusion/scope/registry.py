@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -216,8 +217,7 @@ class PassRegistry:
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[RegisteredPass]:
         """Registers the rules of every installed package's entry point in ``group``, source
         ``"package:<distribution>"``, in (distribution, entry point) name order."""
-        points = list(importlib.metadata.entry_points(group=group))
-        points.sort(key=lambda ep: (_dist_name(ep), ep.name))
+        points = installed_entry_points(group)
         added: list[RegisteredPass] = []
         for ep in points:
             dist = _dist_name(ep)
@@ -333,6 +333,32 @@ class PassRegistry:
 
     def __len__(self) -> int:
         return len(self.passes())
+
+
+_INSTALLED: dict[tuple[Any, ...], tuple[importlib.metadata.EntryPoint, ...]] = {}
+
+
+def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[importlib.metadata.EntryPoint]:
+    """The installed packages' entry points in ``group``, in (distribution, entry point) name order.
+
+    Finding them reads every installed distribution's metadata (milliseconds), so the answer is kept for
+    as long as ``sys.path`` and the modification times of its directories stay the same (installing or
+    removing a package changes the directory it goes into)."""
+    key = (group, *(_stamp(entry) for entry in sys.path))
+    points = _INSTALLED.get(key)
+    if points is None:
+        found = sorted(importlib.metadata.entry_points(group=group), key=lambda ep: (_dist_name(ep), ep.name))
+        if len(_INSTALLED) >= 8:
+            _INSTALLED.clear()
+        points = _INSTALLED[key] = tuple(found)
+    return list(points)
+
+
+def _stamp(entry: str) -> tuple[str, int]:
+    try:
+        return entry, os.stat(entry or ".").st_mtime_ns
+    except OSError:
+        return entry, -1
 
 
 def _dist_name(ep: importlib.metadata.EntryPoint) -> str:

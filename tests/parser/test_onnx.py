@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 
 import numpy as np
 import onnx
@@ -269,3 +270,40 @@ def test_attribute_kinds_and_constant_values(tmp_path):
     assert attrs["kind"] == (dtypes.FLOAT32, (2, -1))
     assert loaded.node("custom").domain == "my.domain"
     assert loaded.outputs == [GraphOutput("y", "add", 0)]
+
+
+def _utf8_model():
+    then_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["t"], name="Zthen")], "then",
+        [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"], name="Zelse")], "else",
+        [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="Zrelu", doc_string="Zdoc"),
+            helper.make_node("Cast", ["r"], ["c"], name="Zcast", to=TensorProto.BOOL),
+            helper.make_node("ReduceMax", ["c"], ["cond"], name="Zany", keepdims=0),
+            helper.make_node("If", ["cond"], ["y"], name="Zif", then_branch=then_branch, else_branch=else_branch),
+        ],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(
+    "marker, field",
+    [
+        (b"Zrelu", "model.graph.node[0].name"),
+        (b"Zdoc", "model.graph.node[0].doc_string"),
+        (b"Zelse", "model.graph.node[3].attribute[0].g.node[0].name"),  # attributes sorted: else_branch first
+    ],
+)
+def test_a_string_field_that_is_not_utf8_is_named(tmp_path, marker, field):
+    blob = _utf8_model().SerializeToString()
+    assert blob.count(marker) == 1
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(blob.replace(marker, b"\xff" * len(marker)))
+    with pytest.raises(ParseError, match=re.escape(f"the string field {field} holds bytes that are not UTF-8")):
+        load(path)
+    load(_save(_utf8_model(), tmp_path))  # the same model with its own names loads

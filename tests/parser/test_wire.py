@@ -122,3 +122,28 @@ def test_file_reader_serves_bytes_and_slices_like_bytes(tmp_path):
     with open(path, "rb") as f:
         assert strip(FileReader(f.fileno(), len(blob), chunk=64), 0, len(blob), GRAPH_DEF_SPEC, 256) == strip(
             blob, 0, len(blob), GRAPH_DEF_SPEC, 256)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=40),
+    tail=st.binary(max_size=12),
+    chunk=st.integers(16, 80),
+)
+def test_read_varint_in_long_buffers_and_file_chunks(tmp_path_factory, values, tail, chunk):
+    """Varints read inside long buffers (the fast path) and across a FileReader's chunk edges agree with
+    what was encoded, and a run of more than ten continuation bytes is refused wherever it lies."""
+    from scopefusion.parser.wire import FileReader, encode_varint
+
+    data = b"".join(encode_varint(v) for v in values) + b"\xff" * 11 + tail
+    path = tmp_path_factory.mktemp("varints") / "data.bin"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        for buf in (data, FileReader(f.fileno(), len(data), chunk=chunk)):
+            pos, found = 0, []
+            for _ in values:
+                value, pos = read_varint(buf, pos, len(data))
+                found.append(value)
+            assert found == values
+            with pytest.raises(WireError, match="longer than 10 bytes"):
+                read_varint(buf, pos, len(data))

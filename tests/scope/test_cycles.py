@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from scopefusion.parser.source_graph import SourceGraph, SourceNode
 from scopefusion.scope import ScopeGraph
-from scopefusion.scope._order import ContractedOrder
+from scopefusion.scope._order import ContractedOrder, find_cycle
 
 
 @st.composite
@@ -39,12 +39,15 @@ def _quotient_is_dag(n, edges, owner):
 
 
 @settings(max_examples=300, deadline=None)
-@given(dag_and_groups())
-def test_incremental_check_agrees_with_networkx(case):
+@given(dag_and_groups(), st.booleans())
+def test_incremental_check_agrees_with_networkx(case, sort):
     n, edges, labels, order = case
     source = _source(n, edges, order)
+    if sort:  # sorted by SourceGraph: the order is known to be topological and is not checked
+        source = SourceGraph(source.nodes)
+        assert source.edges_run_forward
     graph = ScopeGraph.build(source)
-    checker = ContractedOrder(source, graph.tree._position, has_back_edges=False)
+    checker = ContractedOrder(source, graph.tree._position, has_back_edges=False, known_valid=source.edges_run_forward)
     owner: dict[str, str] = {}
     for group in sorted(set(labels) - {-1}):
         members = [f"n{i}" for i in range(n) if labels[i] == group]
@@ -83,3 +86,42 @@ def test_loop_back_edges_do_not_count(mk):
     assert cycle is None
     checker.contract("loop", token)
     assert checker.pos(checker._vertex("w/Merge")) < checker.pos("w/Exit")
+
+
+@st.composite
+def digraphs(draw):
+    """A small directed graph, cycles and self-loops allowed: vertex count and edges in insertion order."""
+    n = draw(st.integers(1, 9))
+    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=24, unique=True))
+    return n, edges
+
+
+@settings(max_examples=400, deadline=None)
+@given(digraphs(), st.data())
+def test_find_cycle_walks_as_networkx(case, data):
+    n, edges = case
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    succ = {v: dict.fromkeys(g.successors(v)) for v in g}
+    source = data.draw(st.one_of(st.none(), st.integers(0, n - 1)))
+    try:
+        expected = [tuple(e) for e in nx.find_cycle(g, source=source)]
+    except nx.NetworkXNoCycle:
+        expected = []
+    assert find_cycle(succ, source) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(dag_and_groups())
+def test_renumbering_is_networkx_topological_order(case):
+    n, edges, _, order = case
+    source = _source(n, edges, order)
+    checker = ContractedOrder(source, {f"n{j}": i for i, j in enumerate(order)}, has_back_edges=False)
+    checker._renumber()
+    dag = nx.DiGraph()
+    dag.add_nodes_from(n.name for n in source.nodes)
+    for node in source.nodes:
+        dag.add_edges_from((node.name, consumer) for consumer in source.out_edges[node.name])
+    expected = list(nx.topological_sort(dag))
+    assert sorted(checker._override, key=checker._override.__getitem__) == expected

@@ -258,3 +258,28 @@ def test_may_match_is_false_only_when_an_op_has_none_of_its_types(gelu_graph):
     assert not DataflowPattern(gelu_tanh).may_match(gelu_graph)
     assert not DataflowPattern(gelu_tanh).find(gelu_graph)
     assert DataflowPattern(either).may_match(gelu_graph)
+
+
+@pytest.mark.parametrize("model", ["tf_bert_pb", "tf_mobilenet_pb", "onnx_attention"])
+def test_may_match_at_never_rules_out_a_match(model, request):
+    """``may_match_at`` is a sound filter: on real graphs, every anchor where a builtin pattern matches
+    passes it, and it rules out some anchors where a pattern cannot match."""
+    from scopefusion.fusion_rules import batch_norm, gelu, hard_swish, layer_norm, swish
+    from scopefusion.fusion_rules.attention_patterns import CORE_PATTERNS
+    from scopefusion.parser import load
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(model)))
+    patterns = [p for _, p in gelu.PATTERNS + hard_swish.PATTERNS + swish.PATTERNS + CORE_PATTERNS]
+    patterns += list(layer_norm.LayerNormFusion.patterns) + list(batch_norm.PATTERNS)
+    matched = ruled_out = 0
+    for pattern in patterns:
+        for node in graph.source.nodes:
+            if node.op_type not in pattern.anchor_types:
+                continue
+            possible = pattern.may_match_at(graph, node.name)
+            found = pattern.match_at(graph, node)
+            if isinstance(found, Match):
+                matched += 1
+                assert possible, (pattern.name, node.name)
+            ruled_out += not possible
+    assert matched and ruled_out

@@ -236,3 +236,21 @@ def test_entry_point_that_fails_to_load(tmp_path, monkeypatch):
 
 def test_no_entry_points_is_fine():
     assert PassRegistry().load_entry_points(group="scopefusion.no_such_group") == []
+
+
+def test_a_package_installed_after_a_first_look_is_found(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    assert PassRegistry().load_entry_points() == []  # the answer for this sys.path is kept...
+    later = site / "late_rules-1.0.dist-info"
+    later.mkdir()  # ...until a package is installed into one of its directories
+    (later / "METADATA").write_text("Metadata-Version: 2.1\nName: late_rules\nVersion: 1.0\n")
+    (later / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nlate = late_rules_mod:register\n")
+    (site / "late_rules_mod.py").write_text(
+        "from scopefusion.scope import ScopeBasePass\n\n"
+        "class LateRule(ScopeBasePass):\n    name = 'LateRule'\n\n"
+        "def register(registry):\n    registry.register(LateRule)\n"
+    )
+    monkeypatch.delitem(sys.modules, "late_rules_mod", raising=False)
+    assert [(e.name, e.source) for e in PassRegistry().load_entry_points()] == [("LateRule", "package:late_rules")]

@@ -96,12 +96,14 @@ class AnchoredDataflowPass(ScopeBasePass):
             for node in graph.nodes_by_type(op_type):
                 if node.name in taken:
                     continue
-                tag, match, miss = best_match(graph, self.anchors(graph, node.name), self.patterns, node.name)
+                named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
+                anchors = self.anchors(graph, node.name)
+                tag, match, miss = best_match(graph, anchors, self.patterns, node.name, near_miss=named)
                 if match is not None:
                     taken.update(match.node_names)
                     captures = {"match": match, "tag": tag}
                     selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
-                elif named_like(graph.tree.scope_of(node.name).name, self.scope_words):
+                elif named:
                     why = self.refusal(node.name, op_type, miss)
                     selected.append(ScopesResult(nodes=[node.name], refusal=why))
         return selected
@@ -179,14 +181,19 @@ def best_match(
     patterns: Sequence[tuple[Any, DataflowPattern]],
     must_hold: str | None = None,
     accept: Callable[[Match], bool] | None = None,
+    near_miss: bool = True,
 ) -> tuple[Any, Match | None, NearMiss | None]:
     """``(tag, match, None)`` for the largest match over ``anchors`` x ``patterns`` that binds op node
-    ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``."""
+    ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``. With ``near_miss``
+    False the miss is not wanted (None stands for it), so patterns that cannot match at an anchor
+    (:meth:`~scopefusion.scope.DataflowPattern.may_match_at`) are not searched."""
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
     for anchor in anchors:
         for tag, pattern in patterns:
             if graph.node(anchor).op_type not in pattern.anchor_types:
+                continue
+            if not near_miss and not pattern.may_match_at(graph, anchor):
                 continue
             found = pattern.match_at(graph, anchor)
             if isinstance(found, Match):
@@ -196,7 +203,7 @@ def best_match(
             elif miss is None or found.depth > miss.depth:
                 miss = found
     if best is None:
-        return None, None, miss
+        return None, None, miss if near_miss else None
     return best[0], best[1], None
 
 

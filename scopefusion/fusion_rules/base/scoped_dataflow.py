@@ -120,14 +120,14 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 regions.setdefault(region.name, region)
         # One search of the whole graph; each match answers for the candidate region holding one of its
         # nodes (tf.math.l2_normalize names its last op beside its scope, so "any node" rather than "all").
-        scope_of = graph.tree.scope_of
         found, _ = self._search(graph, None)
         judged: list[tuple[Match, _Judged, Scope | None]] = []
         answered: dict[str, int] = {}
+        rank = {name: i for i, name in enumerate(regions)}
+        listed = list(regions.values())
         for match in found:
             verdict = _Judged.of(self, graph, match)
-            scopes = [scope_of(n) for n in match.node_names] if regions else []
-            home = next((r for r in regions.values() if any(r.contains(s) for s in scopes)), None)
+            home = _home(graph, match, rank, listed)
             if home is not None:  # a region answered only by other rules' matches is not refused either
                 answered[home.name] = answered.get(home.name, 0) + (0 if verdict.skips else 1)
             judged.append((match, verdict, home))
@@ -206,3 +206,22 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 if check.matched:
                     checks.append(PatternCheck(f"sub-scope {child.name}: {check.where}", None))
         return checks
+
+
+
+def _home(graph: ScopeGraph, match: Match, rank: dict[str, int], listed: list[Scope]) -> Scope | None:
+    """The first candidate region (``rank``: region name -> place in ``listed``) holding one of the
+    match's nodes; each node's scope and its ancestors are looked up, rather than every region tested
+    against every node."""
+    if not rank:
+        return None
+    scope_of = graph.tree.scope_of
+    first: int | None = None
+    for name in match.node_names:
+        scope: Scope | None = scope_of(name)
+        while scope is not None:
+            i = rank.get(scope.name)
+            if i is not None and (first is None or i < first):
+                first = i
+            scope = scope.parent
+    return None if first is None else listed[first]
