@@ -25,17 +25,18 @@ passes can be disabled.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..errors import FusionError
+from .entry_points import installed_entry_points
 from .passes import ScopeBasePass
+
+if TYPE_CHECKING:  # pragma: no cover
+    from importlib.metadata import EntryPoint
 
 __all__ = ["BUILTIN", "DeclaredOp", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement", "is_op_definition"]
 
@@ -178,6 +179,9 @@ class PassRegistry:
         label = f"file:{path}"
         if not path.is_file():
             raise FusionError(f"fusion rules file {path} does not exist; pass the path of a .py file")
+        import hashlib
+        import importlib.util
+
         digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         module_name = f"_scopefusion_rules_{path.stem}_{digest}"
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -216,7 +220,7 @@ class PassRegistry:
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[RegisteredPass]:
         """Registers the rules of every installed package's entry point in ``group``, source
         ``"package:<distribution>"``, in (distribution, entry point) name order."""
-        points = list(importlib.metadata.entry_points(group=group))
+        points = installed_entry_points(group)
         points.sort(key=lambda ep: (_dist_name(ep), ep.name))
         added: list[RegisteredPass] = []
         for ep in points:
@@ -335,7 +339,7 @@ class PassRegistry:
         return len(self.passes())
 
 
-def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
+def _dist_name(ep: EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
     name = getattr(dist, "name", None) if dist is not None else None
     return name or ep.value.split(":", 1)[0].split(".", 1)[0]
