@@ -221,13 +221,13 @@ def default_domain_schemas(opset: int) -> dict[str, Any]:
     latest = defs.onnx_opset_version()
     if not 1 <= opset <= latest:
         raise ValueError(f"ONNX opset {opset} is not known to the installed onnx {onnx.__version__} (1..{latest}); upgrade onnx")
-    names = sorted({s.name for s in defs.get_all_schemas_with_history() if s.domain == ""})
+    # the latest schema of every operator names every op type there is
+    names = sorted({s.name for s in defs.get_all_schemas() if s.domain == ""})
     out = {}
     for name in names:
-        try:
-            schema = defs.get_schema(name, opset, "")
-        except defs.SchemaError:
+        if not defs.has(name, opset, ""):
             continue  # introduced after this opset
+        schema = defs.get_schema(name, opset, "")
         if schema.deprecated:
             continue
         out[name] = schema
