@@ -164,12 +164,13 @@ def test_the_convert_command_imports_no_runtime_framework_or_report(onnx_attenti
 
 
 # What a conversion needs none of: the other framework's parser and dialect (and ONNX's package for a
-# TensorFlow model), the writers, the executors, TensorFlow, the command line and its libraries, the reports.
+# TensorFlow model, and ml_dtypes for one without bfloat16 or float8 tensors), the writers, the executors,
+# TensorFlow, the command line and its libraries, the reports.
 NOT_NEEDED = (
     "onnxruntime", "tensorflow", "rich", "typer", "pydantic", "scopefusion.serde", "scopefusion.runtime",
     "scopefusion.verify", "scopefusion.html_report", "scopefusion.summary", "scopefusion.cli",
 )  # fmt: skip
-NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx")
+NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes")
 NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto", "scopefusion.dialects.tf")
 
 
