@@ -88,12 +88,14 @@ class _CopiedOnUseRegistry(OpRegistry):
         super().__init__()
         self._pending = dict(pending)  # qualified name -> a definition not copied in yet
         self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
+        self._in_order = True  # whether self._defs holds its definitions in that order
 
     def _copy_in(self, qualified_name: str) -> OpDef | None:
         entry = self._pending.pop(qualified_name, None)
         if entry is None:
             return None
         opdef = self._defs[qualified_name] = entry.prototype().copy()
+        self._in_order = False
         return opdef
 
     def op_names(self) -> list[OpName]:
@@ -103,10 +105,11 @@ class _CopiedOnUseRegistry(OpRegistry):
         ]
 
     def _copy_all(self) -> None:
-        if self._pending:
-            for name in list(self._pending):
-                self._copy_in(name)
+        for name in list(self._pending):
+            self._copy_in(name)
+        if not self._in_order:
             self._defs = {name: self._defs[name] for name in self._order}
+            self._in_order = True
 
     def register(self, opdef: OpDef, *, replace: bool = False) -> OpDef:
         name = opdef.qualified_name

@@ -64,3 +64,12 @@ def test_a_builtin_not_looked_up_yet_is_still_registered():
     assert registry.get("fused.LayerNorm") is mine
     names = [n for n in op_names(registry) if n.dialect == "fused"]
     assert [d for d in registry if d.dialect == "fused"][names.index(("LayerNorm", "fused"))] is mine
+
+
+def test_definitions_looked_up_one_by_one_iterate_in_registration_order():
+    registry = default_op_registry()
+    names = op_names(registry)
+    for name in reversed(names):
+        registry.get(f"{name.dialect}.{name.name}")
+    registry.define("Mine", "fused")
+    assert [(d.name, d.dialect) for d in registry] == names + [("Mine", "fused")]
