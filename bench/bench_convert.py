@@ -253,7 +253,10 @@ COLUMNS = (
 
 def cells(row: dict) -> list[str]:
     tf2 = row.get("tf2onnx")
-    tf2_s = "n/a (ONNX input)" if tf2 is None else ("error" if "error" in tf2 else f"{tf2['seconds']:.2f}")
+    if tf2 is None:
+        tf2_s = "n/a (ONNX input)" if row["framework"] == "onnx" else "not run (--no-tf2onnx)"
+    else:
+        tf2_s = "error" if "error" in tf2 else f"{tf2['seconds']:.2f}"
     tf2_x = f"{tf2['seconds'] / row['warm']:.1f}" if tf2 and "seconds" in tf2 else "-"
     return [
         row["model"], f"{row['nodes']:,}", f"{row['file_bytes'] / 1e6:.1f}", f"{row['parse'] * 1e3:.0f}",

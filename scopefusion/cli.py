@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, ContextManager, List, Optional, Union
 
 import typer
 
 from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES
 from .cli_checks import BadInput
 from .output_paths import STDOUT, check_output_paths, write_outputs
+from .progress import ProgressFn
 
 if TYPE_CHECKING:  # pragma: no cover
     from .files import Data
@@ -152,14 +154,11 @@ def convert(
         _fail(str(e))
     _check_outputs([("-o", output), ("--report", report), ("--html", html)], model, rules,
                    binary=("-o",) if fmt != "ge-text" else ())
-    from rich.console import Console
-
-    from .cli_progress import progress_display
     from .convert import convert as run_convert
 
     to_stdout = STDOUT in (str(output), str(report), str(html))
     try:
-        with progress_display(Console(stderr=True), enabled=not quiet) as progress:
+        with _progress_display(quiet) as progress:
             result = run_convert(
                 model,
                 input_shapes=profiles or None,
@@ -264,20 +263,36 @@ def verify(
     raise typer.Exit(0 if report.ok else 1)
 
 
+def _progress_display(quiet: bool) -> ContextManager[Optional[ProgressFn]]:
+    """The progress display of :mod:`.cli_progress` on stderr; with ``quiet``, none (and no ``rich`` import)."""
+    if quiet:
+        return nullcontext(None)
+    from rich.console import Console
+
+    from .cli_progress import progress_display
+
+    return progress_display(Console(stderr=True))
+
+
 def _say_format_and_runnability(output: Path, format: Optional[str], result) -> None:
     """On stderr: that an output name without a known suffix was written as GE bytes; that an ONNX file with
     ``tf`` ops will not run in onnxruntime."""
-    from rich.console import Console
-
     from .model import output_format
 
-    console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+    lines = []
     note = output_format(output, format)[1] if str(output) != STDOUT else ""
     if note:
-        console.print(f"note: {note}")
+        lines.append(f"note: {note}")
     exported = getattr(result, "onnx_export", None)
     if exported is not None and exported.get("warning"):
-        console.print(f"warning: {exported['warning']}")
+        lines.append(f"warning: {exported['warning']}")
+    if not lines:
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+    for line in lines:
+        console.print(line)
 
 
 def _load_inputs(items: List[str]) -> dict:

@@ -35,12 +35,15 @@ def check_pass_names(
     rules: Sequence[str | PathLike] = (),
 ) -> None:
     """Imports the rules files and checks every ``--enable-pass`` / ``--disable-pass`` name against the
-    registered passes (builtins, rules files, installed packages).
+    registered passes (builtins, rules files, installed packages); with no names and no rules files there
+    is nothing to check, and nothing is loaded.
 
     Raises:
         BadInput: an unknown pass name; the message names the nearest known names.
         FusionError: a rules file that does not exist or fails to import.
     """
+    if not (enable or disable or rules):
+        return
     from .convert import fusion_setup
 
     registry, _ = fusion_setup(rules=rules)

@@ -94,6 +94,7 @@ def collector_paused() -> Iterator[None]:
 
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
+    from .dialects import op_names
     from .dialects.fused.declared import op_registry_for
     from .ir.types import IRContext
     from .ir_builder.build import build_graph
@@ -131,7 +132,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
         ops = op_registry_for(source, registry.fused_ops)
-        manager = PassManager(registry, strict=strict, ops=ops)
+        manager = PassManager(registry, strict=strict, ops=op_names(ops))
         fusion_run = manager.run(scope_graph, progress=progress)
     context = IRContext()
     with stage("build"):

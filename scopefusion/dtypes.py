@@ -4,13 +4,16 @@ Each :class:`DType` is a frozen, process-wide constant (equal dtypes are one obj
 naming its GE ``DataType`` enum value, its numpy dtype, and where they exist its
 TensorFlow and ONNX enum values. Only GE data types that numpy (with ``ml_dtypes``)
 can hold have a :class:`DType`.
+
+NOTE: ``ml_dtypes`` (bfloat16, float8, int4...) is imported when one of its types first needs its numpy
+dtype (``DType.numpy``, or ``from_numpy`` of a dtype not found otherwise), not with this module: a
+model of float32 and int32 tensors does not pay for it.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
-import ml_dtypes
 import numpy as np
 from numpy.typing import DTypeLike
 
@@ -25,21 +28,33 @@ __all__ = [
 ]
 
 
+class _MlType(NamedTuple):
+    """An ``ml_dtypes`` scalar type named by its attribute; ``ml_dtypes`` is imported when one is first needed."""
+
+    attr: str
+    floating: bool  # else an integer type
+
+
 class DType:
     """One scalar element type; compare with ``is`` or ``==`` (identity)."""
 
-    __slots__ = ("name", "ge", "numpy", "tf", "onnx", "short")
+    __slots__ = ("name", "ge", "_numpy", "_ml", "tf", "onnx", "short")
     name: str
     ge: int
-    numpy: np.dtype
+    _numpy: np.dtype | None  # None until ml_dtypes is loaded, for its types
+    _ml: _MlType | None
     tf: int | None
     onnx: int | None
     short: str
 
-    def __init__(self, name: str, ge: int, numpy_dtype: DTypeLike, tf: int | None, onnx: int | None, short: str):
+    def __init__(
+        self, name: str, ge: int, numpy_dtype: DTypeLike | _MlType, tf: int | None, onnx: int | None, short: str
+    ):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "ge", ge)
-        object.__setattr__(self, "numpy", np.dtype(numpy_dtype))
+        ml = numpy_dtype if isinstance(numpy_dtype, _MlType) else None
+        object.__setattr__(self, "_ml", ml)
+        object.__setattr__(self, "_numpy", None if ml is not None else np.dtype(numpy_dtype))
         object.__setattr__(self, "tf", tf)
         object.__setattr__(self, "onnx", onnx)
         object.__setattr__(self, "short", short)
@@ -57,24 +72,28 @@ class DType:
         return (by_name, (self.name,))
 
     @property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype that holds this type's elements."""
+        found = self._numpy
+        return found if found is not None else _load_ml_dtypes()[self.name]
+
+    @property
     def itemsize(self) -> int:
         """Bytes per element as numpy stores it (sub-byte types use one byte)."""
         return self.numpy.itemsize
 
     @property
     def is_floating(self) -> bool:
-        return self.numpy.kind in "fc" or self.numpy.type in _ML_FLOATS
+        if self._ml is not None:
+            return self._ml.floating
+        return self.numpy.kind in "fc"
 
     @property
     def is_integer(self) -> bool:
-        return self.numpy.kind in "iu" or self.numpy.type in _ML_INTS
+        if self._ml is not None:
+            return not self._ml.floating
+        return self.numpy.kind in "iu"
 
-
-_ML_FLOATS = {
-    ml_dtypes.bfloat16, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu,
-    ml_dtypes.float6_e3m2fn, ml_dtypes.float6_e2m3fn, ml_dtypes.float4_e2m1fn, ml_dtypes.complex32,
-}
-_ML_INTS = {ml_dtypes.int4, ml_dtypes.int2, ml_dtypes.uint2, ml_dtypes.uint1}
 
 # name, GE enum, numpy dtype, TF DataType enum, ONNX TensorProto enum, short text form.
 # Quantized GE types (QINT8...) are stored as their integer carrier; they map back to GE by name.
@@ -99,18 +118,18 @@ _TABLE = (
     ("qint32", 20, np.int32, 13, None, "qi32"),
     ("quint8", 21, np.uint8, 12, None, "qu8"),
     ("quint16", 22, np.uint16, 16, None, "qu16"),
-    ("bfloat16", 27, ml_dtypes.bfloat16, 14, 16, "bf16"),
-    ("int4", 28, ml_dtypes.int4, 29, 22, "i4"),
-    ("uint1", 29, ml_dtypes.uint1, None, None, "u1"),
-    ("int2", 30, ml_dtypes.int2, 31, 26, "i2"),
-    ("uint2", 31, ml_dtypes.uint2, 32, 25, "u2"),
-    ("complex32", 32, ml_dtypes.complex32, None, None, "c32"),
-    ("float8_e5m2", 34, ml_dtypes.float8_e5m2, 24, 19, "f8e5m2"),
-    ("float8_e4m3fn", 35, ml_dtypes.float8_e4m3fn, 25, 17, "f8e4m3fn"),
-    ("float8_e8m0", 36, ml_dtypes.float8_e8m0fnu, None, 24, "f8e8m0"),
-    ("float6_e3m2", 37, ml_dtypes.float6_e3m2fn, None, None, "f6e3m2"),
-    ("float6_e2m3", 38, ml_dtypes.float6_e2m3fn, None, None, "f6e2m3"),
-    ("float4_e2m1", 39, ml_dtypes.float4_e2m1fn, None, 23, "f4e2m1"),
+    ("bfloat16", 27, _MlType("bfloat16", True), 14, 16, "bf16"),
+    ("int4", 28, _MlType("int4", False), 29, 22, "i4"),
+    ("uint1", 29, _MlType("uint1", False), None, None, "u1"),
+    ("int2", 30, _MlType("int2", False), 31, 26, "i2"),
+    ("uint2", 31, _MlType("uint2", False), 32, 25, "u2"),
+    ("complex32", 32, _MlType("complex32", True), None, None, "c32"),
+    ("float8_e5m2", 34, _MlType("float8_e5m2", True), 24, 19, "f8e5m2"),
+    ("float8_e4m3fn", 35, _MlType("float8_e4m3fn", True), 25, 17, "f8e4m3fn"),
+    ("float8_e8m0", 36, _MlType("float8_e8m0fnu", True), None, 24, "f8e8m0"),
+    ("float6_e3m2", 37, _MlType("float6_e3m2fn", True), None, None, "f6e3m2"),
+    ("float6_e2m3", 38, _MlType("float6_e2m3fn", True), None, None, "f6e2m3"),
+    ("float4_e2m1", 39, _MlType("float4_e2m1fn", True), None, 23, "f4e2m1"),
 )
 
 _BY_NAME: dict[str, DType] = {}
@@ -127,9 +146,27 @@ for _row in _TABLE:
         _BY_TF[_dt.tf] = _dt
     if _dt.onnx is not None:
         _BY_ONNX[_dt.onnx] = _dt
-    # The first (unquantized) dtype of a numpy dtype is its canonical DType.
-    _BY_NUMPY.setdefault(_dt.numpy, _dt)
+    # The first (unquantized) dtype of a numpy dtype is its canonical DType (ml_dtypes' types: once loaded).
+    if _dt._numpy is not None:
+        _BY_NUMPY.setdefault(_dt._numpy, _dt)
 del _row, _dt
+_ML_NUMPY: dict[str, np.dtype] = {}  # NOTE: a pure cache: DType name -> numpy dtype, for ml_dtypes' types
+
+
+def _load_ml_dtypes() -> dict[str, np.dtype]:
+    """Imports ``ml_dtypes`` and gives its types their numpy dtypes (once); their numpy dtypes by name."""
+    if _ML_NUMPY:
+        return _ML_NUMPY
+    import ml_dtypes
+
+    for dt in _BY_GE.values():
+        if dt._ml is not None:
+            numpy_dtype = np.dtype(getattr(ml_dtypes, dt._ml.attr))
+            object.__setattr__(dt, "_numpy", numpy_dtype)
+            _BY_NUMPY.setdefault(numpy_dtype, dt)
+            _ML_NUMPY[dt.name] = numpy_dtype
+    return _ML_NUMPY
+
 
 # TF reference dtypes (DT_FLOAT_REF = 101...) read as their value dtype.
 for _code, _dt in list(_BY_TF.items()):
@@ -194,4 +231,8 @@ def from_numpy(dtype) -> DType | None:
     dtype = np.dtype(dtype)
     if dtype.kind in "SUO":
         return STRING
-    return _BY_NUMPY.get(dtype)
+    found = _BY_NUMPY.get(dtype)
+    if found is None and not _ML_NUMPY:
+        _load_ml_dtypes()
+        found = _BY_NUMPY.get(dtype)
+    return found

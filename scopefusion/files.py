@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import signal
 import stat
 import threading
@@ -173,6 +172,8 @@ class _Pending:
                 return
             except FileExistsError:
                 pass
+            import secrets
+
             temp = os.path.join(directory, f"{_PREFIX}{secrets.token_hex(6)}")
             _named_temporaries.add(temp)
             _link_unnamed(self.fd, temp)
@@ -217,6 +218,8 @@ def _prepare(path: str, data: Data, mode: int, unnamed: bool) -> _Pending:
     if fd is not None:
         pending = _Pending(path, fd, None)
     else:
+        import secrets
+
         temp = os.path.join(directory, f"{_PREFIX}{secrets.token_hex(6)}")
         _named_temporaries.add(temp)
         try:

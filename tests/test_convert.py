@@ -161,3 +161,27 @@ def test_the_convert_command_imports_no_runtime_framework_or_report(onnx_attenti
     )
     out = subprocess.run([sys.executable, "-c", code, str(tf_bert_pb), str(onnx_attention)], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# What a conversion needs none of: the other framework's parser and dialect (and ONNX's package for a
+# TensorFlow model, and ml_dtypes for one without bfloat16 or float8 tensors), the writers, the executors,
+# TensorFlow, the command line and its libraries, the reports.
+NOT_NEEDED = (
+    "onnxruntime", "tensorflow", "rich", "typer", "pydantic", "scopefusion.serde", "scopefusion.runtime",
+    "scopefusion.verify", "scopefusion.html_report", "scopefusion.summary", "scopefusion.cli",
+)  # fmt: skip
+NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes")
+NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto", "scopefusion.dialects.tf")
+
+
+@pytest.mark.parametrize(("model", "not_needed"), [("tf_bert_pb", NOT_NEEDED_FOR_TF), ("onnx_attention", NOT_NEEDED_FOR_ONNX)])
+def test_a_conversion_imports_only_what_it_needs(model, not_needed, request):
+    code = (
+        "import sys\nfrom scopefusion.convert import convert\n"
+        "model = convert(sys.argv[1])\n"
+        "assert len(model.graph.nodes) > 0\n"
+        f"print(sorted(m for m in {NOT_NEEDED + not_needed!r} if m in sys.modules))"
+    )
+    path = request.getfixturevalue(model)
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

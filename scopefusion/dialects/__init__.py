@@ -7,52 +7,150 @@ them; the ONNX definitions follow the model's opset.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Iterator
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..ir.opdef import OpDef, OpRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...parser.source_graph import SourceGraph
 
-__all__ = ["DEFAULT_ONNX_OPSET", "default_op_registry"]
+__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names"]
 
 DEFAULT_ONNX_OPSET = 17
+_ONNX_DIALECT = "onnx"
 
 
 def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[OpDef] = ()) -> OpRegistry:
     """A registry with every builtin definition; ONNX ones at ``source``'s default-domain opset.
 
     The registry and its definitions are new objects on each call (copies of definitions made once per
-    process), so changing one registry changes no other. For an ONNX ``source``, onnxruntime's
-    definitions (contrib ops, ``SimplifiedLayerNormalization``) are included only when the model has
-    an op that ONNX's default domain does not define at its opset: a model that cannot use them does
-    not pay for loading onnxruntime.
+    process), so changing one registry changes no other. A definition is copied into the registry when
+    it is first looked up, and an ONNX one is made from its schema then (once per process and opset):
+    a conversion pays only for the ops its model uses. For an ONNX ``source``, onnxruntime's definitions
+    (contrib ops, ``SimplifiedLayerNormalization``) are included only when the model has an op that
+    ONNX's default domain does not define at its opset: a model that cannot use them does not pay for
+    loading onnxruntime.
     """
-    registry = OpRegistry(d.copy() for d in _prototypes("ge"))
+    pending: dict[str, _Pending] = {}
+
+    def add(prototypes: Iterable[OpDef]) -> None:
+        for d in prototypes:
+            pending[d.qualified_name] = _Pending(OpName(d.name, d.dialect), partial(_same, d))
+
+    add(_prototypes("ge"))
     if source is None or not source.is_onnx:
-        for d in _prototypes("tf"):
-            registry.register(d.copy())
+        add(_prototypes("tf"))
     if source is None or source.is_onnx:
         opset = DEFAULT_ONNX_OPSET
         if source is not None:
             opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
-        onnx_defs = _prototypes("onnx", opset)
-        for d in onnx_defs:
-            registry.register(d.copy())
-        if source is None or _uses_ops_beyond(source, {d.name for d in onnx_defs}):
-            for d in _prototypes("onnxruntime"):
-                registry.register(d.copy())
-    for d in _prototypes("fused"):
-        registry.register(d.copy())
+        onnx_names = _onnx_op_types(opset)
+        for name in onnx_names:
+            pending[f"{_ONNX_DIALECT}.{name}"] = _Pending(OpName(name, _ONNX_DIALECT), partial(_onnx_prototype, opset, name))
+        if source is None or _uses_ops_beyond(source, set(onnx_names)):
+            add(_prototypes("onnxruntime"))
+    add(_prototypes("fused"))
+    registry = _CopiedOnUseRegistry(pending)
     for d in extra:
         registry.register(d)
     return registry
 
 
+class OpName(NamedTuple):
+    """An op definition's name and dialect, without the definition."""
+
+    name: str
+    dialect: str
+
+
+def op_names(registry: OpRegistry) -> list[OpName]:
+    """The name and dialect of every definition in ``registry``, in its order; for a registry of
+    :func:`default_op_registry`, without copying in the definitions not looked up yet."""
+    if isinstance(registry, _CopiedOnUseRegistry):
+        return registry.op_names()
+    return [OpName(d.name, d.dialect) for d in registry]
+
+
+class _Pending(NamedTuple):
+    """A builtin definition not copied into a registry yet: its name, and its prototype."""
+
+    name: OpName
+    prototype: Callable[[], OpDef]
+
+
+class _CopiedOnUseRegistry(OpRegistry):
+    """An :class:`OpRegistry` whose builtin definitions are copied in from their process-wide prototypes
+    when first looked up; iterating it copies every one. Same names, same order, same definitions as a
+    registry filled up front."""
+
+    def __init__(self, pending: dict[str, _Pending]) -> None:
+        super().__init__()
+        self._pending = dict(pending)  # qualified name -> a definition not copied in yet
+        self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
+        self._in_order = True  # whether self._defs holds its definitions in that order
+
+    def _copy_in(self, qualified_name: str) -> OpDef | None:
+        entry = self._pending.pop(qualified_name, None)
+        if entry is None:
+            return None
+        opdef = self._defs[qualified_name] = entry.prototype().copy()
+        self._in_order = False
+        return opdef
+
+    def op_names(self) -> list[OpName]:
+        return [
+            self._pending[n].name if n in self._pending else OpName(self._defs[n].name, self._defs[n].dialect)
+            for n in self._order
+        ]
+
+    def _copy_all(self) -> None:
+        for name in list(self._pending):
+            self._copy_in(name)
+        if not self._in_order:
+            self._defs = {name: self._defs[name] for name in self._order}
+            self._in_order = True
+
+    def register(self, opdef: OpDef, *, replace: bool = False) -> OpDef:
+        name = opdef.qualified_name
+        if name in self._pending:
+            if not replace:
+                raise ValueError(f"op {name} is already registered")
+            del self._pending[name]
+        self._order[name] = None
+        return super().register(opdef, replace=replace)
+
+    def get(self, qualified_name: str) -> OpDef:
+        found = self.lookup(qualified_name)
+        return found if found is not None else super().get(qualified_name)
+
+    def lookup(self, qualified_name: str) -> OpDef | None:
+        found = self._defs.get(qualified_name)
+        return found if found is not None else self._copy_in(qualified_name)
+
+    def __contains__(self, qualified_name: object) -> bool:
+        return qualified_name in self._order
+
+    def __iter__(self) -> Iterator[OpDef]:
+        self._copy_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def dialects(self) -> set[str]:
+        self._copy_all()
+        return super().dialects()
+
+
+def _same(opdef: OpDef) -> OpDef:
+    return opdef
+
+
 @lru_cache(maxsize=None)
-def _prototypes(dialect: str, opset: int = 0) -> tuple[OpDef, ...]:
-    """A dialect's builtin definitions, made once per process; registries get copies, never these."""
+def _prototypes(dialect: str) -> tuple[OpDef, ...]:
+    """A dialect's builtin definitions (``ge``, ``tf``, ``onnxruntime``, ``fused``), made once per process;
+    registries get copies, never these."""
     if dialect == "ge":
         from . import ge
 
@@ -61,10 +159,6 @@ def _prototypes(dialect: str, opset: int = 0) -> tuple[OpDef, ...]:
         from . import tf
 
         return tuple(tf.definitions())
-    if dialect == "onnx":
-        from . import onnx
-
-        return tuple(onnx.definitions(opset, onnxruntime=False))
     if dialect == "onnxruntime":
         from .onnx.microsoft import microsoft_definitions, onnxruntime_extensions
 
@@ -72,6 +166,27 @@ def _prototypes(dialect: str, opset: int = 0) -> tuple[OpDef, ...]:
     from . import fused
 
     return tuple(fused.definitions())
+
+
+@lru_cache(maxsize=None)
+def _onnx_op_types(opset: int) -> tuple[str, ...]:
+    """The op types of ONNX's default domain at ``opset``, sorted (their schemas read once per process)."""
+    return tuple(_onnx_schemas(opset))
+
+
+@lru_cache(maxsize=None)
+def _onnx_schemas(opset: int) -> dict[str, Any]:
+    from .onnx.schemas import default_domain_schemas
+
+    return default_domain_schemas(opset)
+
+
+@lru_cache(maxsize=None)
+def _onnx_prototype(opset: int, op_type: str) -> OpDef:
+    """The definition of one ONNX op at ``opset``, made from its schema once per process."""
+    from .onnx.schemas import opdef_from_schema
+
+    return opdef_from_schema(_onnx_schemas(opset)[op_type], opset)
 
 
 def _uses_ops_beyond(source: "SourceGraph", default_domain_ops: set[str]) -> bool:

@@ -14,7 +14,6 @@ a content digest. The same graph always prints the same text.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, Iterable
 
@@ -103,6 +102,8 @@ def _tensor(a: np.ndarray) -> str:
     head = f"tensor<{dt.short if dt else a.dtype}[{','.join(map(str, a.shape))}]>"
     if a.size <= _INLINE_ELEMENTS:
         return head + "(" + ", ".join(_payload(v) for v in _plain(a.ravel().tolist())) + ")"
+    import hashlib
+
     if a.dtype == object:
         digest = hashlib.sha1(repr(a.ravel().tolist()).encode()).hexdigest()[:8]
     else:

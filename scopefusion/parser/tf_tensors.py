@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ..dtypes import DType, from_tf
@@ -23,8 +22,9 @@ class TensorDecodeError(ValueError):
     """A TensorProto is inconsistent (its values do not fit its dtype and shape)."""
 
 
-# TF DataType enum -> (numpy dtype, typed field holding its values, enum name).
-_TF_TYPES: dict[int, tuple[np.dtype, str, str]] = {
+# TF DataType enum -> (numpy dtype, typed field holding its values, enum name); a str names a type of
+# ml_dtypes, imported when a tensor of that type is read.
+_TF_TYPES: dict[int, tuple[np.dtype | str, str, str]] = {
     1: (np.dtype(np.float32), "float_val", "DT_FLOAT"),
     2: (np.dtype(np.float64), "double_val", "DT_DOUBLE"),
     3: (np.dtype(np.int32), "int_val", "DT_INT32"),
@@ -38,7 +38,7 @@ _TF_TYPES: dict[int, tuple[np.dtype, str, str]] = {
     11: (np.dtype(np.int8), "int_val", "DT_QINT8"),
     12: (np.dtype(np.uint8), "int_val", "DT_QUINT8"),
     13: (np.dtype(np.int32), "int_val", "DT_QINT32"),
-    14: (np.dtype(ml_dtypes.bfloat16), "half_val", "DT_BFLOAT16"),
+    14: ("bfloat16", "half_val", "DT_BFLOAT16"),
     15: (np.dtype(np.int16), "int_val", "DT_QINT16"),
     16: (np.dtype(np.uint16), "int_val", "DT_QUINT16"),
     17: (np.dtype(np.uint16), "int_val", "DT_UINT16"),
@@ -48,16 +48,16 @@ _TF_TYPES: dict[int, tuple[np.dtype, str, str]] = {
     21: (np.dtype(object), "variant_val", "DT_VARIANT"),
     22: (np.dtype(np.uint32), "uint32_val", "DT_UINT32"),
     23: (np.dtype(np.uint64), "uint64_val", "DT_UINT64"),
-    24: (np.dtype(ml_dtypes.float8_e5m2), "float8_val", "DT_FLOAT8_E5M2"),
-    25: (np.dtype(ml_dtypes.float8_e4m3fn), "float8_val", "DT_FLOAT8_E4M3FN"),
-    26: (np.dtype(ml_dtypes.float8_e4m3fnuz), "float8_val", "DT_FLOAT8_E4M3FNUZ"),
-    27: (np.dtype(ml_dtypes.float8_e4m3b11fnuz), "float8_val", "DT_FLOAT8_E4M3B11FNUZ"),
-    28: (np.dtype(ml_dtypes.float8_e5m2fnuz), "float8_val", "DT_FLOAT8_E5M2FNUZ"),
-    29: (np.dtype(ml_dtypes.int4), "int_val", "DT_INT4"),
-    30: (np.dtype(ml_dtypes.uint4), "int_val", "DT_UINT4"),
-    31: (np.dtype(ml_dtypes.int2), "int_val", "DT_INT2"),
-    32: (np.dtype(ml_dtypes.uint2), "int_val", "DT_UINT2"),
-    33: (np.dtype(ml_dtypes.float4_e2m1fn), "float8_val", "DT_FLOAT4_E2M1FN"),
+    24: ("float8_e5m2", "float8_val", "DT_FLOAT8_E5M2"),
+    25: ("float8_e4m3fn", "float8_val", "DT_FLOAT8_E4M3FN"),
+    26: ("float8_e4m3fnuz", "float8_val", "DT_FLOAT8_E4M3FNUZ"),
+    27: ("float8_e4m3b11fnuz", "float8_val", "DT_FLOAT8_E4M3B11FNUZ"),
+    28: ("float8_e5m2fnuz", "float8_val", "DT_FLOAT8_E5M2FNUZ"),
+    29: ("int4", "int_val", "DT_INT4"),
+    30: ("uint4", "int_val", "DT_UINT4"),
+    31: ("int2", "int_val", "DT_INT2"),
+    32: ("uint2", "int_val", "DT_UINT2"),
+    33: ("float4_e2m1fn", "float8_val", "DT_FLOAT4_E2M1FN"),
 }
 _REF_OFFSET = 100
 _MAX_FILLED = 1 << 28
@@ -84,7 +84,15 @@ def tf_dtype(code: int) -> DType | ForeignDType:
 
 def numpy_dtype_of_tf(code: int) -> np.dtype | None:
     entry = _TF_TYPES.get(_base(code))
-    return entry[0] if entry else None
+    return _numpy_dtype(entry[0]) if entry else None
+
+
+def _numpy_dtype(dtype: np.dtype | str) -> np.dtype:
+    if isinstance(dtype, str):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, dtype))
+    return dtype
 
 
 def shape_of(shape_proto) -> tuple[int, ...] | None:
@@ -140,7 +148,7 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
     entry = _TF_TYPES.get(_base(code))
     if entry is None:
         raise TensorDecodeError(f"unknown TensorFlow dtype enum {code}")
-    np_dtype, field, name = entry
+    np_dtype, field, name = _numpy_dtype(entry[0]), entry[1], entry[2]
     tensor_shape = tensor.tensor_shape
     if tensor_shape.unknown_rank:
         raise TensorDecodeError(f"a {name} constant has an unknown rank")

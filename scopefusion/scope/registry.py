@@ -25,18 +25,18 @@ passes can be disabled.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
-import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..errors import FusionError
+from .entry_points import installed_entry_points
 from .passes import ScopeBasePass
+
+if TYPE_CHECKING:  # pragma: no cover
+    from importlib.metadata import EntryPoint
 
 __all__ = ["BUILTIN", "DeclaredOp", "ENTRY_POINT_GROUP", "PassRegistry", "RegisteredPass", "Replacement", "is_op_definition"]
 
@@ -179,6 +179,9 @@ class PassRegistry:
         label = f"file:{path}"
         if not path.is_file():
             raise FusionError(f"fusion rules file {path} does not exist; pass the path of a .py file")
+        import hashlib
+        import importlib.util
+
         digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         module_name = f"_scopefusion_rules_{path.stem}_{digest}"
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -218,6 +221,7 @@ class PassRegistry:
         """Registers the rules of every installed package's entry point in ``group``, source
         ``"package:<distribution>"``, in (distribution, entry point) name order."""
         points = installed_entry_points(group)
+        points.sort(key=lambda ep: (_dist_name(ep), ep.name))
         added: list[RegisteredPass] = []
         for ep in points:
             dist = _dist_name(ep)
@@ -335,33 +339,7 @@ class PassRegistry:
         return len(self.passes())
 
 
-_INSTALLED: dict[tuple[Any, ...], tuple[importlib.metadata.EntryPoint, ...]] = {}
-
-
-def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[importlib.metadata.EntryPoint]:
-    """The installed packages' entry points in ``group``, in (distribution, entry point) name order.
-
-    Finding them reads every installed distribution's metadata (milliseconds), so the answer is kept for
-    as long as ``sys.path`` and the modification times of its directories stay the same (installing or
-    removing a package changes the directory it goes into)."""
-    key = (group, *(_stamp(entry) for entry in sys.path))
-    points = _INSTALLED.get(key)
-    if points is None:
-        found = sorted(importlib.metadata.entry_points(group=group), key=lambda ep: (_dist_name(ep), ep.name))
-        if len(_INSTALLED) >= 8:
-            _INSTALLED.clear()
-        points = _INSTALLED[key] = tuple(found)
-    return list(points)
-
-
-def _stamp(entry: str) -> tuple[str, int]:
-    try:
-        return entry, os.stat(entry or ".").st_mtime_ns
-    except OSError:
-        return entry, -1
-
-
-def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
+def _dist_name(ep: EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
     name = getattr(dist, "name", None) if dist is not None else None
     return name or ep.value.split(":", 1)[0].split(".", 1)[0]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from scopefusion.dialects import default_op_registry
+import pytest
+
+from scopefusion.dialects import default_op_registry, op_names
 from scopefusion.ir import attrs as A
+from scopefusion.ir.opdef import OpDef
 from scopefusion.parser import SourceGraph, SourceNode
 
 
@@ -37,3 +40,36 @@ def test_onnxruntime_definitions_only_for_models_that_may_use_them():
     assert "onnx:com.microsoft.BiasGelu" in with_contrib
     assert "onnx.SimplifiedLayerNormalization" in with_contrib
     assert "onnx:com.microsoft" in default_op_registry().dialects()
+
+
+def test_definitions_are_copied_in_when_first_looked_up_in_registration_order():
+    registry = default_op_registry(_onnx_source(SourceNode("y", "Relu", inputs=[("x", 0)])))
+    names = op_names(registry)
+    assert len(names) == len(registry) and ("Relu", "onnx") in names and ("LayerNorm", "fused") in names
+    relu = registry.get("onnx.Relu")
+    assert registry.get("onnx.Relu") is relu and registry.lookup("onnx.Relu") is relu
+    assert relu.name == "Relu" and relu.dialect == "onnx" and [s.name for s in relu.inputs] == ["X"]
+    assert registry.lookup("onnx.NoSuchOp") is None and "onnx.NoSuchOp" not in registry
+    with pytest.raises(KeyError, match="no op named 'onnx.NoSuchOp'"):
+        registry.get("onnx.NoSuchOp")
+    assert [(d.name, d.dialect) for d in registry] == names  # iterating copies in the rest, order kept
+    assert op_names(registry) == names
+
+
+def test_a_builtin_not_looked_up_yet_is_still_registered():
+    registry = default_op_registry()
+    with pytest.raises(ValueError, match="op fused.LayerNorm is already registered"):
+        registry.define("LayerNorm", "fused")
+    mine = registry.register(OpDef("LayerNorm", "fused"), replace=True)
+    assert registry.get("fused.LayerNorm") is mine
+    names = [n for n in op_names(registry) if n.dialect == "fused"]
+    assert [d for d in registry if d.dialect == "fused"][names.index(("LayerNorm", "fused"))] is mine
+
+
+def test_definitions_looked_up_one_by_one_iterate_in_registration_order():
+    registry = default_op_registry()
+    names = op_names(registry)
+    for name in reversed(names):
+        registry.get(f"{name.dialect}.{name.name}")
+    registry.define("Mine", "fused")
+    assert [(d.name, d.dialect) for d in registry] == names + [("Mine", "fused")]

@@ -145,7 +145,8 @@ def check_declared_ops(declared: Sequence[DeclaredFusedOp], builtin_names: Itera
 
 def install_declared_ops(registry: OpRegistry, declared: Sequence[DeclaredFusedOp]) -> OpRegistry:
     """Adds the declared ops to ``registry`` (one conversion's), replacing builtins declared as replaced."""
-    check_declared_ops(declared, {d.name for d in registry if d.dialect == FUSED_DIALECT})
+    if declared:  # iterating the registry copies every definition into it
+        check_declared_ops(declared, {d.name for d in registry if d.dialect == FUSED_DIALECT})
     for entry in declared:
         registry.register(entry.op, replace=entry.replaces)
     return registry

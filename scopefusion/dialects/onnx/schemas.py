@@ -38,6 +38,7 @@ __all__ = [
     "VALUE_DEPEND",
     "OnnxOp",
     "default_domain_definitions",
+    "default_domain_schemas",
     "opdef_from_schema",
 ]
 
@@ -208,20 +209,26 @@ def opdef_from_schema(
 
 def default_domain_definitions(opset: int) -> list[OpDef]:
     """One op definition per operator of ONNX's default domain at ``opset``, sorted by op type."""
+    return [opdef_from_schema(schema, opset) for schema in default_domain_schemas(opset).values()]
+
+
+def default_domain_schemas(opset: int) -> dict[str, Any]:
+    """The schema (``onnx.defs.OpSchema``) of each operator of ONNX's default domain that exists and is
+    not deprecated at ``opset``, by op type, sorted."""
     import onnx
     from onnx import defs
 
     latest = defs.onnx_opset_version()
     if not 1 <= opset <= latest:
         raise ValueError(f"ONNX opset {opset} is not known to the installed onnx {onnx.__version__} (1..{latest}); upgrade onnx")
-    names = sorted({s.name for s in defs.get_all_schemas_with_history() if s.domain == ""})
-    out = []
+    # the latest schema of every operator names every op type there is
+    names = sorted({s.name for s in defs.get_all_schemas() if s.domain == ""})
+    out = {}
     for name in names:
-        try:
-            schema = defs.get_schema(name, opset, "")
-        except defs.SchemaError:
+        if not defs.has(name, opset, ""):
             continue  # introduced after this opset
+        schema = defs.get_schema(name, opset, "")
         if schema.deprecated:
             continue
-        out.append(opdef_from_schema(schema, opset))
+        out[name] = schema
     return out
