@@ -168,9 +168,10 @@ def test_the_convert_command_imports_no_runtime_framework_or_report(onnx_attenti
 # TensorFlow, the command line and its libraries, the reports.
 NOT_NEEDED = (
     "onnxruntime", "tensorflow", "rich", "typer", "pydantic", "scopefusion.serde", "scopefusion.runtime",
-    "scopefusion.verify", "scopefusion.html_report", "scopefusion.summary", "scopefusion.cli",
+    "scopefusion.verify", "scopefusion.html_report", "scopefusion.summary", "scopefusion.cli", "networkx",
 )  # fmt: skip
-NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes")
+NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes",
+                     "importlib.metadata", "hashlib")
 NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto", "scopefusion.dialects.tf")
 
 
