@@ -4,7 +4,8 @@ For a node, the IR inputs become ``TypeProto``s (unknown dims left unset, an unk
 shape), value-dependent inputs with known data become ``TensorProto``s, the attributes a ``NodeProto``;
 ``onnx.shape_inference.infer_node_outputs`` does the rest. Its answer maps back: a symbolic or missing
 dim is -1, a missing shape an unknown rank. Ops with data-dependent outputs (NonZero, Unique, Compress,
-NonMaxSuppression) thus get -1 dims, as ONNX gives them.
+NonMaxSuppression) thus get -1 dims, as ONNX gives them. The common ops (shape arithmetic, elementwise,
+MatMul) are answered without protobuf messages by :mod:`.native`, whenever its answer is certain to be ONNX's.
 
 A node ONNX rejects (incompatible shapes, a bad attribute) is an :class:`~scopefusion.errors.InferenceError`
 naming the node, its inputs and ONNX's reason. An input with no dtype cannot be given to ONNX (its element
@@ -28,6 +29,7 @@ import numpy as np
 
 from ...errors import InferenceError
 from ...ir.opdef import InferContext, OpDef
+from .native import native_answer
 from .protos import dtype_of_type_str, input_type_proto, node_proto, tensor_proto, type_proto_result
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,16 +116,22 @@ def node_attrs(ctx: InferContext, op: "OnnxOp") -> dict[str, Any]:
 def _inferred(ctx: InferContext, op: "OnnxOp", answers: AnswerCache | None = None) -> Answer:
     cached = ctx.__dict__.get(_CACHE)
     if cached is None:
-        key = _answer_key(ctx, op) if answers is not None else None
-        if key is not None and answers is not None:
-            cached = answers.get(key)
-            if cached is None:
-                cached = _run_onnx(ctx, op)
-                answers.put(key, cached)
-        else:
-            cached = _run_onnx(ctx, op)
+        cached = native_answer(ctx, op)
+        if cached is None:
+            cached = _onnx_answer(ctx, op, answers)
         setattr(ctx, _CACHE, cached)
     return [(shape, dtype) for shape, dtype in cached]
+
+
+def _onnx_answer(ctx: InferContext, op: "OnnxOp", answers: AnswerCache | None) -> Answer:
+    key = _answer_key(ctx, op) if answers is not None else None
+    if key is None or answers is None:
+        return _run_onnx(ctx, op)
+    cached = answers.get(key)
+    if cached is None:
+        cached = _run_onnx(ctx, op)
+        answers.put(key, cached)
+    return cached
 
 
 def _answer_key(ctx: InferContext, op: "OnnxOp") -> tuple | None:
