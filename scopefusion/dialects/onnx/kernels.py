@@ -15,6 +15,9 @@ Folds (``fold(inputs: list[InputInfo | None], attrs) -> list[np.ndarray] | None`
 * Dropout as the identity when ``training_mode`` is absent or constant false;
 * random ops never (their reference kernels still run at run time).
 
+The shape-arithmetic ops (Unsqueeze, Concat, Gather, Reshape...) run as the same numpy calls directly
+(:mod:`.native_kernels`) when their inputs are the usual ones.
+
 Ops with bodies (If, Loop, Scan, SequenceMap) get no kernel here: the runtime executes bodies itself.
 """
 
@@ -26,6 +29,7 @@ import numpy as np
 
 from ...ir.opdef import InputInfo, OpDef
 from .infer import constant_value
+from .native_kernels import native_outputs
 from .protos import node_proto
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,6 +197,9 @@ def run_reference(op: "OnnxOp", inputs: Sequence[np.ndarray | None], attrs: dict
     arrays = list(inputs)
     while arrays and arrays[-1] is None:
         arrays.pop()
+    native = native_outputs(op.op_type, op.domain, op.opset, arrays, attrs)
+    if native is not None:
+        return native
     n_out = _num_outputs(op, arrays, attrs)
     present = tuple(a is not None for a in arrays)
     key = _instance_key(op, present, n_out, attrs) if op.op_type in REUSABLE else None

@@ -27,6 +27,13 @@ CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def reference_only(monkeypatch):
+    """The implementation instances are what this module checks: the numpy kernels that answer common
+    inputs first (tested in test_native_kernels.py) are set aside."""
+    monkeypatch.setattr(kernels, "native_outputs", lambda *args: None)
+
+
 @pytest.fixture
 def fresh_table(monkeypatch):
     monkeypatch.setattr(kernels, "_INSTANCES", {})
