@@ -11,8 +11,8 @@ A node ONNX rejects (incompatible shapes, a bad attribute) is an :class:`~scopef
 naming the node, its inputs and ONNX's reason. An input with no dtype cannot be given to ONNX (its element
 type is part of every check) and is an error too.
 
-NOTE: one ONNX call answers dtypes and shapes; the dtype hook (which the core runs first) makes it and
-keeps the answer on the context for the shape hook.
+NOTE: one ONNX call answers dtypes and shapes; the dtype hook (which the core runs first) makes it, sets
+both and keeps the answer on the context, so the shape hook has nothing left to do.
 
 NOTE: answers are remembered per op definition instance (so per registry) in a bounded :class:`AnswerCache`,
 keyed by everything ONNX's answer depends on: which inputs are present, each input's dtype and shape,
@@ -88,11 +88,15 @@ def attach(opdef: OpDef, op: "OnnxOp") -> None:
         return
 
     def infer_dtype(ctx: InferContext) -> None:
-        for i, (_, dtype) in enumerate(_inferred(ctx, op, answer_cache(ctx.opdef))):
+        # The one answer gives the shapes too: set here, the shape hook then has nothing left to do.
+        for i, (shape, dtype) in enumerate(_inferred(ctx, op)):
             ctx.set_output_dtype(i, dtype)
+            ctx.set_output_shape(i, shape)
 
     def infer_shape(ctx: InferContext) -> None:
-        for i, (shape, _) in enumerate(_inferred(ctx, op, answer_cache(ctx.opdef))):
+        if _CACHE in ctx.__dict__:
+            return
+        for i, (shape, _) in enumerate(_inferred(ctx, op)):
             ctx.set_output_shape(i, shape)
 
     opdef.set_infer_dtype(infer_dtype).set_infer_shape(infer_shape)
@@ -113,14 +117,14 @@ def node_attrs(ctx: InferContext, op: "OnnxOp") -> dict[str, Any]:
     return {name: ctx.attr(name) for name in op.attr_kinds}
 
 
-def _inferred(ctx: InferContext, op: "OnnxOp", answers: AnswerCache | None = None) -> Answer:
+def _inferred(ctx: InferContext, op: "OnnxOp") -> Answer:
     cached = ctx.__dict__.get(_CACHE)
     if cached is None:
         cached = native_answer(ctx, op)
         if cached is None:
-            cached = _onnx_answer(ctx, op, answers)
+            cached = _onnx_answer(ctx, op, answer_cache(ctx.opdef))
         setattr(ctx, _CACHE, cached)
-    return [(shape, dtype) for shape, dtype in cached]
+    return cached
 
 
 def _onnx_answer(ctx: InferContext, op: "OnnxOp", answers: AnswerCache | None) -> Answer:

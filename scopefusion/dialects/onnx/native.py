@@ -199,6 +199,11 @@ def _squeeze(inputs: list[InputInfo | None], attr: Attr, n_out: int, bound: dict
 def _reshape(inputs: list[InputInfo | None], attr: Attr, n_out: int, bound: dict[str, DType]) -> Answer:
     _need(n_out == 1 and len(inputs) == 2)
     shape = _shape(inputs[0])
+    if inputs[1] is not None and inputs[1].data is None:
+        # an unknown target of a known length: that many unknown dims
+        length = _shape(inputs[1])
+        _need(len(length) == 1 and length[0] >= 0)
+        return [((-1,) * length[0], inputs[0].dtype)]  # type: ignore[union-attr]
     target = _ints(inputs[1])
     allow_zero = attr("allowzero") or 0
     _need(all(d >= -1 for d in target) and target.count(-1) <= 1)
@@ -298,8 +303,21 @@ def _mat_mul(inputs: list[InputInfo | None], attr: Attr, n_out: int, bound: dict
     return [(out, inputs[0].dtype)]  # type: ignore[union-attr]
 
 
+def _gemm(inputs: list[InputInfo | None], attr: Attr, n_out: int, bound: dict[str, DType]) -> Answer:
+    _need(n_out == 1 and 2 <= len(inputs) <= 3)
+    a, b = _shape(inputs[0]), _shape(inputs[1])
+    _need(len(a) == 2 and len(b) == 2)
+    m, k = (a[1], a[0]) if attr("transA") else a
+    k2, n = (b[1], b[0]) if attr("transB") else b
+    _need(k < 0 or k2 < 0 or k == k2)
+    if len(inputs) == 3 and inputs[2] is not None:
+        c = _shape(inputs[2])
+        _need(len(c) <= 2 and _broadcast([c, (m, n)]) == (m, n))
+    return [((m, n), inputs[0].dtype)]  # type: ignore[union-attr]
+
+
 NATIVE_OPS: dict[str, Callable[..., Answer]] = {
-    **{op: _elementwise for op in ("Add", "Sub", "Mul", "Div")},
+    **{op: _elementwise for op in ("Add", "Sub", "Mul", "Div", "Mod", "Pow", "And", "Or")},
     **{op: _compare for op in ("Equal", "Less", "Greater")},
     **{op: _same for op in ("Identity", "Relu", "Neg", "Sqrt", "Erf", "Tanh", "Sigmoid", "Exp")},
     "Where": _where,
@@ -313,4 +331,5 @@ NATIVE_OPS: dict[str, Callable[..., Answer]] = {
     "Concat": _concat,
     "Slice": _slice,
     "MatMul": _mat_mul,
+    "Gemm": _gemm,
 }

@@ -18,6 +18,7 @@ from scopefusion.dialects.onnx import infer, native
 from scopefusion.dialects.onnx.schemas import onnx_op
 from scopefusion.ir.attrs import LIST_INT, AttrValue
 from scopefusion.ir.opdef import InferContext, InputInfo
+from scopefusion.ir.printer import format_graph
 
 TESTDATA = Path(__file__).resolve().parents[3] / "testdata"
 MODELS = [
@@ -100,7 +101,7 @@ def _t(shape, dtype=F32, data=None) -> InputInfo:
 
 
 @SETTINGS
-@given(st.sampled_from(["Add", "Mul", "Sub", "Div", "Equal", "Where"]), shapes, shapes, shapes)
+@given(st.sampled_from(["Add", "Mul", "Sub", "Div", "Mod", "Pow", "Equal", "Where"]), shapes, shapes, shapes)
 def test_broadcasting_ops(op, a, b, c):
     if op == "Where":
         infos = [_t(a, dtypes.by_name("bool")), _t(b), _t(c)]
@@ -125,6 +126,15 @@ def test_concat(inputs, axis):
 @given(shapes, st.lists(st.integers(-2, 6), min_size=0, max_size=4), st.sampled_from([0, 1]))
 def test_reshape(shape, target, allow_zero):
     _check(*_answers("Reshape", [_t(shape), _t((len(target),), I64, target)], {"allowzero": allow_zero}))
+    _check(*_answers("Reshape", [_t(shape), _t((len(target),), I64)], {"allowzero": allow_zero}))
+
+
+@SETTINGS
+@given(shapes, shapes, shapes, st.integers(0, 1), st.integers(0, 1))
+def test_gemm(a, b, c, trans_a, trans_b):
+    attrs = {"transA": trans_a, "transB": trans_b}
+    _check(*_answers("Gemm", [_t(a), _t(b), _t(c)], attrs))
+    _check(*_answers("Gemm", [_t(a), _t(b)], attrs))
 
 
 @SETTINGS
@@ -189,8 +199,21 @@ def test_mismatched_inputs_are_left_to_onnx():
         ("Slice", [_t((7, -1)), _t((1,), I64, [-2]), _t((1,), I64, [-9]), _t((1,), I64, [0]), _t((1,), I64, [-2])], {}),
         ("Gather", [_t((5, -1, 3)), _t((2, 2), I64)], {"axis": -2}),
         ("Shape", [_t((5, -1, 3))], {"start": -2}),
+        ("Reshape", [_t((5, -1, 3)), _t((2,), I64)], {}),
+        ("Gemm", [_t((-1, 3)), _t((4, 3)), _t((4,))], {"transB": 1}),
+        ("Mod", [_t((2, 3), I64), _t((1,), I64)], {}),
     ],
 )
 def test_common_nodes_are_answered_natively(op, infos, attrs):
     found, expected = _answers(op, infos, attrs)
     assert found is not None and found == expected
+
+
+@pytest.mark.parametrize(("name", "shapes"), MODELS[:2] + MODELS[3:4])
+def test_converted_models_equal_the_onnx_only_path(name, shapes, monkeypatch):
+    with_native = convert(TESTDATA / name, input_shapes=shapes)
+    monkeypatch.setattr(infer, "native_answer", lambda ctx, op: None)
+    onnx_only = convert(TESTDATA / name, input_shapes=shapes)
+    assert format_graph(with_native.graph) == format_graph(onnx_only.graph)
+    for fmt in ("ge", "onnx"):
+        assert with_native.to_bytes(fmt) == onnx_only.to_bytes(fmt)
