@@ -360,7 +360,9 @@ def _non_utf8_steps(message) -> list[str] | None:
             if value.__class__ is not str:
                 return [f".{field.name}"]
         elif kind == _STRINGS:
-            if any(v.__class__ is not str for v in value):
+            try:
+                "".join(value)  # fails on a bytes item: all str is checked at C speed
+            except TypeError:
                 return [f".{field.name}"]
         elif kind == _MESSAGE_ONE:
             found = _non_utf8_steps(value)
