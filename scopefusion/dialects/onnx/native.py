@@ -28,29 +28,35 @@ Answer = list[tuple[Shape | None, Any]]
 
 MIN_OPSET = 13
 
-# (op type, opset) -> per formal input, its type string and the dtypes the schema allows for it
-_INPUT_TYPES: dict[tuple[str, int], tuple[tuple[str, frozenset], ...]] = {}
+# (op type, domain, opset) -> its shape function and, per formal input, its type string and the dtypes the
+# schema allows for it; None for an op answered by ONNX only
+_PREPARED: dict[tuple[str, str, int], tuple[Callable[..., Answer], tuple[tuple[str, frozenset], ...]] | None] = {}
 
 
-def _input_types(op: "OnnxOp") -> tuple[tuple[str, frozenset], ...]:
-    key = (op.op_type, op.opset)
-    found = _INPUT_TYPES.get(key)
-    if found is None:
+def _prepared(op: "OnnxOp") -> tuple[Callable[..., Answer], tuple[tuple[str, frozenset], ...]] | None:
+    key = (op.op_type, op.domain, op.opset)
+    if key in _PREPARED:
+        return _PREPARED[key]
+    fn = NATIVE_OPS.get(op.op_type)
+    found = None
+    if fn is not None and op.domain == "" and op.opset >= MIN_OPSET and op.input_types:
         from .protos import dtype_of_type_str
 
-        found = _INPUT_TYPES[key] = tuple(
+        types = tuple(
             (t, frozenset(d for d in (dtype_of_type_str(s) for s in op.allowed(t)) if d is not None))
             for t in op.input_types
         )
+        found = (fn, types)
+    _PREPARED[key] = found
     return found
 
 
 def native_answer(ctx: InferContext, op: "OnnxOp") -> Answer | None:
     """ONNX's answer for the node, computed here, or None when it is not certain (see the module docstring)."""
-    fn = NATIVE_OPS.get(op.op_type)
-    if fn is None or op.domain != "" or op.opset < MIN_OPSET:
+    prepared = _prepared(op)
+    if prepared is None:
         return None
-    types = _input_types(op)
+    fn, types = prepared
     inputs: list[InputInfo | None] = []
     bound: dict[str, DType] = {}
     last = len(types) - 1
@@ -59,17 +65,16 @@ def native_answer(ctx: InferContext, op: "OnnxOp") -> Answer | None:
             inputs.append(None)
             continue
         info = ctx.input(i)
-        dtype, shape = info.dtype, info.shape
-        if dtype is None or shape is None:
+        dtype = info.dtype
+        if dtype is None or info.shape is None:
             return None
         type_str, allowed = types[i if i < last else last]
-        if dtype not in allowed:
-            return None
-        if bound.setdefault(type_str, dtype) != dtype:
+        if dtype not in allowed or bound.setdefault(type_str, dtype) != dtype:
             return None
         inputs.append(info)
+    kinds = op.attr_kinds
     try:
-        return fn(inputs, lambda name: ctx.attr(name) if name in op.attr_kinds else None, ctx.num_outputs, bound)
+        return fn(inputs, lambda name: ctx.attr(name) if name in kinds else None, ctx.num_outputs, bound)
     except _NotCertain:
         return None
 
