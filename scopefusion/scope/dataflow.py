@@ -323,6 +323,9 @@ class DataflowPattern:
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
         self._reach, self._required = self._anchored_ops()
+        first = self.outputs[0].op
+        self._anchor_arity = len(first.inputs)
+        self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
         names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
         names += [c.name for c in self._consts if c.name]
         dup = {n for n in names if n and names.count(n) > 1}
@@ -364,6 +367,19 @@ class DataflowPattern:
         walk(self.outputs[0].op, 0)
         return max(longest.values()), tuple(op.op_types for op in ops.values())
 
+    def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
+        """False when ``node`` cannot be the pattern's first output: it has another number of inputs than
+        that op, or no producer of its inputs has the op type of one of that op's op operands (a cheaper
+        test than :meth:`may_match_at`; True says nothing)."""
+        inputs = node.inputs
+        if len(inputs) != self._anchor_arity:
+            return False
+        if not self._anchor_input_types:
+            return True
+        nodes = graph.source.by_name
+        types = {nodes[producer].op_type for producer, _ in inputs if producer}
+        return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
+
     def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
         """False when some op of the pattern has no node of its types within its reach up the data inputs
         of ``node``, so that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
@@ -383,10 +399,14 @@ class DataflowPattern:
         return all(any(graph.nodes_by_type(t) for t in op.op_types) for op in self._ops)
 
     # ------------------------------------------------------------------ search
-    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False) -> Matches:
+    def find(
+        self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True
+    ) -> Matches:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
-        ``overlap``, a match sharing an op node with an earlier one is skipped."""
+        ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
+        the near miss is not wanted (``Matches.near_miss`` may then miss the deepest one), so anchors
+        that cannot match (:meth:`may_anchor`) are not searched."""
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
@@ -401,6 +421,8 @@ class DataflowPattern:
         best: NearMiss | None = None
         for node in anchors:
             found.tried += 1
+            if not near_miss and not self.may_anchor(graph, node):
+                continue
             result, miss = self._match_anchor(graph, node, within)
             if result is None:
                 if miss is not None and (best is None or miss.depth > best.depth):
