@@ -285,12 +285,12 @@ class _State:
         self.values = values
 
     def bind_op(self, pattern: OpPattern, node: str) -> _State:
-        ops = dict(self.ops)
+        ops = self.ops.copy()
         ops[id(pattern)] = node
         return _State(ops, self.values)
 
     def bind_value(self, pattern: ValuePattern, tensor: Tensor) -> _State:
-        values = dict(self.values)
+        values = self.values.copy()
         values[id(pattern)] = tensor
         return _State(self.ops, values)
 
@@ -368,16 +368,14 @@ class DataflowPattern:
         return max(longest.values()), tuple(op.op_types for op in ops.values())
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
-        """False when ``node`` cannot be the pattern's first output: it has another number of inputs than
-        that op, or no producer of its inputs has the op type of one of that op's op operands (a cheaper
-        test than :meth:`may_match_at`; True says nothing)."""
-        inputs = node.inputs
-        if len(inputs) != self._anchor_arity:
+        """False when ``node`` cannot be the first output's op: another input count, or no input made by an
+        op type of one of that op's op operands (cheaper than :meth:`may_match_at`; True says nothing)."""
+        if len(node.inputs) != self._anchor_arity:
             return False
-        if not self._anchor_input_types:
-            return True
-        nodes = graph.source.by_name
-        types = {nodes[producer].op_type for producer, _ in inputs if producer}
+        types = graph.memo.get(("op types of the inputs", node.name))
+        if types is None:
+            types = graph.memo[("op types of the inputs", node.name)] = frozenset(
+                graph.source.by_name[producer].op_type for producer, _ in node.inputs if producer)
         return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
 
     def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
@@ -399,14 +397,11 @@ class DataflowPattern:
         return all(any(graph.nodes_by_type(t) for t in op.op_types) for op in self._ops)
 
     # ------------------------------------------------------------------ search
-    def find(
-        self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True
-    ) -> Matches:
+    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
         ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
-        the near miss is not wanted (``Matches.near_miss`` may then miss the deepest one), so anchors
-        that cannot match (:meth:`may_anchor`) are not searched."""
+        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest)."""
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
@@ -551,6 +546,9 @@ class _Run:
         if not tensor[0]:
             if self.deeper(state):
                 self.best_reason = f"an omitted optional input stands where {value!r} is expected"
+            return
+        if value.__class__ is OpOutput:  # never in ``state.values``, which binds variables and constants
+            yield from self.match_op(value, tensor, state)
             return
         bound = state.values.get(id(value))
         if bound is not None:
