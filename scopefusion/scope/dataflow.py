@@ -494,12 +494,15 @@ class DataflowPattern:
 
 
 def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:
-    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it."""
+    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it. The walk from each
+    node is kept in the graph's memo and extended on demand, so patterns of other reaches share it."""
     nodes = graph.source.by_name
-    seen = {node}
-    frontier = [node]
-    types = {nodes[node].op_type}
-    for _ in range(hops):
+    walk = graph.memo.get(("upstream walk", node))
+    if walk is None:
+        walk = graph.memo[("upstream walk", node)] = ([frozenset((nodes[node].op_type,))], {node}, [node])
+    levels, seen, frontier = walk  # levels[h]: the op types within h steps
+    while len(levels) <= hops and frontier:
+        types = set(levels[-1])
         following = []
         for name in frontier:
             for producer, _ in nodes[name].inputs:
@@ -507,10 +510,9 @@ def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str
                     seen.add(producer)
                     following.append(producer)
                     types.add(nodes[producer].op_type)
-        if not following:
-            break
-        frontier = following
-    return frozenset(types)
+        frontier[:] = following
+        levels.append(frozenset(types))
+    return levels[min(hops, len(levels) - 1)]
 
 
 class _Run:
