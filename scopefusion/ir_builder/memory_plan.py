@@ -32,7 +32,8 @@ lifetimes overlap its own, else above them. The overlapping placed buffers are f
 lifetime length and start, so the cost is about the number of overlapping pairs. When that number is too
 large for the budget (a graph whose values all live long), or when it does better, a sweep over the
 schedule allocating from best-fit free blocks (O(n log n)) is used instead; ``strategy`` says which plan
-was kept.
+was kept. The candidate plans are made in order of preference and the search stops at the first that
+reaches ``lower_bound_bytes``, since no later one can do better.
 
 ``lower_bound_bytes`` is the peak, over the schedule, of the bytes of the buffers alive at once (aligned
 sizes, a forwarding group counted once): no plan with this alignment can use less.
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -293,21 +294,33 @@ def _place(
             aliases.setdefault(b, []).append(i)
             if lasts[i] > blast[b]:
                 blast[b] = lasts[i]
-    candidates: list[tuple[str, list[int]]] = []
+    # Candidate placements, in order of preference among equal arenas; each is computed only while it
+    # may still win: none can go below the peak of live bytes, so one reaching it ends the search.
+    candidates: list[tuple[str, Callable[[], list[int]]]] = []
     if strategy in ("best", "greedy_by_size", "greedy_by_breadth"):
         affordable = _overlap_pairs(bfirst, blast) <= MAX_OVERLAP_PAIRS
         if strategy == "greedy_by_size" or (strategy == "best" and affordable):
             # Two tie-breaks among equal sizes (earliest first, latest first): neither wins everywhere
             # (a CNN's equal-sized activations fit the bound one way and not the other), so keep the better.
-            candidates.append(("greedy_by_size", _greedy_by_size(bfirst, blast, bsize)))
-            late = sorted(range(len(bsize)), key=lambda i: (-bsize[i], -bfirst[i], i))
-            candidates.append(("greedy_by_size", _greedy_by_size(bfirst, blast, bsize, late)))
+            candidates.append(("greedy_by_size", lambda: _greedy_by_size(bfirst, blast, bsize)))
+            candidates.append(("greedy_by_size", lambda: _greedy_by_size(
+                bfirst, blast, bsize, sorted(range(len(bsize)), key=lambda i: (-bsize[i], -bfirst[i], i)))))
         if strategy == "greedy_by_breadth" or (strategy == "best" and affordable):
-            order = _breadth_order(bfirst, blast, bsize, end)
-            candidates.append(("greedy_by_breadth", _greedy_by_size(bfirst, blast, bsize, order)))
+            candidates.append(("greedy_by_breadth", lambda: _greedy_by_size(
+                bfirst, blast, bsize, _breadth_order(bfirst, blast, bsize, end))))
     if strategy == "sweep" or not candidates or strategy == "best":
-        candidates.append(("sweep", _sweep(bfirst, blast, bsize)))
-    name, offsets = min(candidates, key=lambda c: (_arena(c[1], bsize), c[0] != "greedy_by_size"))
+        candidates.append(("sweep", lambda: _sweep(bfirst, blast, bsize)))
+    lower_bound = _peak(bfirst, blast, bsize, end)
+    best: tuple[tuple[int, bool], str, list[int]] | None = None
+    for k, (strategy_name, place) in enumerate(candidates):
+        placed = place()
+        key = (_arena(placed, bsize), strategy_name != "greedy_by_size")
+        if best is None or key < best[0]:
+            best = (key, strategy_name, placed)
+        if best[0][0] == lower_bound and (not best[0][1] or all(c[0] != "greedy_by_size" for c in candidates[k + 1:])):
+            break
+    assert best is not None
+    name, offsets = best[1], best[2]
     buffers = [
         Buffer((refs[r],) + tuple(refs[i] for i in aliases.get(b, ())), offsets[b], bsize[b], bfirst[b], blast[b])
         for b, r in enumerate(roots)
@@ -323,7 +336,7 @@ def _place(
         forwards=forwards,
         arena_bytes=_arena(offsets, bsize),
         naive_bytes=sum(-(-n // alignment) * alignment for n in nbytes),
-        lower_bound_bytes=_peak(bfirst, blast, bsize, end),
+        lower_bound_bytes=lower_bound,
         dynamic_values=dynamic,
         external_values=external,
         strategy=name,

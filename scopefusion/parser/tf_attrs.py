@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..dtypes import from_tf
 from .tf_tensors import shape_of, tensor_to_numpy, tf_dtype
 from .values import AttrPlaceholder, FunctionRef
 
@@ -93,6 +94,27 @@ def decode_attr(value, content_view: tuple[object, int, int] | None = None) -> A
 
 
 def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[str, Any]:
-    """Decodes a NodeDef's attribute map, sorted by name; ``content_views`` maps attr names to cut tensors."""
-    views = content_views or {}
-    return {name: decode_attr(attr_map[name], views.get(name)) for name in sorted(attr_map)}
+    """Decodes a NodeDef's attribute map, sorted by name; ``content_views`` maps attr names to cut tensors.
+
+    The kinds most attributes have (a dtype, a flag, a string) are decoded here, the rest by :func:`decode_attr`.
+    """
+    views = content_views or _NO_VIEWS
+    out: dict[str, Any] = {}
+    for name in sorted(attr_map):
+        value = attr_map[name]
+        kind = value.WhichOneof("value")
+        if kind == "type":
+            code = value.type
+            dtype = from_tf(code)
+            out[name] = dtype if dtype is not None else tf_dtype(code)
+        elif kind == "b":
+            out[name] = bool(value.b)
+        elif kind == "s":
+            out[name] = text(value.s)
+        else:
+            out[name] = decode_attr(value, views.get(name))
+    return out
+
+
+_NO_VIEWS: ContentViews = {}
+

@@ -77,15 +77,15 @@ def decode_node_def(
         frame = attrs.get("frame_name")
         if isinstance(frame, str):
             node.frame = frame
-    if resolve_inputs:
+    if resolve_inputs:  # parse_graph_input written out: a node has several inputs and there are many nodes
         inputs = node.inputs
         controls = node.control_inputs
         for text in node_def.input:
-            parsed = parse_graph_input(text)
-            if isinstance(parsed, str):
-                controls.append(parsed)
-            else:
-                inputs.append(parsed)
+            if text[:1] == "^":
+                controls.append(text[1:])
+                continue
+            producer, sep, index = text.rpartition(":")
+            inputs.append((producer, int(index)) if sep and index.isdigit() else (text, 0))
     return node
 
 

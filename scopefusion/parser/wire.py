@@ -253,9 +253,30 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
     run_start = start  # start of the current run of verbatim fields
     counts: dict[int, int] = {}
     fields = spec.fields
-    for number, wire_type, field_start, payload, nxt in iter_fields(buf, start, end):
+    # iter_fields written out: length-delimited fields (nearly all of a GraphDef's) skip without a call,
+    # and a one-byte key (nearly every key) is read from the bytes at hand (a FileReader's cached chunk).
+    reader = buf.__class__ is FileReader
+    pos = start
+    while pos < end:
+        field_start = pos
+        data, offset = (buf._data, pos - buf._start) if reader else (buf, pos)
+        if 0 <= offset < len(data) and data[offset] < 0x80:
+            key = data[offset]
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, end)
+        number, wire_type = key >> 3, key & 7
+        if number == 0:
+            raise WireError("field number 0", field_start)
+        if wire_type != LEN:
+            _, pos = _skip(buf, pos, end, wire_type, number)
+            continue
+        length, payload = read_varint(buf, pos, end)
+        nxt = pos = payload + length
+        if nxt > end:
+            raise WireError(f"field {number} claims {length} bytes but the message ends first", payload)
         sub = fields.get(number)
-        if sub is None or wire_type != LEN:
+        if sub is None:
             continue
         ordinal = counts.get(number, 0)
         counts[number] = ordinal + 1

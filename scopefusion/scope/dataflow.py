@@ -285,12 +285,12 @@ class _State:
         self.values = values
 
     def bind_op(self, pattern: OpPattern, node: str) -> _State:
-        ops = dict(self.ops)
+        ops = self.ops.copy()
         ops[id(pattern)] = node
         return _State(ops, self.values)
 
     def bind_value(self, pattern: ValuePattern, tensor: Tensor) -> _State:
-        values = dict(self.values)
+        values = self.values.copy()
         values[id(pattern)] = tensor
         return _State(self.ops, values)
 
@@ -323,6 +323,9 @@ class DataflowPattern:
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
         self._reach, self._required = self._anchored_ops()
+        first = self.outputs[0].op
+        self._anchor_arity = len(first.inputs)
+        self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
         names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
         names += [c.name for c in self._consts if c.name]
         dup = {n for n in names if n and names.count(n) > 1}
@@ -364,6 +367,17 @@ class DataflowPattern:
         walk(self.outputs[0].op, 0)
         return max(longest.values()), tuple(op.op_types for op in ops.values())
 
+    def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
+        """False when ``node`` cannot be the first output's op: another input count, or no input made by an
+        op type of one of that op's op operands (cheaper than :meth:`may_match_at`; True says nothing)."""
+        if len(node.inputs) != self._anchor_arity:
+            return False
+        types = graph.memo.get(("op types of the inputs", node.name))
+        if types is None:
+            types = graph.memo[("op types of the inputs", node.name)] = frozenset(
+                graph.source.by_name[producer].op_type for producer, _ in node.inputs if producer)
+        return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
+
     def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
         """False when some op of the pattern has no node of its types within its reach up the data inputs
         of ``node``, so that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
@@ -383,10 +397,11 @@ class DataflowPattern:
         return all(any(graph.nodes_by_type(t) for t in op.op_types) for op in self._ops)
 
     # ------------------------------------------------------------------ search
-    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False) -> Matches:
+    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
-        ``overlap``, a match sharing an op node with an earlier one is skipped."""
+        ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
+        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest)."""
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
@@ -401,6 +416,8 @@ class DataflowPattern:
         best: NearMiss | None = None
         for node in anchors:
             found.tried += 1
+            if not near_miss and not self.may_anchor(graph, node):
+                continue
             result, miss = self._match_anchor(graph, node, within)
             if result is None:
                 if miss is not None and (best is None or miss.depth > best.depth):
@@ -477,12 +494,15 @@ class DataflowPattern:
 
 
 def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:
-    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it."""
+    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it. The walk from each
+    node is kept in the graph's memo and extended on demand, so patterns of other reaches share it."""
     nodes = graph.source.by_name
-    seen = {node}
-    frontier = [node]
-    types = {nodes[node].op_type}
-    for _ in range(hops):
+    walk = graph.memo.get(("upstream walk", node))
+    if walk is None:
+        walk = graph.memo[("upstream walk", node)] = ([frozenset((nodes[node].op_type,))], {node}, [node])
+    levels, seen, frontier = walk  # levels[h]: the op types within h steps
+    while len(levels) <= hops and frontier:
+        types = set(levels[-1])
         following = []
         for name in frontier:
             for producer, _ in nodes[name].inputs:
@@ -490,10 +510,9 @@ def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str
                     seen.add(producer)
                     following.append(producer)
                     types.add(nodes[producer].op_type)
-        if not following:
-            break
-        frontier = following
-    return frozenset(types)
+        frontier[:] = following
+        levels.append(frozenset(types))
+    return levels[min(hops, len(levels) - 1)]
 
 
 class _Run:
@@ -529,6 +548,9 @@ class _Run:
         if not tensor[0]:
             if self.deeper(state):
                 self.best_reason = f"an omitted optional input stands where {value!r} is expected"
+            return
+        if value.__class__ is OpOutput:  # never in ``state.values``, which binds variables and constants
+            yield from self.match_op(value, tensor, state)
             return
         bound = state.values.get(id(value))
         if bound is not None:

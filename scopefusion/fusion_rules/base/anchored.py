@@ -190,10 +190,11 @@ def best_match(
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
     for anchor in anchors:
+        node = graph.node(anchor)
         for tag, pattern in patterns:
-            if graph.node(anchor).op_type not in pattern.anchor_types:
+            if node.op_type not in pattern.anchor_types:
                 continue
-            if not near_miss and not pattern.may_match_at(graph, anchor):
+            if not near_miss and not (pattern.may_anchor(graph, node) and pattern.may_match_at(graph, anchor)):
                 continue
             found = pattern.match_at(graph, anchor)
             if isinstance(found, Match):

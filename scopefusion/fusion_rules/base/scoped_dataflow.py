@@ -88,7 +88,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         return ()
 
     # ------------------------------------------------------------------ candidates
-    def _search(self, graph: ScopeGraph, within: Scope | None) -> tuple[list[Match], str]:
+    def _search(self, graph: ScopeGraph, within: Scope | None, near_miss: bool = True) -> tuple[list[Match], str]:
         found: list[Match] = []
         taken: set[str] = set()
         best = None
@@ -99,7 +99,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 continue
             if root and not pattern.may_match(graph):
                 continue
-            matches = pattern.find(graph, within=within)
+            matches = pattern.find(graph, within=within, near_miss=near_miss)
             for match in matches:
                 names = set(match.node_names)
                 if names & taken:
@@ -120,7 +120,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 regions.setdefault(region.name, region)
         # One search of the whole graph; each match answers for the candidate region holding one of its
         # nodes (tf.math.l2_normalize names its last op beside its scope, so "any node" rather than "all").
-        found, _ = self._search(graph, None)
+        found, _ = self._search(graph, None, near_miss=False)
         judged: list[tuple[Match, _Judged, Scope | None]] = []
         answered: dict[str, int] = {}
         rank = {name: i for i, name in enumerate(regions)}
