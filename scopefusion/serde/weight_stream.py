@@ -82,9 +82,10 @@ class Weight:
         self.array = array
         self.nbytes = int(array.nbytes)
 
-    def chunks(self, release: bool = True) -> Iterator[memoryview]:
+    def chunks(self, release: bool = True, scratch: "Scratch | None" = None) -> Iterator[memoryview]:
         """The data in chunks; with ``release``, the mapped file pages a chunk touched are given back once
-        the next chunk is asked for (see the module NOTE)."""
+        the next chunk is asked for (see the module NOTE). With ``scratch``, a non-contiguous array is put in
+        C order chunk by chunk in that buffer, so a chunk is valid only until the next one is asked for."""
         array = self.array
         mapping = _Mapping.of(array) if release else None
         if array.flags.c_contiguous:
@@ -95,13 +96,14 @@ class Weight:
                 if mapping is not None:
                     mapping.release(array.ctypes.data + start, len(chunk))
             return
-        if self.nbytes <= WHOLE_COPY_BYTES:
+        if scratch is None and self.nbytes <= WHOLE_COPY_BYTES:
             yield _c_order(array)
         else:
             rows = array.shape[0]
             step = max(1, CHUNK_BYTES // max(1, self.nbytes // rows))
             for first in range(0, rows, step):
-                yield _c_order(array[first : first + step])
+                block = array[first : first + step]
+                yield _c_order(block, scratch.take(block.nbytes) if scratch is not None else None)
         if mapping is not None:
             low, high = byte_bounds(array)
             mapping.release(low, high - low)
@@ -122,8 +124,24 @@ class Weight:
         return b"".join(self.chunks(release=False))
 
 
-def _c_order(array: np.ndarray) -> memoryview:
-    """A C-order copy of a non-contiguous array, as bytes.
+class Scratch:
+    """One buffer reused for every C-order chunk of a write: a fresh buffer per tensor would make the
+    process touch (and the kernel clear) new pages for every transposed weight, which costs more than the copy."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = np.empty(0, np.uint8)
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """The buffer's first ``nbytes`` bytes (grown when smaller); its previous contents are no longer valid."""
+        if self._buffer.nbytes < nbytes:
+            self._buffer = np.empty(max(nbytes, CHUNK_BYTES), np.uint8)
+        return self._buffer[:nbytes]
+
+
+def _c_order(array: np.ndarray, into: np.ndarray | None = None) -> memoryview:
+    """A C-order copy of a non-contiguous array, as bytes; in ``into`` (a uint8 buffer of its size) when given.
 
     NOTE: numpy copies a transposed view element by element in the order of the destination, reading the
     source with a long stride (a conv filter ``HWIO`` → ``OIHW`` jumps ``I·O`` elements per read), several
@@ -133,7 +151,7 @@ def _c_order(array: np.ndarray) -> memoryview:
     """
     order = sorted(range(array.ndim), key=lambda k: -abs(array.strides[k]))
     source = array.transpose(order)
-    out = np.empty(array.shape, array.dtype)
+    out = np.empty(array.shape, array.dtype) if into is None else into.view(array.dtype).reshape(array.shape)
     target = out.transpose(order)
     rows, cols = source.shape[-2:] if source.ndim >= 2 else (0, 0)
     tiles = -(-rows // _TILE[0]) * -(-cols // _TILE[1])
@@ -322,7 +340,9 @@ class ModelBytes:
         return self.size
 
     def __iter__(self) -> Iterator[bytes | memoryview | FileRange]:
+        """The chunks to write; a chunk is valid only until the next one is asked for (write it first)."""
         sources = _FileSources()
+        scratch = Scratch()
         try:
             for piece in self.pieces:
                 if isinstance(piece, bytes):
@@ -332,7 +352,7 @@ class ModelBytes:
                 if found is not None:
                     yield found
                 else:
-                    yield from piece.chunks()
+                    yield from piece.chunks(scratch=scratch)
         finally:
             sources.close()
 

@@ -293,6 +293,18 @@ def test_non_contiguous_arrays_are_written_in_c_order(shape, monkeypatch):
             assert b"".join(weight.chunks()) == weight.tobytes()
 
 
+def test_transposed_weights_share_one_scratch_buffer_and_write_the_same_bytes(monkeypatch):
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 256)
+    views = [np.arange(n, dtype=np.float32).reshape(shape).transpose(2, 3, 0, 1)
+             for n, shape in ((3 * 3 * 8 * 16, (3, 3, 8, 16)), (1 * 1 * 70 * 130, (1, 1, 70, 130)))]
+    data = ModelBytes([b"head", Weight(views[0]), b"mid", Weight(views[1])])
+    scratch = weight_stream.Scratch()
+    chunks = [bytes(c) for v in views for c in Weight(v).chunks(scratch=scratch)]
+    assert b"".join(chunks) == b"".join(np.ascontiguousarray(v).tobytes() for v in views)
+    assert b"".join(bytes(c) for c in data) == data.tobytes()
+    assert data.tobytes() == b"head" + np.ascontiguousarray(views[0]).tobytes() + b"mid" + np.ascontiguousarray(views[1]).tobytes()
+
+
 # ----------------------------------------------------------------------------- limits
 def test_an_onnx_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_export, "MAX_PROTOBUF_BYTES", 1000)
