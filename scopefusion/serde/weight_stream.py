@@ -32,6 +32,7 @@ every byte through this process.
 from __future__ import annotations
 
 import bisect
+import io
 import mmap
 import os
 import secrets
@@ -122,6 +123,14 @@ class Weight:
 
     def tobytes(self) -> bytes:
         return b"".join(self.chunks(release=False))
+
+    def copy_into(self, target: np.ndarray) -> None:
+        """Writes the data into ``target`` (a uint8 array of ``nbytes``), put in C order there directly."""
+        array = self.array
+        if array.flags.c_contiguous:
+            target[:] = array.reshape(-1).view(np.uint8)
+        else:
+            _c_order(array, target)
 
 
 class Scratch:
@@ -357,11 +366,29 @@ class ModelBytes:
             sources.close()
 
     def tobytes(self) -> bytes:
+        """The joined bytes. Each piece is written once, in place, into the buffer of the returned ``bytes``
+        (a transposed weight is put in C order there, not in an array of its own first)."""
         if len(self.pieces) == 1 and isinstance(self.pieces[0], bytes):
             return self.pieces[0]
-        return b"".join(
-            chunk for piece in self.pieces for chunk in ([piece] if isinstance(piece, bytes) else piece.chunks(False))
-        )
+        if not self.size:
+            return b""
+        buffer = io.BytesIO()
+        buffer.seek(self.size - 1)
+        buffer.write(b"\0")  # the buffer at its final size; getvalue() then hands it over without a copy
+        with buffer.getbuffer() as view:
+            _fill(np.frombuffer(view, np.uint8), self.pieces)
+        return buffer.getvalue()
+
+
+def _fill(target: np.ndarray, pieces: Sequence[Piece]) -> None:
+    at = 0
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            target[at : at + len(piece)] = np.frombuffer(piece, np.uint8)
+            at += len(piece)
+        else:
+            piece.copy_into(target[at : at + piece.nbytes])
+            at += piece.nbytes
 
 
 def stream_message(build: Callable[[], Any]) -> ModelBytes:
