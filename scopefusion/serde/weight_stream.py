@@ -22,11 +22,12 @@ make the whole file resident. So a contiguous view of a mapped file is not read 
 :class:`ModelBytes` gives it as a :class:`~scopefusion.files.FileRange` of the same file, opened again
 (found in ``/proc/self/maps``, checked by device and inode), which :mod:`scopefusion.files` copies in the
 kernel (``os.sendfile``). Any other array is written in chunks of :data:`CHUNK_BYTES`: a C-contiguous one
-as views of its own memory, a non-contiguous one (a transposed view) copied to C order whole up to
-:data:`WHOLE_COPY_BYTES`, else block by block; the mapped pages a chunk touched are then given back
-(``madvise(MADV_DONTNEED)``, harmless on a read-only file mapping: the data stays in the page cache, and a
-later read maps it again). ``os.pread`` into a buffer would not map pages either, but costs a copy of
-every byte through this process.
+as views of its own memory, a non-contiguous one (a transposed view) put in C order block by block in
+one buffer reused for the whole write (:class:`Scratch`; new pages cost the kernel more than the copy);
+the mapped pages a chunk touched are then given back (``madvise(MADV_DONTNEED)``, harmless on a read-only
+file mapping: the data stays in the page cache, and a later read maps it again). ``os.pread`` into a
+buffer would not map pages either, but costs a copy of every byte through this process.
+:meth:`ModelBytes.tobytes` writes each piece straight into the returned bytes' buffer.
 """
 
 from __future__ import annotations
