@@ -36,7 +36,6 @@ import bisect
 import io
 import mmap
 import os
-import secrets
 import stat
 import sys
 from contextlib import contextmanager
@@ -274,7 +273,7 @@ class DeferredWeights:
     __slots__ = ("token", "_arrays", "_min_bytes")
 
     def __init__(self, min_bytes: int | None = None) -> None:
-        self.token = secrets.token_bytes(12)
+        self.token = os.urandom(12)  # what secrets.token_bytes gives, without importing hmac and hashlib
         self._arrays: list[np.ndarray] = []
         self._min_bytes = DEFER_MIN_BYTES if min_bytes is None else min_bytes
 

@@ -8,6 +8,8 @@ import errno
 import io
 import itertools
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -319,3 +321,16 @@ def test_a_ge_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_
     with pytest.raises(SerdeError, match="more than a protobuf file can hold"):
         convnet.save(tmp_path / "m.ge")
     assert not os.listdir(tmp_path)
+
+
+def test_writing_a_model_imports_no_hashing_library(tf_bert_pb, tmp_path):
+    # The markers' random token comes from os.urandom: secrets would import hmac and hashlib (OpenSSL) on every write.
+    code = (
+        "import sys\nfrom scopefusion.convert import convert\nmodel = convert(sys.argv[1])\n"
+        "model.save(sys.argv[2], 'ge')\nmodel.save(sys.argv[3], 'onnx')\n"
+        "print(sorted(m for m in ('secrets', 'hmac', 'hashlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tf_bert_pb), str(tmp_path / "m.ge"), str(tmp_path / "m.onnx")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "m.ge").stat().st_size and (tmp_path / "m.onnx").stat().st_size
