@@ -26,8 +26,10 @@ which has LayerNormalization, Gelu and Attention).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import onnx
 from onnx import helper
@@ -79,7 +81,7 @@ def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelByte
     (:mod:`.weight_stream`; the same bytes as :func:`model_to_onnx_bytes`), and the model without those
     tensors' data (for :func:`onnx_summary`)."""
     weights = DeferredWeights()
-    with deferring(weights):
+    with deferring(weights), _collector_paused():
         skeleton = model_to_onnx(model, **options)
     try:
         serialized = skeleton.SerializeToString(deterministic=True)
@@ -89,6 +91,20 @@ def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelByte
     if len(data) > MAX_PROTOBUF_BYTES:
         raise _too_large(model, f"{len(data):,} bytes, more than protobuf's {MAX_PROTOBUF_BYTES:,}")
     return data, skeleton
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pauses Python's cyclic garbage collector for the block (the export allocates many small objects while
+    the converted model's are all alive: a full collection walks them all, more than the export's own work);
+    cycles made meanwhile are collected after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _too_large(model: "Model", why: str) -> SerdeError:

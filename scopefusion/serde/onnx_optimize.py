@@ -39,6 +39,7 @@ from .onnx_attrs import initializer_array, tensor_proto
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "toposort"]
 
+_BODY_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
@@ -47,9 +48,11 @@ _CACHED_ELEMENTS = 4096
 class Node:
     """One node while the graph is optimized: ``NodeProto``'s fields as Python values (see the module NOTE).
     ``attribute`` holds ``AttributeProto`` messages; ``proto`` is the node read from the graph (its
-    ``doc_string`` and other fields are kept), None for a node made by a pass."""
+    ``doc_string`` and other fields are kept), None for a node made by a pass. ``body_reads`` is None for a
+    node without a body (``GRAPH`` / ``GRAPHS`` attribute), else the names its bodies read, in order (read
+    once: the clean-up rewrites the main graph only, never a body)."""
 
-    __slots__ = ("op_type", "domain", "name", "input", "output", "attribute", "proto")
+    __slots__ = ("op_type", "domain", "name", "input", "output", "attribute", "proto", "body_reads")
 
     def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
                  attributes: list[onnx.AttributeProto], proto: onnx.NodeProto | None = None) -> None:
@@ -60,6 +63,9 @@ class Node:
         self.output = outputs
         self.attribute = attributes
         self.proto = proto
+        self.body_reads: list[str] | None = None
+        if attributes and any(a.type in _BODY_TYPES for a in attributes):
+            self.body_reads = [name for inner in _all_nodes([self]) if inner is not self for name in inner.input]
 
     @classmethod
     def of(cls, proto: onnx.NodeProto) -> "Node":
@@ -365,13 +371,7 @@ def toposort(index: GraphIndex) -> None:
 
 
 def _inputs_with_bodies(node: Node) -> list[str]:
-    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-        return node.input
-    names = list(node.input)
-    for attr in node.attribute:
-        for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-            names.extend(n for inner in _all_nodes(body.node) for n in inner.input)
-    return names
+    return node.input if node.body_reads is None else node.input + node.body_reads
 
 
 def _remove_identities(index: GraphIndex) -> bool:
@@ -411,9 +411,8 @@ def _merge_duplicates(index: GraphIndex) -> bool:
     nothing random) is read no more: its readers read the earlier node's outputs (it dies unread)."""
     seen: dict[tuple, Node] = {}
     changed = False
-    bodies = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
     for node in index.nodes:
-        if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or any(a.type in bodies for a in node.attribute):
+        if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or node.body_reads is not None:
             continue
         key = (node.op_type, tuple(node.input), len(node.output),
                tuple(sorted(a.SerializeToString(deterministic=True) for a in node.attribute)))
@@ -523,7 +522,9 @@ def _remove_dead(index: GraphIndex) -> bool:
     changed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
-    read = {name for node in _all_nodes(index.nodes) for name in node.input} | index.outputs
+    read = set(index.outputs)
+    for node in index.nodes:
+        read.update(_inputs_with_bodies(node))
     initializers = index.graph.initializer
     unread = [k for k, t in enumerate(initializers) if t.name not in read]
     for k in reversed(unread):  # in place: no copy of the weights

@@ -22,19 +22,20 @@ make the whole file resident. So a contiguous view of a mapped file is not read 
 :class:`ModelBytes` gives it as a :class:`~scopefusion.files.FileRange` of the same file, opened again
 (found in ``/proc/self/maps``, checked by device and inode), which :mod:`scopefusion.files` copies in the
 kernel (``os.sendfile``). Any other array is written in chunks of :data:`CHUNK_BYTES`: a C-contiguous one
-as views of its own memory, a non-contiguous one (a transposed view) copied to C order whole up to
-:data:`WHOLE_COPY_BYTES`, else block by block; the mapped pages a chunk touched are then given back
-(``madvise(MADV_DONTNEED)``, harmless on a read-only file mapping: the data stays in the page cache, and a
-later read maps it again). ``os.pread`` into a buffer would not map pages either, but costs a copy of
-every byte through this process.
+as views of its own memory, a non-contiguous one (a transposed view) put in C order block by block in
+one buffer reused for the whole write (:class:`Scratch`; new pages cost the kernel more than the copy);
+the mapped pages a chunk touched are then given back (``madvise(MADV_DONTNEED)``, harmless on a read-only
+file mapping: the data stays in the page cache, and a later read maps it again). ``os.pread`` into a
+buffer would not map pages either, but costs a copy of every byte through this process.
+:meth:`ModelBytes.tobytes` writes each piece straight into the returned bytes' buffer.
 """
 
 from __future__ import annotations
 
 import bisect
+import io
 import mmap
 import os
-import secrets
 import stat
 import sys
 from contextlib import contextmanager
@@ -82,9 +83,10 @@ class Weight:
         self.array = array
         self.nbytes = int(array.nbytes)
 
-    def chunks(self, release: bool = True) -> Iterator[memoryview]:
+    def chunks(self, release: bool = True, scratch: "Scratch | None" = None) -> Iterator[memoryview]:
         """The data in chunks; with ``release``, the mapped file pages a chunk touched are given back once
-        the next chunk is asked for (see the module NOTE)."""
+        the next chunk is asked for (see the module NOTE). With ``scratch``, a non-contiguous array is put in
+        C order chunk by chunk in that buffer, so a chunk is valid only until the next one is asked for."""
         array = self.array
         mapping = _Mapping.of(array) if release else None
         if array.flags.c_contiguous:
@@ -95,13 +97,14 @@ class Weight:
                 if mapping is not None:
                     mapping.release(array.ctypes.data + start, len(chunk))
             return
-        if self.nbytes <= WHOLE_COPY_BYTES:
+        if scratch is None and self.nbytes <= WHOLE_COPY_BYTES:
             yield _c_order(array)
         else:
             rows = array.shape[0]
             step = max(1, CHUNK_BYTES // max(1, self.nbytes // rows))
             for first in range(0, rows, step):
-                yield _c_order(array[first : first + step])
+                block = array[first : first + step]
+                yield _c_order(block, scratch.take(block.nbytes) if scratch is not None else None)
         if mapping is not None:
             low, high = byte_bounds(array)
             mapping.release(low, high - low)
@@ -121,9 +124,33 @@ class Weight:
     def tobytes(self) -> bytes:
         return b"".join(self.chunks(release=False))
 
+    def copy_into(self, target: np.ndarray) -> None:
+        """Writes the data into ``target`` (a uint8 array of ``nbytes``), put in C order there directly."""
+        array = self.array
+        if array.flags.c_contiguous:
+            target[:] = array.reshape(-1).view(np.uint8)
+        else:
+            _c_order(array, target)
 
-def _c_order(array: np.ndarray) -> memoryview:
-    """A C-order copy of a non-contiguous array, as bytes.
+
+class Scratch:
+    """One buffer reused for every C-order chunk of a write: a fresh buffer per tensor would make the
+    process touch (and the kernel clear) new pages for every transposed weight, which costs more than the copy."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = np.empty(0, np.uint8)
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """The buffer's first ``nbytes`` bytes (grown when smaller); its previous contents are no longer valid."""
+        if self._buffer.nbytes < nbytes:
+            self._buffer = np.empty(max(nbytes, CHUNK_BYTES), np.uint8)
+        return self._buffer[:nbytes]
+
+
+def _c_order(array: np.ndarray, into: np.ndarray | None = None) -> memoryview:
+    """A C-order copy of a non-contiguous array, as bytes; in ``into`` (a uint8 buffer of its size) when given.
 
     NOTE: numpy copies a transposed view element by element in the order of the destination, reading the
     source with a long stride (a conv filter ``HWIO`` → ``OIHW`` jumps ``I·O`` elements per read), several
@@ -133,7 +160,7 @@ def _c_order(array: np.ndarray) -> memoryview:
     """
     order = sorted(range(array.ndim), key=lambda k: -abs(array.strides[k]))
     source = array.transpose(order)
-    out = np.empty(array.shape, array.dtype)
+    out = np.empty(array.shape, array.dtype) if into is None else into.view(array.dtype).reshape(array.shape)
     target = out.transpose(order)
     rows, cols = source.shape[-2:] if source.ndim >= 2 else (0, 0)
     tiles = -(-rows // _TILE[0]) * -(-cols // _TILE[1])
@@ -246,7 +273,7 @@ class DeferredWeights:
     __slots__ = ("token", "_arrays", "_min_bytes")
 
     def __init__(self, min_bytes: int | None = None) -> None:
-        self.token = secrets.token_bytes(12)
+        self.token = os.urandom(12)  # what secrets.token_bytes gives, without importing hmac and hashlib
         self._arrays: list[np.ndarray] = []
         self._min_bytes = DEFER_MIN_BYTES if min_bytes is None else min_bytes
 
@@ -322,7 +349,9 @@ class ModelBytes:
         return self.size
 
     def __iter__(self) -> Iterator[bytes | memoryview | FileRange]:
+        """The chunks to write; a chunk is valid only until the next one is asked for (write it first)."""
         sources = _FileSources()
+        scratch = Scratch()
         try:
             for piece in self.pieces:
                 if isinstance(piece, bytes):
@@ -332,16 +361,34 @@ class ModelBytes:
                 if found is not None:
                     yield found
                 else:
-                    yield from piece.chunks()
+                    yield from piece.chunks(scratch=scratch)
         finally:
             sources.close()
 
     def tobytes(self) -> bytes:
+        """The joined bytes. Each piece is written once, in place, into the buffer of the returned ``bytes``
+        (a transposed weight is put in C order there, not in an array of its own first)."""
         if len(self.pieces) == 1 and isinstance(self.pieces[0], bytes):
             return self.pieces[0]
-        return b"".join(
-            chunk for piece in self.pieces for chunk in ([piece] if isinstance(piece, bytes) else piece.chunks(False))
-        )
+        if not self.size:
+            return b""
+        buffer = io.BytesIO()
+        buffer.seek(self.size - 1)
+        buffer.write(b"\0")  # the buffer at its final size; getvalue() then hands it over without a copy
+        with buffer.getbuffer() as view:
+            _fill(np.frombuffer(view, np.uint8), self.pieces)
+        return buffer.getvalue()
+
+
+def _fill(target: np.ndarray, pieces: Sequence[Piece]) -> None:
+    at = 0
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            target[at : at + len(piece)] = np.frombuffer(piece, np.uint8)
+            at += len(piece)
+        else:
+            piece.copy_into(target[at : at + piece.nbytes])
+            at += piece.nbytes
 
 
 def stream_message(build: Callable[[], Any]) -> ModelBytes:

@@ -8,6 +8,8 @@ import errno
 import io
 import itertools
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -293,6 +295,18 @@ def test_non_contiguous_arrays_are_written_in_c_order(shape, monkeypatch):
             assert b"".join(weight.chunks()) == weight.tobytes()
 
 
+def test_transposed_weights_share_one_scratch_buffer_and_write_the_same_bytes(monkeypatch):
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 256)
+    views = [np.arange(n, dtype=np.float32).reshape(shape).transpose(2, 3, 0, 1)
+             for n, shape in ((3 * 3 * 8 * 16, (3, 3, 8, 16)), (1 * 1 * 70 * 130, (1, 1, 70, 130)))]
+    data = ModelBytes([b"head", Weight(views[0]), b"mid", Weight(views[1])])
+    scratch = weight_stream.Scratch()
+    chunks = [bytes(c) for v in views for c in Weight(v).chunks(scratch=scratch)]
+    assert b"".join(chunks) == b"".join(np.ascontiguousarray(v).tobytes() for v in views)
+    assert b"".join(bytes(c) for c in data) == data.tobytes()
+    assert data.tobytes() == b"head" + np.ascontiguousarray(views[0]).tobytes() + b"mid" + np.ascontiguousarray(views[1]).tobytes()
+
+
 # ----------------------------------------------------------------------------- limits
 def test_an_onnx_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_export, "MAX_PROTOBUF_BYTES", 1000)
@@ -307,3 +321,16 @@ def test_a_ge_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_
     with pytest.raises(SerdeError, match="more than a protobuf file can hold"):
         convnet.save(tmp_path / "m.ge")
     assert not os.listdir(tmp_path)
+
+
+def test_writing_a_model_imports_no_hashing_library(tf_bert_pb, tmp_path):
+    # The markers' random token comes from os.urandom: secrets would import hmac and hashlib (OpenSSL) on every write.
+    code = (
+        "import sys\nfrom scopefusion.convert import convert\nmodel = convert(sys.argv[1])\n"
+        "model.save(sys.argv[2], 'ge')\nmodel.save(sys.argv[3], 'onnx')\n"
+        "print(sorted(m for m in ('secrets', 'hmac', 'hashlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tf_bert_pb), str(tmp_path / "m.ge"), str(tmp_path / "m.onnx")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "m.ge").stat().st_size and (tmp_path / "m.onnx").stat().st_size
