@@ -295,6 +295,10 @@ class _State:
         return _State(self.ops, values)
 
 
+# What building a pattern makes: reading one of these builds a deferred pattern.
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required"})
+
+
 class DataflowPattern:
     """A dataflow pattern built from a function ``fn(op, *vars)``; see the module docstring.
 
@@ -302,24 +306,42 @@ class DataflowPattern:
         fn: builds the pattern; its parameters after ``op`` become variables of those names.
         name: the pattern's name in reports (default: the function's name).
         commutative: op types whose operands match in either order.
+        deferred: build the pattern (call ``fn``) on its first use instead of now, so that a module
+            defining many patterns costs nothing to import; a mistake in ``fn`` then raises at that use.
     """
 
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        commutative: Iterable[str] = COMMUTATIVE_OPS,
-    ) -> None:
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
+                 commutative: Iterable[str] = COMMUTATIVE_OPS, deferred: bool = False) -> None:
         self.name: str = name or str(getattr(fn, "__name__", "pattern"))
+        self._fn: Callable[..., Any] | None = fn
+        self._commutative = frozenset(commutative)
+        if not deferred:
+            self._build_pattern()
+
+    def __getattr__(self, attr: str) -> Any:
+        # A deferred pattern is built on the first use of what building makes (again after a failure).
+        if attr in _BUILT and self.__dict__.get("_fn") is not None:
+            try:
+                self._build_pattern()
+            except BaseException:
+                for built in _BUILT:
+                    self.__dict__.pop(built, None)
+                raise
+            return getattr(self, attr)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+
+    def _build_pattern(self) -> None:
+        fn = self._fn
+        assert fn is not None
         params = list(inspect.signature(fn).parameters)
         if not params:
             raise FusionError(f"pattern function {self.name} must take the op builder as its first parameter")
-        self.vars = [Var(p) for p in params[1:]]
-        built = fn(OpBuilder(frozenset(commutative)), *self.vars)
+        variables = [Var(p) for p in params[1:]]
+        built = fn(OpBuilder(self._commutative), *variables)
         outs = list(built) if isinstance(built, (list, tuple)) else [built]
         if not outs or not all(isinstance(o, OpOutput) for o in outs):
             raise FusionError(f"pattern function {self.name} must return the output(s) of pattern ops, got {built!r}")
+        self.vars: list[Var] = variables
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
         self._reach, self._required = self._anchored_ops()
@@ -328,6 +350,7 @@ class DataflowPattern:
         dup = {n for n in names if n and names.count(n) > 1}
         if dup:
             raise FusionError(f"pattern {self.name} uses the capture name(s) {sorted(dup)} twice; names must be unique")
+        self._fn = None
 
     def _collect_ops(self) -> list[OpPattern]:
         ops: dict[int, OpPattern] = {}
