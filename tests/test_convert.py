@@ -171,7 +171,7 @@ NOT_NEEDED = (
     "scopefusion.verify", "scopefusion.html_report", "scopefusion.summary", "scopefusion.cli", "networkx",
 )  # fmt: skip
 NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes",
-                     "importlib.metadata", "hashlib", "logging")
+                     "importlib.metadata", "hashlib", "logging", "importlib.resources", "tempfile", "difflib")
 NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto", "scopefusion.dialects.tf")
 
 
