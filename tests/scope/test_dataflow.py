@@ -266,6 +266,28 @@ def test_a_deferred_pattern_raises_its_definition_error_at_first_use(fn, gelu_gr
         pattern.no_such_attribute  # noqa: B018
 
 
+def test_pattern_variables_are_the_functions_parameters_also_through_wrappers_and_callables(gelu_graph):
+    import functools
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+    class Gelu:
+        def __call__(self, op, x):
+            return gelu_erf(op, x)
+
+    def with_default(op, x, scale=0.5):
+        return op.Mul(op.Mul(x, scale), op.op(("Add", "AddV2"), op.Erf(op.RealDiv(x, op.const("sqrt2"))), 1.0))
+
+    for fn, names in ((gelu_erf, ["x"]), (logged(gelu_erf), ["x"]), (Gelu(), ["x"]), (with_default, ["x", "scale"])):
+        pattern = DataflowPattern(fn, name="gelu")
+        assert [v.name for v in pattern.vars] == names
+    assert len(DataflowPattern(logged(gelu_erf), name="gelu").find(gelu_graph)) == 2
+
+
 def test_match_capture_errors(gelu_graph):
     match = DataflowPattern(gelu_erf).find(gelu_graph)[0]
     with pytest.raises(FusionError, match="has no capture 'nope'"):
