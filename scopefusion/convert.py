@@ -7,6 +7,8 @@ profile → plan memory per profile.
 from __future__ import annotations
 
 import gc
+import importlib
+import sys
 import time
 from contextlib import contextmanager
 from os import PathLike
@@ -94,6 +96,7 @@ def collector_paused() -> Iterator[None]:
 
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
+    imported = len(sys.modules)
     from .dialects import op_names
     from .dialects.fused.declared import op_registry_for
     from .ir.types import IRContext
@@ -105,6 +108,9 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     from .parser import load
     from .scope import PassManager, ScopeGraph
 
+    _import_conversion_modules(path, model_format)
+    if len(sys.modules) > imported:
+        _promote_tracked_objects()
     timings: dict[str, float] = {}
 
     @contextmanager
@@ -168,6 +174,40 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         dropped_attrs=built.dropped_attrs,
         timings=timings,
     )
+
+
+# The modules a conversion runs beyond those ``_convert`` imports: the fusion rules, and the parser and op
+# definitions of the model's format (by its name or the forced format; a wrong guess only imports early).
+_CONVERSION_MODULES = ("scopefusion.fusion_rules", "scopefusion.ir_builder.op_parsers", "scopefusion.dialects.fused")
+_FORMAT_MODULES = {
+    "pb": ("scopefusion.parser.tf_graphdef", "scopefusion.dialects.tf"),
+    "pbtxt": ("scopefusion.parser.tf_graphdef", "scopefusion.dialects.tf"),
+    "onnx": ("scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx"),
+}
+
+
+def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
+    from .parser.detect import format_from_path
+
+    fmt = model_format or format_from_path(str(path))
+    for name in _CONVERSION_MODULES + _FORMAT_MODULES.get(fmt or "", ()):
+        importlib.import_module(name)
+
+
+def _promote_tracked_objects() -> None:
+    """Moves every object the cyclic collector tracks into its oldest generation, without a pass over them.
+
+    Called once the modules a conversion needs are imported, before it reads the model: the objects of
+    those imports (a hundred thousand on the first conversion: functions, classes, tables) live as long
+    as the process, and the collection at the end of the conversion would otherwise walk them all once
+    more as young objects. ``gc.freeze()`` followed by ``gc.unfreeze()`` merges the young generations
+    into the oldest one, so no object stays frozen: the caller's objects are only aged, as a full
+    collection would find their garbage, and the conversion's own objects stay young. When the process
+    has frozen objects of its own (``gc.get_freeze_count()``), unfreezing would thaw them: nothing moves.
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def _shapes(shapes: Mapping[str, Sequence[int]]) -> str:

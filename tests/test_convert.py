@@ -171,8 +171,13 @@ NOT_NEEDED = (
     "scopefusion.verify", "scopefusion.html_report", "scopefusion.summary", "scopefusion.cli", "networkx",
 )  # fmt: skip
 NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes",
-                     "importlib.metadata", "hashlib")
+                     "importlib.metadata", "hashlib", "logging", "importlib.resources", "tempfile", "difflib")
 NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto", "scopefusion.dialects.tf")
+
+
+# Built-in dataflow patterns a conversion of these models never uses: they stay unbuilt (deferred).
+UNUSED_PATTERNS = "from scopefusion.fusion_rules import dynamic_gru, dynamic_rnn\n" \
+    "unused = (dynamic_gru.GRU_UPDATE, dynamic_gru.GRU_SKELETON, dynamic_rnn.LSTM_CELL, dynamic_rnn.LSTM_SKELETON)\n"
 
 
 @pytest.mark.parametrize(("model", "not_needed"), [("tf_bert_pb", NOT_NEEDED_FOR_TF), ("onnx_attention", NOT_NEEDED_FOR_ONNX)])
@@ -181,8 +186,27 @@ def test_a_conversion_imports_only_what_it_needs(model, not_needed, request):
         "import sys\nfrom scopefusion.convert import convert\n"
         "model = convert(sys.argv[1])\n"
         "assert len(model.graph.nodes) > 0\n"
+        f"{UNUSED_PATTERNS}"
+        "print([p.name for p in unused if vars(p)['_fn'] is None])\n"
         f"print(sorted(m for m in {NOT_NEEDED + not_needed!r} if m in sys.modules))"
     )
     path = request.getfixturevalue(model)
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert out.stdout.strip().splitlines()[-2:] == ["[]", "[]"]
+
+
+@pytest.mark.parametrize("callers_freeze", [False, True])
+def test_a_first_conversion_leaves_no_object_frozen_nor_thaws_the_callers(callers_freeze, tf_bert_pb):
+    # A first conversion ages the objects it finds (see convert._promote_tracked_objects): the caller's
+    # cyclic garbage is still collected, and objects the caller froze stay frozen.
+    code = (
+        "import gc, sys, weakref\nfrom scopefusion.convert import convert\n"
+        "class Node:\n    pass\n"
+        f"if {callers_freeze}:\n    kept = [[i] for i in range(1000)]\n    gc.freeze()\n"
+        "cycle = Node()\ncycle.me = cycle\nalive = weakref.ref(cycle)\ndel cycle\n"
+        "convert(sys.argv[1])\n"
+        "frozen = gc.get_freeze_count()\ngc.collect()\n"
+        "print(frozen >= 1000 if " + str(callers_freeze) + " else frozen == 0, alive() is None)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tf_bert_pb)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "True True"

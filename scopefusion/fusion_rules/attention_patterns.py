@@ -157,7 +157,7 @@ def _core_pattern(kind: CoreKind) -> DataflowPattern:
     attention = masked_attention if kind.masked else plain_attention
 
     name = f"attention_{kind.family}_{kind.scores}_{kind.scaling}{'' if kind.mask == 'none' else '_' + kind.mask}"
-    return DataflowPattern(attention, name=name)
+    return DataflowPattern(attention, name=name, deferred=True)
 
 
 def _sdpa_pattern(masked: bool) -> DataflowPattern:
@@ -176,7 +176,7 @@ def _sdpa_pattern(masked: bool) -> DataflowPattern:
 
     attention = masked_attention if masked else plain_attention
 
-    return DataflowPattern(attention, name=f"attention_sdpa{'_masked' if masked else ''}")
+    return DataflowPattern(attention, name=f"attention_sdpa{'_masked' if masked else ''}", deferred=True)
 
 
 def _sdpa_dynamic_pattern(masked: bool, outer_cast: bool) -> DataflowPattern:
@@ -198,7 +198,7 @@ def _sdpa_dynamic_pattern(masked: bool, outer_cast: bool) -> DataflowPattern:
     attention = masked_attention if masked else plain_attention
 
     name = f"attention_sdpa_dynamic{'_masked' if masked else ''}{'_cast' if outer_cast else ''}"
-    return DataflowPattern(attention, name=name)
+    return DataflowPattern(attention, name=name, deferred=True)
 
 
 CORE_PATTERNS: tuple[tuple[CoreKind, DataflowPattern], ...] = tuple(
@@ -291,13 +291,13 @@ def _segment(fn: Callable, tag: str, *flags: bool, perm_attr: bool = False) -> D
         def projection(op, x):
             return fn(op, x, *flags, **extra)
 
-        return DataflowPattern(projection, name=f"projection_{tag}{'_bias' if flags[0] else ''}{suffix}")
+        return DataflowPattern(projection, name=f"projection_{tag}{'_bias' if flags[0] else ''}{suffix}", deferred=True)
 
     def output(op, ctx):
         return fn(op, ctx, *flags, **extra)
 
     name = f"output_{tag}{'_proj' if flags[0] else ''}{'_bias' if flags[1] else ''}{suffix}"
-    return DataflowPattern(output, name=name)
+    return DataflowPattern(output, name=name, deferred=True)
 
 
 PROJECTIONS: tuple[tuple[str, DataflowPattern], ...] = tuple(

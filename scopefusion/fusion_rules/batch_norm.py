@@ -75,7 +75,7 @@ def _rsqrt(op: Any, x: Any, scale: Any, offset: Any, mean: Any, variance: Any) -
 
 
 PATTERNS = tuple(
-    DataflowPattern(fn, name=f"batch_norm_{label}")
+    DataflowPattern(fn, name=f"batch_norm_{label}", deferred=True)
     for label, fn in (("batchnorm", _batchnorm), ("keras", _keras), ("div", _div), ("rsqrt", _rsqrt))
 )
 

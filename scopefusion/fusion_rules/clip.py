@@ -39,7 +39,7 @@ def min_of_max(op, x):
     return op.op(MIN, op.op(MAX, x, op.const("lo")), op.const("hi"), _name="out")
 
 
-PATTERNS = (("max_of_min", DataflowPattern(max_of_min)), ("min_of_max", DataflowPattern(min_of_max)))
+PATTERNS = (("max_of_min", DataflowPattern(max_of_min, deferred=True)), ("min_of_max", DataflowPattern(min_of_max, deferred=True)))
 
 
 def bounds_reason(match: Match) -> str | None:

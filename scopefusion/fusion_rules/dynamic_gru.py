@@ -55,7 +55,7 @@ def gru_pattern(act: Sequence[str], name: str) -> DataflowPattern:
     def gru_update(op: Any, h_prev: Any, z: Any, n: Any) -> Any:
         return op.op(ADD_OPS, op.Mul(z, h_prev), op.Mul(op.Sub(1.0, z), op.op(act, n)), _name="new_h")
 
-    return DataflowPattern(gru_update, name=name)
+    return DataflowPattern(gru_update, name=name, deferred=True)
 
 
 GRU_UPDATE = gru_pattern(("Tanh",), "gru_update")

@@ -73,7 +73,7 @@ def lstm_pattern(gate: Sequence[str], act: Sequence[str], name: str) -> Dataflow
         new_c = op.op(ADD_OPS, kept, op.Mul(op.op(gate, i), op.op(act, j)), _name="new_c")
         return op.Mul(op.op(act, new_c), op.op(gate, o), _name="new_h")
 
-    return DataflowPattern(lstm_cell, name=name)
+    return DataflowPattern(lstm_cell, name=name, deferred=True)
 
 
 LSTM_CELL = lstm_pattern(("Sigmoid",), ("Tanh",), "lstm_cell")

@@ -138,7 +138,7 @@ def _pattern(term_name: str, grouping: str) -> DataflowPattern:
     def gelu(op, x):
         return group(op, x, term(op, x))
 
-    return DataflowPattern(gelu, name=f"gelu_{term_name}_{grouping}")
+    return DataflowPattern(gelu, name=f"gelu_{term_name}_{grouping}", deferred=True)
 
 
 PATTERNS: tuple[tuple[str, DataflowPattern], ...] = tuple(

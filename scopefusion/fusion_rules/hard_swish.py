@@ -96,7 +96,7 @@ def _pattern(relu6: str, grouping: str) -> DataflowPattern:
     def hard_swish(op, x):
         return g(op, x, r(op, x))
 
-    return DataflowPattern(hard_swish, name=f"hard_swish_{relu6}_{grouping}")
+    return DataflowPattern(hard_swish, name=f"hard_swish_{relu6}_{grouping}", deferred=True)
 
 
 def hard_sigmoid_x(op, x):
@@ -105,7 +105,7 @@ def hard_sigmoid_x(op, x):
 
 PATTERNS: tuple[tuple[str, DataflowPattern], ...] = tuple(
     (r, _pattern(r, g)) for r in RELU6 for g in GROUPINGS
-) + (("hard_sigmoid", DataflowPattern(hard_sigmoid_x)),)
+) + (("hard_sigmoid", DataflowPattern(hard_sigmoid_x, deferred=True)),)
 
 CANDIDATE_TYPES = ("Relu6", "Clip", "Minimum", "Min", "HardSigmoid")
 ANCHOR_TYPES = ("Mul", "RealDiv", "Div")

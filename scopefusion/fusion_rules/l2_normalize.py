@@ -70,13 +70,13 @@ def _onnx(norm: Callable[[Any, Any], Any], clamp: str, expand: bool) -> Callable
 
 
 def _patterns() -> tuple[DataflowPattern, ...]:
-    out = [DataflowPattern(_tf, name="tf_l2_normalize")]
+    out = [DataflowPattern(_tf, name="tf_l2_normalize", deferred=True)]
     for reduce in ("ReduceL2", "ReduceSumSquare"):
         for axes_input in (False, True):
             for clamp in ("Clip", "Max"):
                 for expand in (True, False):
                     label = f"onnx{'18' if axes_input else ''}_{reduce}_{clamp}{'_expand' if expand else ''}"
-                    out.append(DataflowPattern(_onnx(_norm(reduce, axes_input), clamp, expand), name=label))
+                    out.append(DataflowPattern(_onnx(_norm(reduce, axes_input), clamp, expand), name=label, deferred=True))
     return tuple(out)
 
 

@@ -102,7 +102,7 @@ def _moments_norm_pattern(name: str, moments: Callable[..., Any], norm: Callable
         mean, var, d = moments(op, x)
         return norm(op, x, mean, var, d, gamma, beta)
 
-    return DataflowPattern(pattern, name=name)
+    return DataflowPattern(pattern, name=name, deferred=True)
 
 
 def _build_moments_norm_patterns() -> tuple[DataflowPattern, ...]:
@@ -140,7 +140,7 @@ def _onnx_layer_norm(op: Any, x: Any, gamma: Any, beta: Any) -> Any:
     return op.LayerNormalization(x, gamma, beta, _name="y")
 
 
-ONNX_LAYER_NORM = DataflowPattern(_onnx_layer_norm, name="onnx_layer_normalization")
+ONNX_LAYER_NORM = DataflowPattern(_onnx_layer_norm, name="onnx_layer_normalization", deferred=True)
 
 
 def moments_norm_required_ops(pattern: DataflowPattern) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ def swish_beta(op, x):
     return op.Mul(x, op.Sigmoid(op.Mul(x, op.const("beta"))), _name="out")
 
 
-PATTERNS = (("silu", DataflowPattern(silu)), ("beta", DataflowPattern(swish_beta)))
+PATTERNS = (("silu", DataflowPattern(silu, deferred=True)), ("beta", DataflowPattern(swish_beta, deferred=True)))
 
 
 class SwishFusion(AnchoredDataflowPass):

@@ -19,10 +19,9 @@ An op with no definition gets unknown output types, a warning and a count; with 
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -36,9 +35,18 @@ from ..ir.opdef import InferContext, InputInfo
 from ..ir.types import TensorType, Type
 from .consistency import check_contradictions
 
+if TYPE_CHECKING:  # pragma: no cover
+    import logging
+
 __all__ = ["InferenceResult", "infer_graph"]
 
-log = logging.getLogger(__name__)
+
+
+def _log() -> logging.Logger:
+    """This module's logger; ``logging`` is imported when a conversion first has something to say."""
+    import logging
+
+    return logging.getLogger(__name__)
 
 # Folding is for shape arithmetic, not for precomputing weights: larger constant inputs are not folded
 # unless the op folds from shapes alone (its ``fold`` hook decides).
@@ -221,7 +229,7 @@ def _uninferred(node: Node, result: InferenceResult, strict: bool) -> None:
             "register an OpDef for it or convert without --strict"
         )
     if not result.uninferred[node.op]:
-        log.warning("no op definition for %s (first seen at node %r): its outputs stay unknown", node.op, node.name)
+        _log().warning("no op definition for %s (first seen at node %r): its outputs stay unknown", node.op, node.name)
     result.uninferred[node.op] += 1
     result.uninferred_nodes.append(node.name)
     for value in node.outputs:
@@ -261,7 +269,7 @@ def _try_fold(node: Node, infos: list[InputInfo | None], attrs: dict[str, AttrVa
     try:
         out = opdef.try_fold(infos, attrs)
     except Exception as e:  # a kernel that cannot handle this input is not a reason to stop converting
-        log.debug("folding %s (%s) failed: %s", node.name, node.op, e)
+        _log().debug("folding %s (%s) failed: %s", node.name, node.op, e)
         return None
     if out is None:
         return None

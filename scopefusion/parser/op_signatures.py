@@ -8,9 +8,9 @@ the node's flat output index, and a node's number of outputs is known, without i
 from __future__ import annotations
 
 import json
+import pkgutil
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 __all__ = ["OutputArg", "OpSignatures", "builtin_signatures"]
@@ -51,7 +51,10 @@ class OutputArg:
 def _builtin_table() -> tuple[dict[str, tuple[OutputArg, ...]], dict[str, dict[str, int]], str, dict[str, int]]:
     """The ops' output arguments, their attribute defaults, the TF version, and the output count of each
     op whose arguments are all single tensors (the count does not depend on the node's attributes)."""
-    text = resources.files(__package__).joinpath("tf_op_signatures.json").read_text(encoding="utf-8")
+    data = pkgutil.get_data(__package__, "tf_op_signatures.json")  # not importlib.resources: it imports tempfile, zipfile
+    if data is None:  # pragma: no cover - only a loader without get_data
+        raise FileNotFoundError("tf_op_signatures.json is missing from the scopefusion.parser package")
+    text = data.decode("utf-8")
     raw = json.loads(text)
     ops = {name: tuple(OutputArg.parse(a) for a in args) for name, args in raw["ops"].items()}
     fixed = {

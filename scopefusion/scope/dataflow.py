@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from functools import partial
+from inspect import CO_VARARGS, CO_VARKEYWORDS
+from types import FunctionType
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -133,16 +136,8 @@ class OpPattern:
 
     __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check", "operand_order")
 
-    def __init__(
-        self,
-        op_types: tuple[str, ...],
-        inputs: list[ValuePattern],
-        name: str | None,
-        attrs: dict[str, Any],
-        num_outputs: int,
-        commute: bool,
-        check: Callable[[SourceNode], str | None] | None,
-    ) -> None:
+    def __init__(self, op_types: tuple[str, ...], inputs: list[ValuePattern], name: str | None, attrs: dict[str, Any],
+                 num_outputs: int, commute: bool, check: Callable[[SourceNode], str | None] | None) -> None:
         self.op_types = op_types
         self.inputs = inputs
         self.name = name
@@ -151,10 +146,8 @@ class OpPattern:
         self.commute = commute
         self.check = check
         # The order a commutative op's operands are assigned in: most specific first (ops, constants, variables).
-        self.operand_order = tuple(sorted(
-            range(len(inputs)),
-            key=lambda i: 0 if isinstance(inputs[i], OpOutput) else 1 if isinstance(inputs[i], ConstPattern) else 2,
-        ))
+        kinds = [0 if isinstance(v, OpOutput) else 1 if isinstance(v, ConstPattern) else 2 for v in inputs]
+        self.operand_order = tuple(sorted(range(len(inputs)), key=kinds.__getitem__))
 
     def __repr__(self) -> str:
         return f"OpPattern({'|'.join(self.op_types)}{', ' + repr(self.name) if self.name else ''})"
@@ -182,7 +175,7 @@ class OpBuilder:
     def __getattr__(self, op_type: str) -> Callable[..., Any]:
         if op_type.startswith("_"):
             raise AttributeError(op_type)
-        return lambda *inputs, **kw: self.op(op_type, *inputs, **kw)
+        return partial(self.op, op_type)
 
     def op(
         self,
@@ -198,7 +191,7 @@ class OpBuilder:
         types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
         if not types or not all(isinstance(t, str) and t for t in types):
             raise FusionError(f"a pattern op needs op type names, got {op_type!r}")
-        values = [self._value(v) for v in inputs]
+        values = [v if isinstance(v, ValuePattern) else self._value(v) for v in inputs]
         commute = _commute if _commute is not None else all(t in self._commutative for t in types)
         node = OpPattern(types, values, _name, dict(_attrs or {}), _outputs, commute and len(values) > 1, _check)
         if _outputs == 1:
@@ -295,6 +288,10 @@ class _State:
         return _State(self.ops, values)
 
 
+# What building a pattern makes: reading one of these builds a deferred pattern.
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required"})
+
+
 class DataflowPattern:
     """A dataflow pattern built from a function ``fn(op, *vars)``; see the module docstring.
 
@@ -302,24 +299,42 @@ class DataflowPattern:
         fn: builds the pattern; its parameters after ``op`` become variables of those names.
         name: the pattern's name in reports (default: the function's name).
         commutative: op types whose operands match in either order.
+        deferred: build the pattern (call ``fn``) on its first use instead of now, so that a module
+            defining many patterns costs nothing to import; a mistake in ``fn`` then raises at that use.
     """
 
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        commutative: Iterable[str] = COMMUTATIVE_OPS,
-    ) -> None:
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
+                 commutative: Iterable[str] = COMMUTATIVE_OPS, deferred: bool = False) -> None:
         self.name: str = name or str(getattr(fn, "__name__", "pattern"))
-        params = list(inspect.signature(fn).parameters)
+        self._fn: Callable[..., Any] | None = fn
+        self._commutative = frozenset(commutative)
+        if not deferred:
+            self._build_pattern()
+
+    def __getattr__(self, attr: str) -> Any:
+        # A deferred pattern is built on the first use of what building makes (again after a failure).
+        if attr in _BUILT and self.__dict__.get("_fn") is not None:
+            try:
+                self._build_pattern()
+            except BaseException:
+                for built in _BUILT:
+                    self.__dict__.pop(built, None)
+                raise
+            return getattr(self, attr)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+
+    def _build_pattern(self) -> None:
+        fn = self._fn
+        assert fn is not None
+        params = _parameter_names(fn)
         if not params:
             raise FusionError(f"pattern function {self.name} must take the op builder as its first parameter")
-        self.vars = [Var(p) for p in params[1:]]
-        built = fn(OpBuilder(frozenset(commutative)), *self.vars)
+        variables = [Var(p) for p in params[1:]]
+        built = fn(OpBuilder(self._commutative), *variables)
         outs = list(built) if isinstance(built, (list, tuple)) else [built]
         if not outs or not all(isinstance(o, OpOutput) for o in outs):
             raise FusionError(f"pattern function {self.name} must return the output(s) of pattern ops, got {built!r}")
+        self.vars: list[Var] = variables
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
         self._reach, self._required = self._anchored_ops()
@@ -331,6 +346,7 @@ class DataflowPattern:
         dup = {n for n in names if n and names.count(n) > 1}
         if dup:
             raise FusionError(f"pattern {self.name} uses the capture name(s) {sorted(dup)} twice; names must be unique")
+        self._fn = None
 
     def _collect_ops(self) -> list[OpPattern]:
         ops: dict[int, OpPattern] = {}
@@ -491,6 +507,14 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
+
+
+def _parameter_names(fn: Callable[..., Any]) -> list[str]:
+    """``fn``'s parameter names; a plain function's are read from its code (``inspect`` is slower)."""
+    code = fn.__code__ if isinstance(fn, FunctionType) and not hasattr(fn, "__wrapped__") else None
+    if code is not None and not code.co_flags & (CO_VARARGS | CO_VARKEYWORDS) and not code.co_kwonlyargcount:
+        return list(code.co_varnames[: code.co_argcount])
+    return list(inspect.signature(fn).parameters)
 
 
 def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:

@@ -8,7 +8,6 @@ An unknown type is refused with the nearest known names, so a typo reads as one.
 
 from __future__ import annotations
 
-import difflib
 from typing import Callable, Iterable, Protocol
 
 from ..parser.source_graph import SourceGraph
@@ -79,6 +78,8 @@ class KnownOpTypes:
     def _nearest(op_type: str, names: frozenset[str]) -> str:
         if not names:
             return "no op types are defined; give the pass manager an op registry with the fused dialect"
+        import difflib  # only to suggest names for a mistyped one
+
         near = difflib.get_close_matches(op_type, sorted(names), n=_SUGGESTIONS, cutoff=0.0)
         shown = " or ".join(repr(n) for n in near)
         return f"did you mean {shown}? Fix result.type, or define the op in the conversion's op registry"

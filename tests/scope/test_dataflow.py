@@ -238,6 +238,56 @@ def test_pattern_definition_errors(fn, message):
         DataflowPattern(fn, name="bad")
 
 
+def test_a_deferred_pattern_is_built_on_first_use_and_matches_as_an_eager_one(gelu_graph):
+    calls = []
+
+    def counted(op, x):
+        calls.append(x)
+        return gelu_erf(op, x)
+
+    deferred = DataflowPattern(counted, name="gelu", deferred=True)
+    assert calls == [] and repr(deferred) == "DataflowPattern('gelu')"
+    found = deferred.find(gelu_graph)
+    assert len(calls) == 1 and [v.name for v in deferred.vars] == ["x"]
+    deferred.find(gelu_graph)
+    assert len(calls) == 1
+    eager = DataflowPattern(gelu_erf).find(gelu_graph)
+    assert [[n.name for n in m.nodes] for m in found] == [[n.name for n in m.nodes] for m in eager]
+    assert len(found) == 2
+
+
+@pytest.mark.parametrize("fn", [lambda: 1, lambda op, x: x, lambda op, x: op.Neg(op.Neg(x, _name="n"), _name="n")])
+def test_a_deferred_pattern_raises_its_definition_error_at_first_use(fn, gelu_graph):
+    pattern = DataflowPattern(fn, name="bad", deferred=True)
+    for _ in range(2):
+        with pytest.raises(FusionError, match="pattern (function )?bad"):
+            pattern.find(gelu_graph)
+    with pytest.raises(AttributeError):
+        pattern.no_such_attribute  # noqa: B018
+
+
+def test_pattern_variables_are_the_functions_parameters_also_through_wrappers_and_callables(gelu_graph):
+    import functools
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+    class Gelu:
+        def __call__(self, op, x):
+            return gelu_erf(op, x)
+
+    def with_default(op, x, scale=0.5):
+        return op.Mul(op.Mul(x, scale), op.op(("Add", "AddV2"), op.Erf(op.RealDiv(x, op.const("sqrt2"))), 1.0))
+
+    for fn, names in ((gelu_erf, ["x"]), (logged(gelu_erf), ["x"]), (Gelu(), ["x"]), (with_default, ["x", "scale"])):
+        pattern = DataflowPattern(fn, name="gelu")
+        assert [v.name for v in pattern.vars] == names
+    assert len(DataflowPattern(logged(gelu_erf), name="gelu").find(gelu_graph)) == 2
+
+
 def test_match_capture_errors(gelu_graph):
     match = DataflowPattern(gelu_erf).find(gelu_graph)[0]
     with pytest.raises(FusionError, match="has no capture 'nope'"):
