@@ -29,18 +29,26 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from functools import partial
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..dtypes import DType
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
 from .features import values_match
 from .graph import ScopeGraph
+from .pattern_values import (
+    COMMUTATIVE_OPS,
+    ConstPattern,
+    OpBuilder,
+    OpOutput,
+    OpPattern,
+    Tensor,
+    ValuePattern,
+    Var,
+)
 from .tree import Scope
 
 __all__ = [
@@ -54,165 +62,6 @@ __all__ = [
     "OpPattern",
     "Var",
 ]
-
-COMMUTATIVE_OPS = frozenset(
-    {"Add", "AddV2", "Mul", "Maximum", "Minimum", "Max", "Min", "Sum", "AddN", "Equal", "NotEqual",
-     "LogicalAnd", "LogicalOr", "And", "Or", "Xor", "SquaredDifference"}
-)
-
-Tensor = tuple[str, int]
-
-
-class ValuePattern:
-    """Something that matches one tensor."""
-
-    __slots__ = ()
-
-
-class Var(ValuePattern):
-    """Any tensor; a variable used twice must see the same tensor."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"Var({self.name!r})"
-
-
-class ConstPattern(ValuePattern):
-    """A constant tensor, optionally with a value (close to), shape (``None`` dims match any), dtype and
-    a check function ``check(array) -> reason | None``."""
-
-    __slots__ = ("name", "value", "shape", "dtype", "check", "rtol", "atol")
-
-    def __init__(
-        self,
-        name: str | None = None,
-        *,
-        value: Any = None,
-        shape: Sequence[int | None] | None = None,
-        dtype: Any = None,
-        check: Callable[[np.ndarray], str | None] | None = None,
-        rtol: float = 1e-5,
-        atol: float = 1e-7,
-    ) -> None:
-        self.name = name
-        self.value = None if value is None else np.asarray(value)
-        self.shape = None if shape is None else tuple(shape)
-        self.dtype = None if dtype is None else (dtype.numpy if isinstance(dtype, DType) else np.dtype(dtype))
-        self.check = check
-        self.rtol = rtol
-        self.atol = atol
-
-    def why_not(self, array: np.ndarray) -> str | None:
-        if self.dtype is not None and array.dtype != self.dtype:
-            return f"has dtype {array.dtype}, expected {self.dtype}"
-        if self.shape is not None:
-            if len(self.shape) != array.ndim or any(w is not None and w != d for w, d in zip(self.shape, array.shape)):
-                return f"has shape {array.shape}, expected {self.shape}"
-        if self.value is not None:
-            want = self.value
-            if want.ndim == 0 or want.size == 1:
-                if array.size != 1:
-                    return f"has {array.size} elements, expected the scalar {want.reshape(()).item()!r}"
-                ok = np.allclose(array.reshape(()), want.reshape(()), rtol=self.rtol, atol=self.atol)
-            else:
-                ok = array.shape == want.shape and np.allclose(array, want, rtol=self.rtol, atol=self.atol)
-            if not ok:
-                shown = array.reshape(()).item() if array.size == 1 else f"an array of shape {array.shape}"
-                return f"has value {shown!r}, expected {want.tolist()!r}"
-        if self.check is not None:
-            return self.check(array)
-        return None
-
-    def __repr__(self) -> str:
-        return f"ConstPattern({self.name!r})" if self.name else "ConstPattern()"
-
-
-class OpPattern:
-    """One op node of the pattern."""
-
-    __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check", "operand_order")
-
-    def __init__(self, op_types: tuple[str, ...], inputs: list[ValuePattern], name: str | None, attrs: dict[str, Any],
-                 num_outputs: int, commute: bool, check: Callable[[SourceNode], str | None] | None) -> None:
-        self.op_types = op_types
-        self.inputs = inputs
-        self.name = name
-        self.attrs = attrs
-        self.num_outputs = num_outputs
-        self.commute = commute
-        self.check = check
-        # The order a commutative op's operands are assigned in: most specific first (ops, constants, variables).
-        kinds = [0 if isinstance(v, OpOutput) else 1 if isinstance(v, ConstPattern) else 2 for v in inputs]
-        self.operand_order = tuple(sorted(range(len(inputs)), key=kinds.__getitem__))
-
-    def __repr__(self) -> str:
-        return f"OpPattern({'|'.join(self.op_types)}{', ' + repr(self.name) if self.name else ''})"
-
-
-class OpOutput(ValuePattern):
-    """Output ``index`` of an :class:`OpPattern`."""
-
-    __slots__ = ("op", "index")
-
-    def __init__(self, op: OpPattern, index: int) -> None:
-        self.op = op
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"{self.op!r}:{self.index}"
-
-
-class OpBuilder:
-    """The ``op`` argument of a pattern function; ``op.MatMul(a, b)`` builds a pattern node."""
-
-    def __init__(self, commutative: frozenset[str]) -> None:
-        self._commutative = commutative
-
-    def __getattr__(self, op_type: str) -> Callable[..., Any]:
-        if op_type.startswith("_"):
-            raise AttributeError(op_type)
-        return partial(self.op, op_type)
-
-    def op(
-        self,
-        op_type: str | Sequence[str],
-        *inputs: Any,
-        _name: str | None = None,
-        _attrs: dict[str, Any] | None = None,
-        _outputs: int = 1,
-        _commute: bool | None = None,
-        _check: Callable[[SourceNode], str | None] | None = None,
-    ) -> Any:
-        """A node of one of ``op_type``; returns its output, or a tuple of ``_outputs`` outputs."""
-        types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
-        if not types or not all(isinstance(t, str) and t for t in types):
-            raise FusionError(f"a pattern op needs op type names, got {op_type!r}")
-        values = [v if isinstance(v, ValuePattern) else self._value(v) for v in inputs]
-        commute = _commute if _commute is not None else all(t in self._commutative for t in types)
-        node = OpPattern(types, values, _name, dict(_attrs or {}), _outputs, commute and len(values) > 1, _check)
-        if _outputs == 1:
-            return OpOutput(node, 0)
-        return tuple(OpOutput(node, i) for i in range(_outputs))
-
-    def const(self, name: str | None = None, **kw: Any) -> ConstPattern:
-        """A constant; see :class:`ConstPattern` for the keyword arguments."""
-        return ConstPattern(name, **kw)
-
-    def var(self, name: str) -> Var:
-        return Var(name)
-
-    @staticmethod
-    def _value(value: Any) -> ValuePattern:
-        if isinstance(value, ValuePattern):
-            return value
-        if isinstance(value, (bool, int, float, np.ndarray, np.generic, list, tuple)):
-            return ConstPattern(value=value)
-        raise FusionError(f"a pattern input must be a pattern value, a constant or a literal number, got {value!r}")
-
 
 @dataclass(frozen=True)
 class NearMiss:
