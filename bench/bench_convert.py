@@ -256,7 +256,8 @@ def cells(row: dict) -> list[str]:
     if tf2 is None:
         tf2_s = "n/a (ONNX input)" if row["framework"] == "onnx" else "not run (--no-tf2onnx)"
     else:
-        tf2_s = "error" if "error" in tf2 else f"{tf2['seconds']:.2f}"
+        error = tf2.get("error")
+        tf2_s = f"{tf2['seconds']:.2f}" if error is None else "not run" if error.startswith("not run") else "error"
     tf2_x = f"{tf2['seconds'] / row['warm']:.1f}" if tf2 and "seconds" in tf2 else "-"
     return [
         row["model"], f"{row['nodes']:,}", f"{row['file_bytes'] / 1e6:.1f}", f"{row['parse'] * 1e3:.0f}",
