@@ -98,6 +98,53 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], Any], kinds: str) -> Callable
     return kernel
 
 
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncated toward zero (ONNX's ``Div`` on integers), in integer arithmetic."""
+    quotient = np.floor_divide(a, b)
+    inexact = (np.remainder(a, b) != 0) & ((a < 0) ^ (b < 0))
+    return quotient + inexact.astype(quotient.dtype)
+
+
+def _div(arrays: Arrays, attrs: dict[str, Any]) -> list[np.ndarray] | None:
+    if len(arrays) == 2 and arrays[0].dtype.kind in "iu":  # type: ignore[union-attr]
+        return _binary(_int_div, "iu")(arrays, attrs)
+    return _binary(np.divide, "f")(arrays, attrs)
+
+
+def _mod(arrays: Arrays, attrs: dict[str, Any]) -> list[np.ndarray] | None:
+    return _binary(np.fmod if attrs.get("fmod") == 1 else np.mod, "iuf")(arrays, attrs)
+
+
+# ``Cast``'s ``to`` codes (TensorProto.DataType) whose conversion is numpy's ``astype``.
+_CAST_TARGETS = {
+    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
+    10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+}  # fmt: skip
+
+
+def _cast(arrays: Arrays, attrs: dict[str, Any]) -> list[np.ndarray] | None:
+    target = _CAST_TARGETS.get(attrs.get("to"))  # type: ignore[arg-type]
+    if len(arrays) != 1 or target is None or arrays[0].dtype.kind not in "biuf":  # type: ignore[union-attr]
+        return None
+    return [arrays[0].astype(target)]  # type: ignore[union-attr]
+
+
+def _slice(arrays: Arrays, attrs: dict[str, Any]) -> list[np.ndarray] | None:
+    if not 3 <= len(arrays) <= 5 or any(a.ndim != 1 or a.dtype.kind not in "iu" for a in arrays[1:]):  # type: ignore[union-attr]
+        return None
+    data, starts, ends = arrays[0], arrays[1], arrays[2]
+    axes = [int(a) for a in arrays[3]] if len(arrays) > 3 else list(range(len(starts)))  # type: ignore[union-attr, arg-type]
+    steps = [int(d) for d in arrays[4]] if len(arrays) > 4 else [1] * len(starts)  # type: ignore[union-attr, arg-type]
+    if not len(starts) == len(ends) == len(axes) == len(steps) or 0 in steps:  # type: ignore[arg-type]
+        return None
+    if any(not -data.ndim <= a < data.ndim for a in axes):  # type: ignore[union-attr]
+        return None
+    index = [slice(None)] * data.ndim  # type: ignore[union-attr]
+    for start, end, axis, step in zip(starts, ends, axes, steps):  # type: ignore[arg-type]
+        index[axis] = slice(int(start), int(end), step)
+    return [data[tuple(index)]]  # type: ignore[index]
+
+
 NATIVE_KERNELS: dict[str, Callable[[Arrays, dict[str, Any]], list[np.ndarray] | None]] = {
     "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze,
@@ -108,5 +155,8 @@ NATIVE_KERNELS: dict[str, Callable[[Arrays, dict[str, Any]], list[np.ndarray] | 
     "Add": _binary(np.add, "iuf"),
     "Sub": _binary(np.subtract, "iuf"),
     "Mul": _binary(np.multiply, "iuf"),
-    "Div": _binary(np.divide, "f"),
+    "Div": _div,
+    "Mod": _mod,
+    "Cast": _cast,
+    "Slice": _slice,
 }

@@ -119,6 +119,39 @@ def test_binary(op_type, a, b, dtype_a, dtype_b):
     _check("Identity", [_array(a, dtype_a)], {})
 
 
+small_ints = st.lists(st.integers(-7, 7), min_size=1, max_size=6)
+
+
+@SETTINGS
+@given(small_ints, small_ints, st.sampled_from([np.int64, np.int32, np.float32]), st.sampled_from([None, 0, 1]))
+def test_division_and_modulo_of_signed_values(a, b, dtype, fmod):
+    n = min(len(a), len(b))
+    x, y = np.array(a[:n], dtype), np.array(b[:n], dtype)
+    y[y == 0] = 3
+    _check("Div", [x, y], {})
+    _check("Mod", [x, y], {"fmod": fmod})
+
+
+@SETTINGS
+@given(shapes, dtypes, st.sampled_from([1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 16]))
+def test_cast(shape, dtype, to):
+    _check("Cast", [_array(shape, dtype)], {"to": to})
+
+
+bounds = st.lists(st.integers(-5, 5) | st.sampled_from([2**63 - 1, -(2**63)]), min_size=0, max_size=3)
+
+
+@SETTINGS
+@given(shapes, bounds, bounds, st.lists(st.integers(-3, 2), max_size=3), st.lists(st.integers(-2, 2), max_size=3))
+def test_slice(shape, starts, ends, axes, steps):
+    data = _array(shape, np.float32)
+    n = len(starts)
+    arrays = [data, np.array(starts, np.int64), np.array(ends[:n] + [0] * (n - len(ends)), np.int64)]
+    _check("Slice", arrays, {})
+    _check("Slice", [*arrays, np.array(axes[:n], np.int64)], {})
+    _check("Slice", [*arrays, np.array(axes[:n], np.int64), np.array(steps[:n], np.int64)], {})
+
+
 def test_common_inputs_are_answered_natively():
     data = _array((2, 3), np.float32)
     cases = [
@@ -128,6 +161,12 @@ def test_common_inputs_are_answered_natively():
         ("Reshape", [data, np.array([0, -1, 1], np.int64)], {"allowzero": 0}),
         ("Div", [data, np.full((2, 3), 2, np.float32)], {}),
         ("Mul", [np.array([3], np.int64), np.array(2, np.int64)], {}),
+        ("Div", [np.array([-7, 7], np.int64), np.array(2, np.int64)], {}),
+        ("Mod", [np.array([-7, 7], np.int64), np.array([3], np.int64)], {"fmod": 0}),
+        ("Cast", [np.array(4, np.int64)], {"to": 7}),
+        ("Slice", [np.arange(6, dtype=np.int64), np.array([-2], np.int64), np.array([2**63 - 1], np.int64)], {}),
+        ("Slice", [data, np.array([2, 0], np.int64), np.array([0, 9], np.int64), np.array([1, 0], np.int64),
+                   np.array([-1, 2], np.int64)], {}),
     ]
     for op_type, arrays, attrs in cases:
         found = native_kernels.native_outputs(op_type, "", OPSET, arrays, attrs)
