@@ -221,13 +221,16 @@ def default_domain_schemas(opset: int) -> dict[str, Any]:
     latest = defs.onnx_opset_version()
     if not 1 <= opset <= latest:
         raise ValueError(f"ONNX opset {opset} is not known to the installed onnx {onnx.__version__} (1..{latest}); upgrade onnx")
-    # the latest schema of every operator names every op type there is
-    names = sorted({s.name for s in defs.get_all_schemas() if s.domain == ""})
+    # the latest schema of every operator names every op type there is, and is the one of ``opset`` when
+    # it is not newer (looking the others up one by one costs a schema object each)
+    latest_schemas = {s.name: s for s in defs.get_all_schemas() if s.domain == ""}
     out = {}
-    for name in names:
-        if not defs.has(name, opset, ""):
-            continue  # introduced after this opset
-        schema = defs.get_schema(name, opset, "")
+    for name in sorted(latest_schemas):
+        schema = latest_schemas[name]
+        if schema.since_version > opset:
+            if not defs.has(name, opset, ""):
+                continue  # introduced after this opset
+            schema = defs.get_schema(name, opset, "")
         if schema.deprecated:
             continue
         out[name] = schema
