@@ -47,20 +47,44 @@ class OutputArg:
         return 1
 
 
+class _BuiltinOps:
+    """The builtin ops' output arguments, each op's parsed from the table's text on its first use (a
+    conversion meets a few dozen of the table's thousands of ops)."""
+
+    def __init__(self, table: Mapping[str, Sequence[str]]) -> None:
+        self._table = table
+        self._parsed: dict[str, tuple[OutputArg, ...]] = {}
+
+    def __contains__(self, op_type: str) -> bool:
+        return op_type in self._table
+
+    def get(self, op_type: str) -> tuple[OutputArg, ...] | None:
+        found = self._parsed.get(op_type)
+        if found is None:
+            texts = self._table.get(op_type)
+            if texts is None:
+                return None
+            found = self._parsed[op_type] = tuple(OutputArg.parse(t) for t in texts)
+        return found
+
+    def fixed_count(self, op_type: str) -> int | None:
+        """The op's output count when its arguments are all single tensors (it does not depend on the
+        node's attributes), else None."""
+        args = self.get(op_type)
+        if args is None or any(a.number_attr or a.type_list_attr for a in args):
+            return None
+        return len(args)
+
+
 @lru_cache(maxsize=1)
-def _builtin_table() -> tuple[dict[str, tuple[OutputArg, ...]], dict[str, dict[str, int]], str, dict[str, int]]:
-    """The ops' output arguments, their attribute defaults, the TF version, and the output count of each
-    op whose arguments are all single tensors (the count does not depend on the node's attributes)."""
+def _builtin_table() -> tuple[_BuiltinOps, dict[str, dict[str, int]], str]:
+    """The ops' output arguments, their attribute defaults and the TF version."""
     data = pkgutil.get_data(__package__, "tf_op_signatures.json")  # not importlib.resources: it imports tempfile, zipfile
     if data is None:  # pragma: no cover - only a loader without get_data
         raise FileNotFoundError("tf_op_signatures.json is missing from the scopefusion.parser package")
     text = data.decode("utf-8")
     raw = json.loads(text)
-    ops = {name: tuple(OutputArg.parse(a) for a in args) for name, args in raw["ops"].items()}
-    fixed = {
-        name: len(args) for name, args in ops.items() if not any(a.number_attr or a.type_list_attr for a in args)
-    }
-    return ops, raw["defaults"], raw["tensorflow_version"], fixed
+    return _BuiltinOps(raw["ops"]), raw["defaults"], raw["tensorflow_version"]
 
 
 class OpSignatures:
@@ -72,7 +96,7 @@ class OpSignatures:
     """
 
     def __init__(self, functions: Mapping[str, Sequence[OutputArg]] | None = None) -> None:
-        self._ops, self._defaults, self.tensorflow_version, self._fixed = _builtin_table()
+        self._ops, self._defaults, self.tensorflow_version = _builtin_table()
         self._functions = {name: tuple(args) for name, args in (functions or {}).items()}
 
     def outputs(self, op_type: str) -> tuple[OutputArg, ...] | None:
@@ -92,7 +116,7 @@ class OpSignatures:
     def num_outputs(self, op_type: str, attrs: Mapping[str, Any]) -> int | None:
         """The node's number of output tensors, or None for an unknown op or unresolved list sizes."""
         if op_type not in self._functions:
-            count = self._fixed.get(op_type)
+            count = self._ops.fixed_count(op_type)
             if count is not None:
                 return count
         sizes = self._sizes(op_type, attrs)
