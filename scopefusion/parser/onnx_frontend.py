@@ -189,14 +189,18 @@ class _Builder:
         visible = outer | defined
 
         # Decode every node (subgraphs first, so their outer reads are known before naming).
-        decoded = []
+        decoded: list[tuple[Any, dict[str, Any], dict[str, SourceGraph], list[str]]] = []
         for j, node in enumerate(node_protos):
+            attribute_protos = node.attribute
+            if not attribute_protos:  # most nodes: nothing to decode
+                decoded.append((node, {}, {}, []))
+                continue
             node_where = f"node {node.name or j!r} ({node.op_type})"
             attrs = {}
             subgraphs: dict[str, SourceGraph] = {}
             implicit: list[str] = []
             path = prefix + ((node_field, j),)
-            for k, attr in enumerate(node.attribute):
+            for k, attr in enumerate(attribute_protos):
                 if not attr.name:
                     raise ParseError(f"{where}: {node_where} has an attribute without a name")
                 value, subs, caps = self.attribute(attr, path + ((5, k),), visible, f"{label} {node_where}")
