@@ -169,7 +169,7 @@ def infer_graph(
             plain.append(info)
             data = known_values.get(id(v))
             infos.append(info if data is None else input_info(v, data))
-        attrs = dict(node.attrs.items())
+        attrs = dict(node.attrs._attrs)
         ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
         node.opdef.infer(ctx)
         inferred = ctx.results()
@@ -194,14 +194,15 @@ def infer_graph(
         result.outcomes[id(node)] = (folded is not None, result.unfolded[-1] if len(result.unfolded) > unfolded else None)
     if progress is not None:
         progress(total, total)
-    for value in graph.values():
-        if value.producer.op == CONST_OP:
+    for node in graph.nodes:
+        if node.op == CONST_OP:
             continue
-        t = value.type
-        dynamic = not (isinstance(t, TensorType) and t.is_static)
-        value.meta["dynamic"] = dynamic
-        if dynamic:
-            result.dynamic_values.append(value.ref)
+        for value in node.outputs:
+            t = value.type
+            dynamic = not (isinstance(t, TensorType) and t.is_static)
+            value.meta["dynamic"] = dynamic
+            if dynamic:
+                result.dynamic_values.append(value.ref)
     return result
 
 

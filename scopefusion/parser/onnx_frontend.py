@@ -189,14 +189,18 @@ class _Builder:
         visible = outer | defined
 
         # Decode every node (subgraphs first, so their outer reads are known before naming).
-        decoded = []
+        decoded: list[tuple[Any, dict[str, Any], dict[str, SourceGraph], list[str]]] = []
         for j, node in enumerate(node_protos):
+            attribute_protos = node.attribute
+            if not attribute_protos:  # most nodes: nothing to decode
+                decoded.append((node, {}, {}, []))
+                continue
             node_where = f"node {node.name or j!r} ({node.op_type})"
             attrs = {}
             subgraphs: dict[str, SourceGraph] = {}
             implicit: list[str] = []
             path = prefix + ((node_field, j),)
-            for k, attr in enumerate(node.attribute):
+            for k, attr in enumerate(attribute_protos):
                 if not attr.name:
                     raise ParseError(f"{where}: {node_where} has an attribute without a name")
                 value, subs, caps = self.attribute(attr, path + ((5, k),), visible, f"{label} {node_where}")
@@ -382,9 +386,58 @@ def _views(cuts: list[Cut], buffer) -> dict[Path, tuple[Any, int, int]]:
     return {cut.path: (buffer, cut.offset, cut.length) for cut in cuts}
 
 
+# The ModelProto schema declared proto3, whose parser checks that string fields are UTF-8; made on first use.
+_CHECKING_MODEL: list[Any] = []
+
+
+def _strings_are_utf8(serialized: bytes) -> bool:
+    """Whether every string field of the serialized ModelProto is valid UTF-8, told at C speed by parsing
+    it again with the same schema declared proto3 (ONNX's own is proto2, whose parser does not check).
+    False also when that parse fails for another reason: :func:`_non_utf8_field` then looks field by field."""
+    if not _CHECKING_MODEL:
+        try:
+            _CHECKING_MODEL.append(_proto3_model_class())
+        except Exception:  # a schema this cannot redeclare (a later onnx): every string is looked at instead
+            _CHECKING_MODEL.append(None)
+    if _CHECKING_MODEL[0] is None:
+        return False
+    try:
+        _CHECKING_MODEL[0]().ParseFromString(serialized)
+    except _message.DecodeError:
+        return False
+    return True
+
+
+def _proto3_model_class() -> Any:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    schema = descriptor_pb2.FileDescriptorProto()
+    onnx.ModelProto.DESCRIPTOR.file.CopyToProto(schema)
+    if schema.dependency:
+        raise ValueError("the ONNX schema imports other files")
+    package = schema.package
+    schema.name = "scopefusion_utf8/" + schema.name
+    schema.package = "scopefusion_utf8." + package
+    schema.syntax = "proto3"
+    pending = list(schema.message_type)
+    while pending:
+        declared = pending.pop()
+        pending.extend(declared.nested_type)
+        for field in declared.field:
+            field.ClearField("default_value")
+            if field.label == field.LABEL_REQUIRED:
+                field.label = field.LABEL_OPTIONAL
+            if field.type_name.startswith(f".{package}."):
+                field.type_name = ".scopefusion_utf8" + field.type_name
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(schema)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"scopefusion_utf8.{package}.ModelProto"))
+
+
 def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tuple[Any, int, int]] | None = None,
-                     base_dir: str | None = None) -> SourceGraph:
-    """Converts a parsed ModelProto; ``views`` are cut raw data by wire path (see :mod:`.wire`).
+                     base_dir: str | None = None, *, strings_checked: bool = False) -> SourceGraph:
+    """Converts a parsed ModelProto; ``views`` are cut raw data by wire path (see :mod:`.wire`);
+    ``strings_checked``: the model's string fields are known to be UTF-8 (:func:`_strings_are_utf8`).
 
     Raises:
         ModelLoadError: no graph, or external data that cannot be read safely.
@@ -395,7 +448,7 @@ def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tu
             f"{where}: not an ONNX model (ir_version {model.ir_version}, "
             f"{'a' if model.HasField('graph') else 'no'} graph); the file is corrupt or another format"
         )
-    bad = _non_utf8_field(model)
+    bad = None if strings_checked else _non_utf8_field(model)
     if bad is not None:
         raise ParseError(f"{where}: the string field {bad} holds bytes that are not UTF-8; the file is corrupt")
     opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version) for o in model.opset_import}
@@ -436,7 +489,7 @@ def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, thre
         model.ParseFromString(small)
     except _message.DecodeError as exc:
         raise ModelLoadError(f"{where}: not a valid ONNX model ({exc or 'protobuf decode error'}); the file is truncated or another format") from None
-    return graph_from_model(model, where, _views(cuts, buffer), base_dir)
+    return graph_from_model(model, where, _views(cuts, buffer), base_dir, strings_checked=_strings_are_utf8(small))
 
 
 def _check_default_opset(opset: int | None, where: str) -> None:

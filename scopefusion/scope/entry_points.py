@@ -9,9 +9,10 @@ then does it ask ``importlib.metadata``, which gives the answer.
 NOTE: the look-up follows where ``importlib.metadata``'s path finder looks (``*.dist-info`` and
 ``*.egg-info`` directories in each ``sys.path`` directory, names compared ignoring case). An entry it
 cannot read that way (a zip archive or an ``.egg`` on the path, another meta-path finder that finds
-distributions) sends the question to ``importlib.metadata`` unfiltered. The last answer is kept with
-``sys.path`` and the modification times of its directories (which change when a distribution is
-installed or removed there), and given again while they are the same.
+distributions) sends the question to ``importlib.metadata`` unfiltered. Each ``sys.path`` directory's
+answer is kept with its modification time (which changes when a distribution is installed or removed
+there) and given again while it is the same: a file written to one directory (the current one, often)
+has only that directory looked at again.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["installed_entry_points"]
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
-# NOTE: a pure cache: group -> (the sys.path state it was answered for, whether a distribution names the group)
-_last_answer: dict[str, tuple[tuple[tuple[str, int], ...], bool]] = {}
+# NOTE: a pure cache: (group, sys.path directory) -> (the directory's modification time when it was looked at,
+# whether a distribution there names the group)
+_dir_answers: dict[tuple[str, str], tuple[int, bool]] = {}
 
 
 def installed_entry_points(group: str) -> list[EntryPoint]:
@@ -43,13 +45,19 @@ def installed_entry_points(group: str) -> list[EntryPoint]:
 def _may_declare(group: str) -> bool:
     if any(_finds_distributions_elsewhere(finder) for finder in sys.meta_path):
         return True
-    state = tuple((entry, _mtime(entry or ".")) for entry in sys.path)
-    last = _last_answer.get(group)
-    if last is not None and last[0] == state:
-        return last[1]
-    found = _scan(group.encode(), [entry or "." for entry in sys.path])
-    _last_answer[group] = (state, found)
-    return found
+    needle = group.encode()
+    for entry in sys.path:
+        root = entry or "."
+        mtime = _mtime(root)
+        last = _dir_answers.get((group, root))
+        if last is not None and last[0] == mtime:
+            found = last[1]
+        else:
+            found = _scan(needle, [root])
+            _dir_answers[(group, root)] = (mtime, found)
+        if found:
+            return True
+    return False
 
 
 def _finds_distributions_elsewhere(finder: Any) -> bool:

@@ -307,3 +307,15 @@ def test_a_string_field_that_is_not_utf8_is_named(tmp_path, marker, field):
     with pytest.raises(ParseError, match=re.escape(f"the string field {field} holds bytes that are not UTF-8")):
         load(path)
     load(_save(_utf8_model(), tmp_path))  # the same model with its own names loads
+
+
+@pytest.mark.parametrize("marker", [b"Zrelu", b"Zdoc", b"Zelse"])
+def test_the_quick_utf8_check_agrees_with_the_field_walk(marker):
+    from scopefusion.parser.onnx_frontend import _non_utf8_field, _strings_are_utf8
+
+    blob = _utf8_model().SerializeToString()
+    assert _strings_are_utf8(blob) and _non_utf8_field(_utf8_model()) is None
+    bad = blob.replace(marker, b"\xff" * len(marker))
+    model = onnx.ModelProto()
+    model.ParseFromString(bad)
+    assert not _strings_are_utf8(bad) and _non_utf8_field(model) is not None
