@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, use_budgets
+from .collector import collector_paused
 from .errors import ModelLoadError
 from .model import Model
 from .progress import ProgressFn, stage_progress
@@ -75,23 +76,6 @@ def convert(
                 f"{path}: converting the model ran out of memory; lower --max-inlined-nodes / --max-folded-bytes "
                 "(max_inlined_nodes= / max_folded_bytes=) to refuse such models early, or convert on a larger machine"
             ) from None
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pauses Python's cyclic garbage collector for the block, and restores its state after it.
-
-    A conversion allocates the source graph, the IR and its profiles, objects that all stay alive; the
-    collector's full passes would walk them again and again (a third of the time on a CNN) to find
-    little garbage. Cycles made meanwhile are collected after the block.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,

@@ -17,7 +17,7 @@ ALLOWED = {
     "fusion_rules": {"errors", "dtypes", "parser", "scope"},
     "dialects": {"errors", "dtypes", "ir", "parser"},
     "ir_builder": {"errors", "dtypes", "budgets", "ir", "dialects", "parser", "scope"},
-    "serde": {"errors", "dtypes", "ir", "dialects", "parser", "files"},
+    "serde": {"errors", "dtypes", "ir", "dialects", "parser", "files", "collector"},
     "runtime": {"errors", "dtypes", "ir", "dialects", "parser", "ir_builder"},
 }
 # Third-party modules a layer never imports.

@@ -26,14 +26,13 @@ which has LayerNormalization, Gelu and Attention).
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import onnx
 from onnx import helper
 
+from ..collector import collector_paused
 from ..errors import ScopeFusionError, SerdeError
 from ..ir.graph import DATA_OP, Graph
 from ..ir.types import TensorType
@@ -81,7 +80,7 @@ def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelByte
     (:mod:`.weight_stream`; the same bytes as :func:`model_to_onnx_bytes`), and the model without those
     tensors' data (for :func:`onnx_summary`)."""
     weights = DeferredWeights()
-    with deferring(weights), _collector_paused():
+    with deferring(weights), collector_paused():
         skeleton = model_to_onnx(model, **options)
     try:
         serialized = skeleton.SerializeToString(deterministic=True)
@@ -91,20 +90,6 @@ def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelByte
     if len(data) > MAX_PROTOBUF_BYTES:
         raise _too_large(model, f"{len(data):,} bytes, more than protobuf's {MAX_PROTOBUF_BYTES:,}")
     return data, skeleton
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pauses Python's cyclic garbage collector for the block (the export allocates many small objects while
-    the converted model's are all alive: a full collection walks them all, more than the export's own work);
-    cycles made meanwhile are collected after it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _too_large(model: "Model", why: str) -> SerdeError:

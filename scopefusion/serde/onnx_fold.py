@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import CONST_OP, Graph, Value
+from ..ir.graph import Graph
+from .onnx_lowering.emitter import constant_of
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constants"]
 
@@ -33,7 +34,7 @@ def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
             continue
         arrays = []
         for value in node.inputs:
-            array = _value_of(value, folded)
+            array = constant_of(value, folded)
             if array is None:
                 break
             arrays.append(array)
@@ -46,17 +47,6 @@ def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
             for value, array in zip(node.outputs, outputs):
                 folded[id(value)] = array
     return folded
-
-
-def _value_of(value: Value | None, folded: dict[int, np.ndarray]) -> np.ndarray | None:
-    if value is None:
-        return None
-    found = folded.get(id(value))
-    if found is not None:
-        return found
-    if value.producer.op == CONST_OP:
-        return np.asarray(value.producer.attrs.as_tensor("value"))
-    return None
 
 
 def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:

@@ -160,12 +160,7 @@ class GraphIndex:
         self.producer: dict[str, Node] = {}
         self.readers: dict[str, list[Node]] = defaultdict(list)
         for node in self.nodes:
-            for name in node.output:
-                if name:
-                    self.producer[name] = node
-            for name in node.input:
-                if name:
-                    self.readers[name].append(node)
+            self._index(node)
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name`` (None when it is none); small values are read once and shared,
@@ -232,13 +227,16 @@ class GraphIndex:
         """Appends ``node`` (out of order: the caller restores it with :func:`toposort`); returns it as a :class:`Node`."""
         added = node if isinstance(node, Node) else Node.of(node)
         self.nodes.append(added)
-        for name in added.output:
-            if name:
-                self.producer[name] = added
-        for name in added.input:
-            if name:
-                self.readers[name].append(added)
+        self._index(added)
         return added
+
+    def _index(self, node: Node) -> None:
+        for name in node.output:
+            if name:
+                self.producer[name] = node
+        for name in node.input:
+            if name:
+                self.readers[name].append(node)
 
     def replace_uses(self, old: str, new: str) -> None:
         """Every reader of ``old`` reads ``new`` instead (the readers index follows)."""
