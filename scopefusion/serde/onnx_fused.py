@@ -21,13 +21,13 @@ from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from ..dtypes import DType
 from ..errors import SerdeError
 from ..ir.graph import Node
 from ..ir.types import TensorType
 from .onnx_attrs import tensor_proto
+from .onnx_node import Node as OnnxNode
 
 __all__ = [
     "FusedEmitter",
@@ -125,7 +125,7 @@ class FusedEmitter:
         self._fresh = fresh_tensor
         self._fresh_node = fresh_node
         self._used = tuple(used)
-        self.nodes: list[onnx.NodeProto] = []
+        self.nodes: list[OnnxNode] = []
         self.initializers: list[onnx.TensorProto] = []
         self.domains: dict[str, int] = {}
 
@@ -228,9 +228,7 @@ class FusedEmitter:
         while inputs and not inputs[-1]:
             inputs.pop()
         name = self._fresh_node(f"{self.node.name}/{op_type}")
-        attrs = {k: v for k, v in attrs.items() if v is not None}
-        node = helper.make_node(op_type, inputs, written, name=name, domain=domain or None, **attrs)
-        self.nodes.append(node)
+        self.nodes.append(OnnxNode.make(op_type, inputs, written, name, domain, **attrs))
         if domain:
             self.domains.setdefault(domain, 1)
         return list(names)

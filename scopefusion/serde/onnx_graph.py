@@ -41,6 +41,8 @@ from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.tensor_lists import holds_list
+from .onnx_node import Node as OnnxNode
+from .onnx_node import append_nodes
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
 
@@ -118,7 +120,17 @@ class GraphWriter:
               parent: _Scope | None = None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
         """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name.
         With ``into`` (an empty ``GraphProto``, such as a new model's ``graph``), written there and returned."""
+        proto, nodes = self.write_nodes(graph, dim_params=dim_params, parent=parent, into=into)
+        append_nodes(proto, nodes)
+        return proto
+
+    def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
+                    parent: _Scope | None = None,
+                    into: onnx.GraphProto | None = None) -> tuple[onnx.GraphProto, list[OnnxNode]]:
+        """As :meth:`write`, with the nodes left out of the ``GraphProto`` and returned (in order) as
+        :class:`~.onnx_node.Node` objects, for the clean-up to rewrite before they are written."""
         scope = _Scope(graph, parent)
+        nodes: list[OnnxNode] = []
         proto = into if into is not None else onnx.GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
@@ -140,7 +152,7 @@ class GraphWriter:
                 defined.update(id(v) for v in node.outputs)
                 continue
             protos = self._node(node, scope, defined)
-            proto.node.extend(protos)
+            nodes.extend(protos)
             defined.update(id(v) for v in node.outputs)
             written = {name for p in protos for name in p.output}
             produced.extend(v for v in node.outputs if scope.names.get(id(v)) in written)
@@ -148,14 +160,14 @@ class GraphWriter:
         for value, name in outputs:
             source = scope.names[id(value)]
             if source != name:
-                proto.node.append(helper.make_node("Identity", [source], [name], name=self._nodes.claim(f"{name}/Identity")))
+                nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
             proto.output.append(_value_info(name, value.type))
         out_names = {name for _, name in outputs}
         for value in produced:
             name = scope.names[id(value)]
             if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
                 proto.value_info.append(_value_info(name, value.type))
-        return proto
+        return proto, nodes
 
     def _fold(self, scope: _Scope) -> set[int]:
         """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""
@@ -220,7 +232,7 @@ class GraphWriter:
         return [(v, name or names[id(v)]) for v, name in outputs]
 
     # ------------------------------------------------------------------ nodes
-    def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[onnx.NodeProto]:
+    def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[OnnxNode]:
         where = f"node {node.name!r} ({node.op}) in graph {scope.graph.name!r}"
         standard = node.dialect == "onnx" or node.dialect.startswith("onnx:")
         inputs: list[str] = []
@@ -274,7 +286,7 @@ class GraphWriter:
         if doc:
             proto.doc_string = doc
         self.domains.setdefault(domain, self.domain_versions.get(domain, 1))
-        return [proto]
+        return [OnnxNode.of(proto)]
 
     def _output_names(self, node: Node, scope: _Scope, domain: str) -> list[str]:
         """Each output's name; an unused, unnamed output an ONNX schema calls optional is left out (``""``)."""
@@ -328,7 +340,7 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ fused ops
     def _lower(self, node: Node, scope: _Scope, inputs: list[str], where: str,
-               back_edge: bool) -> tuple[list[onnx.NodeProto] | None, str]:
+               back_edge: bool) -> tuple[list[OnnxNode] | None, str]:
         """The nodes of a ``tf`` op's ONNX form, or None and the reason it has none."""
         lowering = self.lowerings.get(node.op_type) if self.lowerings is not None else None
         if lowering is None:
@@ -337,7 +349,7 @@ class GraphWriter:
             return None, "it reads the back edge of a TF1 loop the exporter could not rebuild as a While"
         return self._emit(node, scope, inputs, where, lowering, scope.folded)
 
-    def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:
+    def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[OnnxNode] | None, str]:
         """The nodes of a fused op's ONNX form, or None and the reason to write it in the fallback domain."""
         exporter = self.exporters.get(node.op_type)
         if exporter is None:
@@ -345,7 +357,7 @@ class GraphWriter:
         return self._emit(node, scope, inputs, where, exporter, None)
 
     def _emit(self, node: Node, scope: _Scope, inputs: list[str], where: str, exporter: Any,
-              folded: dict[int, Any] | None) -> tuple[list[onnx.NodeProto] | None, str]:
+              folded: dict[int, Any] | None) -> tuple[list[OnnxNode] | None, str]:
         """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
         graph_outputs = {id(v) for v in scope.graph.outputs}
         outputs, used = [], []

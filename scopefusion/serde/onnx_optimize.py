@@ -20,11 +20,11 @@ In this order, to a fixed point:
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
 name and its producer. Value infos of tensors that no longer exist are dropped.
 
-NOTE: speed. The passes work on :class:`Node`, a plain-Python stand-in for ``NodeProto`` (the same field
-names, Python lists for ``input`` / ``output`` / ``attribute``): reading and rewriting protobuf messages node
-by node, and copying them back into the graph after each pass, cost more than the rewrites themselves. The
-graph's nodes are read once and written back once, at the end. Initializers stay the graph's own
-``TensorProto`` messages (never copied); new ones are appended as they are made.
+NOTE: speed. The passes work on :class:`~.onnx_node.Node`, the plain-Python node the emitters write
+(:func:`optimize_nodes` takes them as written; :func:`optimize_graph` reads a ``GraphProto``'s once):
+reading and rewriting protobuf messages node by node cost more than the rewrites themselves. The nodes
+become ``NodeProto`` messages once, at the end. Initializers stay the graph's own ``TensorProto`` messages
+(never copied); new ones are appended as they are made.
 """
 
 from __future__ import annotations
@@ -36,71 +36,26 @@ import onnx
 from onnx import helper
 
 from .onnx_attrs import initializer_array, tensor_proto
+from .onnx_node import Node, append_nodes
 
-__all__ = ["GraphIndex", "Node", "optimize_graph", "toposort"]
+__all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
-_BODY_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
-
-
-class Node:
-    """One node while the graph is optimized: ``NodeProto``'s fields as Python values (see the module NOTE).
-    ``attribute`` holds ``AttributeProto`` messages; ``proto`` is the node read from the graph (its
-    ``doc_string`` and other fields are kept), None for a node made by a pass. ``body_reads`` is None for a
-    node without a body (``GRAPH`` / ``GRAPHS`` attribute), else the names its bodies read, in order (read
-    once: the clean-up rewrites the main graph only, never a body)."""
-
-    __slots__ = ("op_type", "domain", "name", "input", "output", "attribute", "proto", "body_reads")
-
-    def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
-                 attributes: list[onnx.AttributeProto], proto: onnx.NodeProto | None = None) -> None:
-        self.op_type = op_type
-        self.domain = domain
-        self.name = name
-        self.input = inputs
-        self.output = outputs
-        self.attribute = attributes
-        self.proto = proto
-        self.body_reads: list[str] | None = None
-        if attributes and any(a.type in _BODY_TYPES for a in attributes):
-            self.body_reads = [name for inner in _all_nodes([self]) if inner is not self for name in inner.input]
-
-    @classmethod
-    def of(cls, proto: onnx.NodeProto) -> "Node":
-        return cls(proto.op_type, proto.domain, proto.name, list(proto.input), list(proto.output),
-                   list(proto.attribute), proto)
-
-    def to_proto(self) -> onnx.NodeProto:
-        out = onnx.NodeProto()
-        if self.proto is not None:
-            out.CopyFrom(self.proto)
-            del out.input[:], out.output[:], out.attribute[:]
-        # Set only what differs: proto2 fields have presence, and an empty field set is written.
-        if out.op_type != self.op_type:
-            out.op_type = self.op_type
-        if out.domain != self.domain:
-            out.domain = self.domain
-        if out.name != self.name:
-            out.name = self.name
-        out.input.extend(self.input)
-        out.output.extend(self.output)
-        out.attribute.extend(self.attribute)
-        return out
 
 
 class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
     into the graph with :meth:`write_back`."""
 
-    def __init__(self, graph: onnx.GraphProto) -> None:
+    def __init__(self, graph: onnx.GraphProto, nodes: list[Node] | None = None) -> None:
         self.graph = graph
-        self.nodes: list[Node] = [Node.of(n) for n in graph.node]
+        self.nodes: list[Node] = [Node.of(n) for n in graph.node] if nodes is None else nodes
         self._arrays: dict[str, np.ndarray] = {}  # small initializers' values, read once
         self.outputs = {o.name for o in graph.output}
         self.inputs = {i.name for i in graph.input}
-        self.pinned = _names_read_by_bodies(graph)
+        self.pinned = {name for node in self.nodes if node.body_reads is not None for name in node.body_reads}
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
         for infos in (graph.value_info, graph.input, graph.output):
@@ -152,9 +107,8 @@ class GraphIndex:
 
     def write_back(self) -> None:
         """Replaces the graph's nodes by :attr:`nodes`."""
-        protos = [n.to_proto() for n in self.nodes]
         del self.graph.node[:]
-        self.graph.node.extend(protos)
+        append_nodes(self.graph, self.nodes)
 
     def rebuild(self) -> None:
         self.producer: dict[str, Node] = {}
@@ -251,11 +205,19 @@ class GraphIndex:
 
 def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     """Runs the clean-up (see the module docstring) on ``graph`` in place."""
+    nodes = [Node.of(n) for n in graph.node]
+    del graph.node[:]
+    optimize_nodes(graph, nodes, opset)
+
+
+def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23) -> None:
+    """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none);
+    writes the nodes left into the graph."""
     from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
-    index = GraphIndex(graph)
+    index = GraphIndex(graph, nodes)
     _shapes_from_types(index)
     for _ in range(100):
         changed = _remove_identities(index)
@@ -278,11 +240,12 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
             toposort(index)
             index.rebuild()
     index.write_back()
-    _drop_stale_value_info(graph)
-    for node in graph.node:
-        for attr in node.attribute:
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                _prune_body(body)
+    _drop_stale_value_info(graph, index.nodes)
+    for node, proto in zip(index.nodes, graph.node):
+        if node.body_reads is not None:
+            for attr in proto.attribute:
+                for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                    _prune_body(body)
 
 
 def _prune_body(body: onnx.GraphProto) -> None:
@@ -320,7 +283,7 @@ def _shapes_from_types(index: GraphIndex) -> None:
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
             continue
         shape = index.shapes.get(node.output[0])
-        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+        perm = node.attr("perm")
         if shape is None or perm is None or len(perm) != len(shape):
             continue
         before: list[int | None] = [None] * len(shape)
@@ -407,15 +370,22 @@ _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLi
 def _merge_duplicates(index: GraphIndex) -> bool:
     """A default-domain node computing what an earlier one computes (same op, inputs and attributes; no body,
     nothing random) is read no more: its readers read the earlier node's outputs (it dies unread)."""
-    seen: dict[tuple, Node] = {}
+    seen: dict[tuple, list[Node]] = {}
     changed = False
     for node in index.nodes:
         if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or node.body_reads is not None:
             continue
-        key = (node.op_type, tuple(node.input), len(node.output),
-               tuple(sorted(a.SerializeToString(deterministic=True) for a in node.attribute)))
-        first = seen.setdefault(key, node)
-        if first is node or not all(index.free(name) for name in node.output if name):
+        # Nodes alike but for their attributes are rare: their attributes are compared only then.
+        group = seen.get((node.op_type, tuple(node.input), len(node.output)))
+        if group is None:
+            seen[(node.op_type, tuple(node.input), len(node.output))] = [node]
+            continue
+        key = node.attr_key()
+        first = next((g for g in group if g.attr_key() == key), None)
+        if first is None:
+            group.append(node)
+            continue
+        if not all(index.free(name) for name in node.output if name):
             continue
         if any(name and not kept for name, kept in zip(node.output, first.output)):
             continue  # an output the earlier node leaves out
@@ -479,18 +449,20 @@ def _fold_initializer_ops(index: GraphIndex) -> bool:
 
 
 def _fold(node: Node, values: list) -> np.ndarray | None:
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     x = values[0]
     op = node.op_type
     if op == "Transpose":
-        return np.transpose(x, attrs.get("perm"))
+        return np.transpose(x, node.attr("perm"))
     if op == "Identity":
         return x
     if op == "Cast":
-        return x.astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
+        to = node.attr("to")
+        if to is None:
+            raise KeyError("to")
+        return x.astype(helper.tensor_dtype_to_np_dtype(to))
     if op == "Reshape":
         shape = [int(d) for d in values[1]]
-        if not attrs.get("allowzero", 0):
+        if not node.attr("allowzero", 0):
             shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
         return x.reshape(shape)
     if op == "Unsqueeze" and len(values) == 2:
@@ -542,8 +514,8 @@ def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> No
         index.rebuild()
 
 
-def _drop_stale_value_info(graph: onnx.GraphProto) -> None:
-    present = {name for node in graph.node for name in node.output}
+def _drop_stale_value_info(graph: onnx.GraphProto, nodes: "list[Node] | None" = None) -> None:
+    present = {name for node in (graph.node if nodes is None else nodes) for name in node.output}
     kept = [v for v in graph.value_info if v.name in present]
     if len(kept) != len(graph.value_info):
         del graph.value_info[:]
@@ -554,19 +526,14 @@ def _all_nodes(nodes):
     """``nodes`` (:class:`Node` or ``NodeProto``) and the nodes of their bodies, recursively."""
     for node in nodes:
         yield node
+        if isinstance(node, Node):
+            if node.body_reads is not None:
+                for body in node.bodies():
+                    yield from _all_nodes(body.node)
+            continue
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.GRAPH:
                 yield from _all_nodes(attr.g.node)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for body in attr.graphs:
                     yield from _all_nodes(body.node)
-
-
-def _names_read_by_bodies(graph: onnx.GraphProto) -> set[str]:
-    names: set[str] = set()
-    for node in graph.node:
-        for attr in node.attribute:
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                for inner in _all_nodes(body.node):
-                    names.update(inner.input)
-    return names

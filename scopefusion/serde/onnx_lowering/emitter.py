@@ -18,6 +18,7 @@ from ...ir.graph import CONST_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from ..onnx_attrs import onnx_elem_type
 from ..onnx_fused import FusedEmitter
+from ..onnx_node import Node as OnnxNode
 
 __all__ = ["INT64_MAX", "INT64_MIN", "LoweringEmitter", "constant_of"]
 
@@ -76,7 +77,7 @@ class LoweringEmitter(FusedEmitter):
             into.node.extend(proto.node)
             into.initializer.extend(proto.initializer)
         else:
-            self.nodes.extend(proto.node)
+            self.nodes.extend(OnnxNode.of(node) for node in proto.node)
             self.initializers.extend(proto.initializer)
         return outputs
 

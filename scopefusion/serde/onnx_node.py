@@ -1,0 +1,243 @@
+"""The ONNX node of the export pipeline: a plain-Python stand-in for ``NodeProto``, made once per node.
+
+The emitters (:mod:`.onnx_fused`, :mod:`.onnx_lowering`) write :class:`Node` objects, the clean-up
+(:mod:`.onnx_optimize`) rewrites them, and each becomes a ``NodeProto`` once, at the end, written in place
+into its graph (:meth:`Node.fill`). Building protobuf messages node by node (``onnx.helper.make_node``)
+and converting them back and forth between passes cost more than the rewrites themselves.
+
+A node has ``NodeProto``'s fields as Python values: ``op_type``, ``domain`` (``""`` is left unset, as
+``make_node`` does), ``name``, ``input`` and ``output`` (lists), ``doc_string`` and its attributes, in
+order, each kept as its value with its ``AttributeProto`` type (see :func:`attribute_entry`, which
+classifies values as ``onnx.helper.make_attribute`` does, and raises the same errors). A node read from a
+``NodeProto`` (:meth:`Node.of`) keeps the message, so the fields it does not model stay as they were.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+from typing import Any, Iterator
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, GraphProto, TensorProto, helper
+
+__all__ = ["Node", "append_nodes", "attribute_entry"]
+
+# An attribute: (name, AttributeProto type, value); _MESSAGE marks a value kept as an AttributeProto.
+_MESSAGE = -1
+_INT, _FLOAT, _STRING = AttributeProto.INT, AttributeProto.FLOAT, AttributeProto.STRING
+_TENSOR, _GRAPH = AttributeProto.TENSOR, AttributeProto.GRAPH
+_INTS, _FLOATS, _STRINGS, _GRAPHS = AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS, AttributeProto.GRAPHS
+_BODY_TYPES = (_GRAPH, _GRAPHS)
+
+Entry = tuple[str, int, Any]
+
+
+def attribute_entry(name: str, value: Any) -> Entry:
+    """``value`` as an attribute of the type ``onnx.helper.make_attribute`` gives it (same errors)."""
+    kind = type(value)
+    if kind is int:
+        return (name, _INT, value)
+    if kind is list or kind is tuple:
+        if value and all(type(v) is int for v in value):
+            return (name, _INTS, list(value))
+    if isinstance(value, numbers.Integral):
+        return (name, _INT, int(value))
+    if isinstance(value, numbers.Real):
+        return (name, _FLOAT, float(value))
+    if isinstance(value, str):
+        return (name, _STRING, value.encode("utf-8"))
+    if isinstance(value, bytes):
+        return (name, _STRING, value)
+    if isinstance(value, TensorProto):
+        return (name, _TENSOR, value)
+    if isinstance(value, GraphProto):
+        return (name, _GRAPH, value)
+    if isinstance(value, Iterable) and not isinstance(value, (onnx.SparseTensorProto, onnx.TypeProto)):
+        items = list(value)
+        if items:
+            types = {type(v) for v in items}
+            if all(issubclass(t, numbers.Integral) for t in types):
+                return (name, _INTS, [int(v) for v in items])
+            if all(issubclass(t, numbers.Real) for t in types):
+                return (name, _FLOATS, [float(v) for v in items])
+            if all(issubclass(t, (str, bytes)) for t in types):
+                return (name, _STRINGS, [v.encode("utf-8") if isinstance(v, str) else v for v in items])
+            if all(issubclass(t, GraphProto) for t in types):
+                return (name, _GRAPHS, items)
+    return (name, _MESSAGE, helper.make_attribute(name, value))  # the rest, and its errors, as onnx has them
+
+
+def _fill_attribute(a: AttributeProto, entry: Entry) -> None:
+    name, kind, value = entry
+    a.name = name
+    if kind == _INT:
+        a.i = value
+    elif kind == _INTS:
+        a.ints.extend(value)
+    elif kind == _FLOAT:
+        a.f = value
+    elif kind == _STRING:
+        a.s = value
+    elif kind == _FLOATS:
+        a.floats.extend(value)
+    elif kind == _STRINGS:
+        a.strings.extend(value)
+    elif kind == _TENSOR:
+        a.t.CopyFrom(value)
+    elif kind == _GRAPH:
+        a.g.CopyFrom(value)
+    elif kind == _GRAPHS:
+        a.graphs.extend(value)
+    a.type = kind  # type: ignore[assignment]
+
+
+def _attribute_proto(entry: Entry) -> AttributeProto:
+    if entry[1] == _MESSAGE:
+        return entry[2]
+    a = AttributeProto()
+    _fill_attribute(a, entry)
+    return a
+
+
+class Node:
+    """One ONNX node (see the module docstring). ``body_reads`` is None for a node without a body
+    (``GRAPH`` / ``GRAPHS`` attribute), else the names its bodies read, in order."""
+
+    __slots__ = ("op_type", "domain", "name", "input", "output", "attrs", "doc_string", "proto", "body_reads")
+
+    def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
+                 attrs: list[Entry] | None = None, proto: onnx.NodeProto | None = None, doc_string: str = "") -> None:
+        self.op_type = op_type
+        self.domain = domain
+        self.name = name
+        self.input = inputs
+        self.output = outputs
+        self.attrs: list[Entry] = attrs if attrs is not None else []
+        self.doc_string = doc_string
+        self.proto = proto
+        self.body_reads: list[str] | None = None
+        if self.attrs and any(_is_body(e) for e in self.attrs):
+            self.body_reads = [name for body in self.bodies() for inner in _inner_nodes(body.node) for name in inner.input]
+
+    @classmethod
+    def make(cls, op_type: str, inputs: list[str], outputs: list[str], name: str = "", domain: str = "",
+             **attrs: Any) -> "Node":
+        """A node as ``onnx.helper.make_node`` would make it (attributes in name order, None ones left out)."""
+        entries = [attribute_entry(k, v) for k, v in sorted(attrs.items()) if v is not None] if attrs else None
+        return cls(op_type, domain, name, inputs, outputs, entries)
+
+    @classmethod
+    def of(cls, proto: onnx.NodeProto) -> "Node":
+        entries = [(a.name, _MESSAGE, a) for a in proto.attribute]
+        return cls(proto.op_type, proto.domain, proto.name, list(proto.input), list(proto.output), entries, proto)
+
+    # ------------------------------------------------------------------ attributes
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The value of attribute ``name`` as ``onnx.helper.get_attribute_value`` gives it, else ``default``."""
+        for entry in self.attrs:
+            if entry[0] == name:
+                kind, value = entry[1], entry[2]
+                if kind == _MESSAGE:
+                    return helper.get_attribute_value(value)
+                if kind == _FLOAT:
+                    return float(np.float32(value))
+                if kind == _FLOATS:
+                    return [float(v) for v in np.asarray(value, np.float32)]
+                return list(value) if kind in (_INTS, _STRINGS, _GRAPHS) else value
+        return default
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Sets attribute ``name`` (moved to the end when it was there, as a rewrite of the message would)."""
+        self.attrs = [e for e in self.attrs if e[0] != name]
+        self.attrs.append(attribute_entry(name, value))
+
+    def clear_attrs(self) -> None:
+        self.attrs = []
+
+    @property
+    def attribute(self) -> list[AttributeProto]:
+        """The attributes as ``AttributeProto`` messages (made on each call: for reading)."""
+        return [_attribute_proto(e) for e in self.attrs]
+
+    def attr_key(self) -> tuple[bytes, ...]:
+        """The attributes' serialized forms, sorted: equal for nodes with equal attributes."""
+        return tuple(sorted(_attribute_proto(e).SerializeToString(deterministic=True) for e in self.attrs))
+
+    def bodies(self) -> list[GraphProto]:
+        out: list[GraphProto] = []
+        for entry in self.attrs:
+            kind, value = entry[1], entry[2]
+            if kind == _GRAPH:
+                out.append(value)
+            elif kind == _GRAPHS:
+                out.extend(value)
+            elif kind == _MESSAGE:
+                if value.type == _GRAPH:
+                    out.append(value.g)
+                elif value.type == _GRAPHS:
+                    out.extend(value.graphs)
+        return out
+
+    # ------------------------------------------------------------------ writing
+    def fill(self, out: onnx.NodeProto) -> None:
+        """Writes the node into ``out``, an empty ``NodeProto`` (such as ``graph.node.add()``)."""
+        proto = self.proto
+        if proto is not None:
+            out.CopyFrom(proto)
+            del out.input[:], out.output[:], out.attribute[:]
+            # Set only what differs: proto2 fields have presence, and an empty field set is written.
+            if out.op_type != self.op_type:
+                out.op_type = self.op_type
+            if out.domain != self.domain:
+                out.domain = self.domain
+            if out.name != self.name:
+                out.name = self.name
+        else:
+            if self.op_type:
+                out.op_type = self.op_type
+            if self.domain:
+                out.domain = self.domain
+            if self.name:
+                out.name = self.name
+        out.input.extend(self.input)
+        out.output.extend(self.output)
+        if self.attrs:
+            attributes = out.attribute
+            for entry in self.attrs:
+                if entry[1] == _MESSAGE:
+                    attributes.append(entry[2])
+                else:
+                    _fill_attribute(attributes.add(), entry)
+        if self.doc_string:
+            out.doc_string = self.doc_string
+
+    def to_proto(self) -> onnx.NodeProto:
+        out = onnx.NodeProto()
+        self.fill(out)
+        return out
+
+
+def _is_body(entry: Entry) -> bool:
+    kind = entry[1]
+    return kind in _BODY_TYPES or (kind == _MESSAGE and entry[2].type in _BODY_TYPES)
+
+
+def _inner_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+    """``nodes`` and the nodes of their bodies, recursively."""
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == _GRAPH:
+                yield from _inner_nodes(attr.g.node)
+            elif attr.type == _GRAPHS:
+                for body in attr.graphs:
+                    yield from _inner_nodes(body.node)
+
+
+def append_nodes(graph: GraphProto, nodes: Iterable[Node]) -> None:
+    """Appends ``nodes`` to ``graph``, each written in place (no copy of a message)."""
+    add = graph.node.add
+    for node in nodes:
+        node.fill(add())
