@@ -36,7 +36,15 @@ from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.types import TensorType
-from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_into, tensor_proto, type_proto
+from .onnx_attrs import (
+    attribute_proto,
+    is_schema_default,
+    onnx_elem_type,
+    tensor_into,
+    tensor_proto,
+    type_into,
+    type_proto,
+)
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
@@ -44,7 +52,7 @@ from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Node as OnnxNode
 from .onnx_node import append_nodes
 
-__all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
+__all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
 
 FALLBACK_DOMAIN = "scopefusion"
 PROVENANCE_ATTRS = ("_fusion_rule", "_original_nodes")
@@ -120,15 +128,17 @@ class GraphWriter:
               parent: _Scope | None = None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
         """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name.
         With ``into`` (an empty ``GraphProto``, such as a new model's ``graph``), written there and returned."""
-        proto, nodes = self.write_nodes(graph, dim_params=dim_params, parent=parent, into=into)
+        proto, nodes, value_infos = self.write_nodes(graph, dim_params=dim_params, parent=parent, into=into)
         append_nodes(proto, nodes)
+        append_value_infos(proto, value_infos)
         return proto
 
     def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
                     parent: _Scope | None = None,
-                    into: onnx.GraphProto | None = None) -> tuple[onnx.GraphProto, list[OnnxNode]]:
-        """As :meth:`write`, with the nodes left out of the ``GraphProto`` and returned (in order) as
-        :class:`~.onnx_node.Node` objects, for the clean-up to rewrite before they are written."""
+                    into: onnx.GraphProto | None = None) -> tuple[onnx.GraphProto, list[OnnxNode], list[ValueType]]:
+        """As :meth:`write`, with the nodes and the value infos left out of the ``GraphProto`` and returned (in
+        order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name, IR type) of a
+        type ONNX can say; for the clean-up to rewrite before they are written (:func:`.append_value_infos`)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
         proto = into if into is not None else onnx.GraphProto()
@@ -138,6 +148,7 @@ class GraphWriter:
         defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
         folded_nodes = self._fold(scope)
         produced: list[Value] = []
+        value_infos: list[ValueType] = []
         for node in graph.nodes:
             if node.op == DATA_OP:
                 continue
@@ -166,8 +177,8 @@ class GraphWriter:
         for value in produced:
             name = scope.names[id(value)]
             if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
-                proto.value_info.append(_value_info(name, value.type))
-        return proto, nodes
+                value_infos.append((name, value.type))
+        return proto, nodes, value_infos
 
     def _fold(self, scope: _Scope) -> set[int]:
         """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""
@@ -429,6 +440,18 @@ def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
             )
         out[base] = [items[i] for i in range(len(items))]
     return out
+
+
+ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name, a type ONNX can say
+
+
+def append_value_infos(graph: onnx.GraphProto, infos: list[ValueType]) -> None:
+    """Appends the value infos ``infos`` to ``graph``, each written in place."""
+    add = graph.value_info.add
+    for name, t in infos:
+        info = add()
+        info.name = name
+        type_into(info.type, t)
 
 
 def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> onnx.ValueInfoProto:

@@ -36,6 +36,7 @@ import onnx
 from onnx import helper
 
 from .onnx_attrs import initializer_array, tensor_proto
+from .onnx_graph import ValueType, append_value_infos
 from .onnx_node import Node, append_nodes
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
@@ -49,15 +50,20 @@ class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
     into the graph with :meth:`write_back`."""
 
-    def __init__(self, graph: onnx.GraphProto, nodes: list[Node] | None = None) -> None:
+    def __init__(self, graph: onnx.GraphProto, nodes: list[Node] | None = None,
+                 value_infos: "list[ValueType] | None" = None) -> None:
         self.graph = graph
         self.nodes: list[Node] = [Node.of(n) for n in graph.node] if nodes is None else nodes
+        self.value_infos = value_infos  # those not yet in the graph (written at the end), or None
         self._arrays: dict[str, np.ndarray] = {}  # small initializers' values, read once
         self.outputs = {o.name for o in graph.output}
         self.inputs = {i.name for i in graph.input}
         self.pinned = {name for node in self.nodes if node.body_reads is not None for name in node.body_reads}
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
+        for name, t in value_infos or ():
+            if t.rank is not None:
+                self.shapes[name] = [d if d >= 0 else None for d in t.shape]
         for infos in (graph.value_info, graph.input, graph.output):
             for info in infos:
                 t = info.type.tensor_type
@@ -79,6 +85,8 @@ class GraphIndex:
         light.input.extend(self.graph.input)
         light.output.extend(self.graph.output)
         light.value_info.extend(self.graph.value_info)
+        if self.value_infos:
+            append_value_infos(light, self.value_infos)
         for t in self.graph.initializer:
             if np.prod(t.dims, dtype=np.int64) <= 64:
                 light.initializer.append(t)
@@ -113,8 +121,14 @@ class GraphIndex:
     def rebuild(self) -> None:
         self.producer: dict[str, Node] = {}
         self.readers: dict[str, list[Node]] = defaultdict(list)
-        for node in self.nodes:
-            self._index(node)
+        producer, readers = self.producer, self.readers
+        for node in self.nodes:  # _index, inlined
+            for name in node.output:
+                if name:
+                    producer[name] = node
+            for name in node.input:
+                if name:
+                    readers[name].append(node)
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name`` (None when it is none); small values are read once and shared,
@@ -210,14 +224,16 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     optimize_nodes(graph, nodes, opset)
 
 
-def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23) -> None:
-    """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none);
-    writes the nodes left into the graph."""
+def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
+                   value_infos: "list[ValueType] | None" = None) -> None:
+    """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none) and
+    whose value infos are ``graph.value_info`` and then ``value_infos`` (not yet in the graph); writes the
+    nodes and value infos left into the graph."""
     from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
-    index = GraphIndex(graph, nodes)
+    index = GraphIndex(graph, nodes, value_infos)
     _shapes_from_types(index)
     for _ in range(100):
         changed = _remove_identities(index)
@@ -241,6 +257,9 @@ def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23) -
             index.rebuild()
     index.write_back()
     _drop_stale_value_info(graph, index.nodes)
+    if value_infos:
+        present = {name for node in index.nodes for name in node.output}
+        append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
     for node, proto in zip(index.nodes, graph.node):
         if node.body_reads is not None:
             for attr in proto.attribute:
@@ -310,9 +329,17 @@ def toposort(index: GraphIndex) -> None:
         for name in node.output:
             if name:
                 producer_of[name] = k
+    get = producer_of.get
     done: list[bool] = [False] * len(nodes)
     order: list[int] = []
     for start in range(len(nodes)):
+        if done[start]:
+            continue
+        node = nodes[start]
+        if all(get(name, start) <= start or done[get(name)] for name in _inputs_with_bodies(node)):
+            done[start] = True  # every producer placed already: the walk below would place it at once
+            order.append(start)
+            continue
         stack = [(start, False)]
         while stack:
             k, expanded = stack.pop()
@@ -482,21 +509,29 @@ def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
     producer = index.producer
     live: set[int] = set()
-    pending = [name for name in index.outputs | index.pinned if name in producer]
+    pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
-        node = producer.get(pending.pop())
-        if node is None or id(node) in live:
+        node = pending.pop()
+        if id(node) in live:
             continue
         live.add(id(node))
-        pending.extend(name for name in _inputs_with_bodies(node) if name)
+        for name in _inputs_with_bodies(node):
+            found = producer.get(name) if name else None
+            if found is not None and id(found) not in live:
+                pending.append(found)
     changed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
     read = set(index.outputs)
     for node in index.nodes:
-        read.update(_inputs_with_bodies(node))
+        read.update(node.input)
+        if node.body_reads is not None:
+            read.update(node.body_reads)
     initializers = index.graph.initializer
-    unread = [k for k, t in enumerate(initializers) if t.name not in read]
+    if len(index.initializers) == len(initializers) and all(name in read for name in index.initializers):
+        unread = []  # the index holds every initializer's name (no two alike): all are read
+    else:
+        unread = [k for k, t in enumerate(initializers) if t.name not in read]
     for k in reversed(unread):  # in place: no copy of the weights
         index.initializers.pop(initializers[k].name, None)
         index._arrays.pop(initializers[k].name, None)
