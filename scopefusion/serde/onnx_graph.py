@@ -27,7 +27,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import onnx
 from onnx import AttributeProto, defs, helper
@@ -177,7 +177,7 @@ class GraphWriter:
         for value in produced:
             name = scope.names[id(value)]
             if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
-                value_infos.append((name, value.type))
+                value_infos.append((name, cast(TensorType, value.type)))
         return proto, nodes, value_infos
 
     def _fold(self, scope: _Scope) -> set[int]:

@@ -336,7 +336,7 @@ def toposort(index: GraphIndex) -> None:
         if done[start]:
             continue
         node = nodes[start]
-        if all(get(name, start) <= start or done[get(name)] for name in _inputs_with_bodies(node)):
+        if all(get(name, start) <= start or done[producer_of[name]] for name in _inputs_with_bodies(node)):
             done[start] = True  # every producer placed already: the walk below would place it at once
             order.append(start)
             continue
