@@ -216,18 +216,23 @@ class FusedEmitter:
         ``outputs`` is a count of fresh outputs, or a list of names where None asks for a fresh name and
         ``""`` leaves an optional output out.
         """
-        if isinstance(outputs, int):
-            outputs = [None] * outputs
-        many = len(outputs) > 1
-        names: list[str] = [self._fresh(f"{self.node.name}/{op_type}" + (f":{k}" if many else "")) if o is None else o
-                            for k, o in enumerate(outputs)]
-        written = list(names)
-        while written and not written[-1]:
-            written.pop()
+        base = f"{self.node.name}/{op_type}"
+        fresh = self._fresh
+        if outputs == 1:
+            names: list[str] = [fresh(base)]
+            written = list(names)
+        else:
+            if isinstance(outputs, int):
+                outputs = [None] * outputs
+            many = len(outputs) > 1
+            names = [fresh(f"{base}:{k}" if many else base) if o is None else o for k, o in enumerate(outputs)]
+            written = list(names)
+            while written and not written[-1]:
+                written.pop()
         inputs = list(inputs)
         while inputs and not inputs[-1]:
             inputs.pop()
-        name = self._fresh_node(f"{self.node.name}/{op_type}")
+        name = self._fresh_node(base)
         self.nodes.append(OnnxNode.make(op_type, inputs, written, name, domain, **attrs))
         if domain:
             self.domains.setdefault(domain, 1)

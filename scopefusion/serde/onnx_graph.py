@@ -89,6 +89,7 @@ class _Scope:
     visible: dict[str, str] = field(default_factory=dict)  # source tensor / IR value name -> ONNX name
     initializers: list[onnx.TensorProto] = field(default_factory=list)  # made by fused exporters
     folded: dict[int, Any] = field(default_factory=dict)  # id(value) -> array, tf values computed from constants
+    output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -370,7 +371,9 @@ class GraphWriter:
     def _emit(self, node: Node, scope: _Scope, inputs: list[str], where: str, exporter: Any,
               folded: dict[int, Any] | None) -> tuple[list[OnnxNode] | None, str]:
         """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
-        graph_outputs = {id(v) for v in scope.graph.outputs}
+        graph_outputs = scope.output_ids
+        if graph_outputs is None:
+            graph_outputs = scope.output_ids = {id(v) for v in scope.graph.outputs}
         outputs, used = [], []
         for value in node.outputs:
             name = scope.names.get(id(value))

@@ -108,7 +108,8 @@ class Node:
     __slots__ = ("op_type", "domain", "name", "input", "output", "attrs", "doc_string", "proto", "body_reads")
 
     def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
-                 attrs: list[Entry] | None = None, proto: onnx.NodeProto | None = None, doc_string: str = "") -> None:
+                 attrs: list[Entry] | None = None, proto: onnx.NodeProto | None = None, doc_string: str = "",
+                 body: bool | None = None) -> None:
         self.op_type = op_type
         self.domain = domain
         self.name = name
@@ -118,15 +119,25 @@ class Node:
         self.doc_string = doc_string
         self.proto = proto
         self.body_reads: list[str] | None = None
-        if self.attrs and any(_is_body(e) for e in self.attrs):
+        if body if body is not None else (self.attrs and any(_is_body(e) for e in self.attrs)):
             self.body_reads = [name for body in self.bodies() for inner in _inner_nodes(body.node) for name in inner.input]
 
     @classmethod
     def make(cls, op_type: str, inputs: list[str], outputs: list[str], name: str = "", domain: str = "",
              **attrs: Any) -> "Node":
         """A node as ``onnx.helper.make_node`` would make it (attributes in name order, None ones left out)."""
-        entries = [attribute_entry(k, v) for k, v in sorted(attrs.items()) if v is not None] if attrs else None
-        return cls(op_type, domain, name, inputs, outputs, entries)
+        if not attrs:
+            return cls(op_type, domain, name, inputs, outputs, None, None, "", False)
+        entries = []
+        body = False
+        for key in sorted(attrs):
+            value = attrs[key]
+            if value is None:
+                continue
+            entry = attribute_entry(key, value)
+            body = body or _is_body(entry)
+            entries.append(entry)
+        return cls(op_type, domain, name, inputs, outputs, entries, None, "", body)
 
     @classmethod
     def of(cls, proto: onnx.NodeProto) -> "Node":
