@@ -20,13 +20,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
-import onnx
 
 from ..dtypes import DType
 from ..errors import SerdeError
 from ..ir.graph import Node
 from ..ir.types import TensorType
-from .onnx_attrs import tensor_proto
+from .onnx_node import Initializer
 from .onnx_node import Node as OnnxNode
 
 __all__ = [
@@ -126,7 +125,7 @@ class FusedEmitter:
         self._fresh_node = fresh_node
         self._used = tuple(used)
         self.nodes: list[OnnxNode] = []
-        self.initializers: list[onnx.TensorProto] = []
+        self.initializers: list[Initializer] = []
         self.domains: dict[str, int] = {}
 
     @property
@@ -242,7 +241,7 @@ class FusedEmitter:
         """Writes an initializer holding ``value`` (as ``dtype`` when given); returns its name."""
         array = np.asarray(value, dtype=dtype)
         name = self._fresh(f"{self.node.name}/{hint}")
-        self.initializers.append(tensor_proto(array, name))
+        self.initializers.append(Initializer.of_array(name, array))
         return name
 
     def scalar(self, value: float, hint: str, like: int = 0) -> str:

@@ -40,8 +40,6 @@ from .onnx_attrs import (
     attribute_proto,
     is_schema_default,
     onnx_elem_type,
-    tensor_into,
-    tensor_proto,
     type_into,
     type_proto,
 )
@@ -49,8 +47,8 @@ from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.tensor_lists import holds_list
+from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
-from .onnx_node import append_nodes
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
 
@@ -87,7 +85,7 @@ class _Scope:
     parent: "_Scope | None"
     names: dict[int, str] = field(default_factory=dict)  # id(value) -> ONNX name
     visible: dict[str, str] = field(default_factory=dict)  # source tensor / IR value name -> ONNX name
-    initializers: list[onnx.TensorProto] = field(default_factory=list)  # made by fused exporters
+    initializers: list[Initializer] = field(default_factory=list)  # made by fused exporters
     folded: dict[int, Any] = field(default_factory=dict)  # id(value) -> array, tf values computed from constants
     output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
 
@@ -129,17 +127,22 @@ class GraphWriter:
               parent: _Scope | None = None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
         """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name.
         With ``into`` (an empty ``GraphProto``, such as a new model's ``graph``), written there and returned."""
-        proto, nodes, value_infos = self.write_nodes(graph, dim_params=dim_params, parent=parent, into=into)
+        proto, nodes, value_infos, initializers = self.write_nodes(graph, dim_params=dim_params, parent=parent,
+                                                                   into=into)
         append_nodes(proto, nodes)
+        append_initializers(proto, initializers)
         append_value_infos(proto, value_infos)
         return proto
 
     def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
                     parent: _Scope | None = None,
-                    into: onnx.GraphProto | None = None) -> tuple[onnx.GraphProto, list[OnnxNode], list[ValueType]]:
-        """As :meth:`write`, with the nodes and the value infos left out of the ``GraphProto`` and returned (in
-        order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name, IR type) of a
-        type ONNX can say; for the clean-up to rewrite before they are written (:func:`.append_value_infos`)."""
+                    into: onnx.GraphProto | None = None,
+                    ) -> tuple[onnx.GraphProto, list[OnnxNode], list[ValueType], list[Initializer]]:
+        """As :meth:`write`, with the nodes, the value infos and the initializers left out of the ``GraphProto``
+        and returned (in order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name,
+        IR type) of a type ONNX can say, the initializers as :class:`~.onnx_node.Initializer` objects; for the
+        clean-up to rewrite before they are written (:func:`.append_nodes`, :func:`.append_value_infos`,
+        :func:`.append_initializers`)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
         proto = into if into is not None else onnx.GraphProto()
@@ -150,17 +153,18 @@ class GraphWriter:
         folded_nodes = self._fold(scope)
         produced: list[Value] = []
         value_infos: list[ValueType] = []
+        initializers: list[Initializer] = []
         for node in graph.nodes:
             if node.op == DATA_OP:
                 continue
             if node.op == CONST_OP:
-                tensor_into(node.attrs.as_tensor("value"), scope.names[id(node.outputs[0])], proto.initializer.add())
+                initializers.append(Initializer.of_array(scope.names[id(node.outputs[0])], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
                     needed = any(id(user) not in folded_nodes for user, _ in value.uses)
                     if needed and id(value) in scope.names:
-                        proto.initializer.append(tensor_proto(scope.folded[id(value)], scope.names[id(value)]))
+                        initializers.append(Initializer.of_array(scope.names[id(value)], scope.folded[id(value)]))
                 defined.update(id(v) for v in node.outputs)
                 continue
             protos = self._node(node, scope, defined)
@@ -168,7 +172,7 @@ class GraphWriter:
             defined.update(id(v) for v in node.outputs)
             written = {name for p in protos for name in p.output}
             produced.extend(v for v in node.outputs if scope.names.get(id(v)) in written)
-        proto.initializer.extend(scope.initializers)
+        initializers.extend(scope.initializers)
         for value, name in outputs:
             source = scope.names[id(value)]
             if source != name:
@@ -179,7 +183,7 @@ class GraphWriter:
             name = scope.names[id(value)]
             if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
                 value_infos.append((name, cast(TensorType, value.type)))
-        return proto, nodes, value_infos
+        return proto, nodes, value_infos, initializers
 
     def _fold(self, scope: _Scope) -> set[int]:
         """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""

@@ -20,9 +20,11 @@ from typing import Any, Iterator
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, GraphProto, TensorProto, helper
+from onnx import AttributeProto, GraphProto, TensorProto, helper, numpy_helper
 
-__all__ = ["Node", "append_nodes", "attribute_entry"]
+from .onnx_attrs import _raw_code, tensor_into, tensor_proto
+
+__all__ = ["Initializer", "Node", "append_initializers", "append_nodes", "attribute_entry"]
 
 # An attribute: (name, AttributeProto type, value); _MESSAGE marks a value kept as an AttributeProto.
 _MESSAGE = -1
@@ -252,3 +254,74 @@ def append_nodes(graph: GraphProto, nodes: Iterable[Node]) -> None:
     add = graph.node.add
     for node in nodes:
         node.fill(add())
+
+
+class Initializer:
+    """One initializer of the export pipeline: its array (a numeric array written as its raw bytes, whose
+    value reads back as it is), else its ``TensorProto`` (made at once, as ``tensor_proto`` makes it). It
+    becomes a ``TensorProto`` of its graph once, at the end (:meth:`write_into`); one the clean-up removes
+    never does."""
+
+    __slots__ = ("name", "array", "proto")
+
+    def __init__(self, name: str, array: np.ndarray | None = None, proto: TensorProto | None = None) -> None:
+        self.name = name
+        self.array = array
+        self.proto = proto
+
+    @classmethod
+    def of_array(cls, name: str, array: Any) -> "Initializer":
+        array = np.asarray(array)
+        if _reads_back(array.dtype):
+            return cls(name, array)
+        return cls(name, None, tensor_proto(array, name))
+
+    @classmethod
+    def of_proto(cls, proto: TensorProto) -> "Initializer":
+        return cls(proto.name, None, proto)
+
+    @property
+    def dims(self) -> Any:
+        return self.array.shape if self.array is not None else self.proto.dims  # type: ignore[union-attr]
+
+    @property
+    def data_type(self) -> int:
+        if self.array is not None:
+            return _raw_code(self.array) or 0
+        return self.proto.data_type  # type: ignore[union-attr]
+
+    def to_proto(self) -> TensorProto:
+        return self.proto if self.proto is not None else tensor_proto(self.array, self.name)  # type: ignore[arg-type]
+
+    def write_into(self, target: TensorProto) -> None:
+        """Writes the initializer into ``target``, an empty ``TensorProto`` (such as ``graph.initializer.add()``)."""
+        if self.proto is not None:
+            target.CopyFrom(self.proto)
+        else:
+            tensor_into(self.array, self.name, target)  # type: ignore[arg-type]
+
+
+_READS_BACK: dict[np.dtype, bool] = {}
+
+
+def _reads_back(dtype: np.dtype) -> bool:
+    """True when an array of ``dtype`` is written as its raw bytes and reads back (``numpy_helper.to_array``)
+    with the same dtype: then its value is the array itself."""
+    found = _READS_BACK.get(dtype)
+    if found is None:
+        sample = np.zeros(1, dtype)
+        found = False
+        if _raw_code(sample) is not None:
+            try:
+                found = numpy_helper.to_array(tensor_proto(sample, "x")).dtype == dtype
+            except Exception:  # noqa: BLE001 - a dtype onnx cannot read back stays a message
+                found = False
+        _READS_BACK[dtype] = found
+    return found
+
+
+def append_initializers(graph: GraphProto, initializers: Iterable[Initializer]) -> None:
+    """Appends ``initializers`` to ``graph``, each written in place."""
+    add = graph.initializer.add
+    for initializer in initializers:
+        initializer.write_into(add())

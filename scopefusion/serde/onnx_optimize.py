@@ -35,9 +35,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from .onnx_attrs import initializer_array, tensor_proto
+from .onnx_attrs import initializer_array
 from .onnx_graph import ValueType, append_value_infos
-from .onnx_node import Node, append_nodes
+from .onnx_node import Initializer, Node, append_initializers, append_nodes
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
@@ -51,15 +51,18 @@ class GraphIndex:
     into the graph with :meth:`write_back`."""
 
     def __init__(self, graph: onnx.GraphProto, nodes: list[Node] | None = None,
-                 value_infos: "list[ValueType] | None" = None) -> None:
+                 value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
         self.graph = graph
+        # The initializers, in order: the graph's own, then ``initializers`` (not yet in the graph), then new ones.
+        self._in_graph = [Initializer.of_proto(t) for t in graph.initializer]
+        self.inits: list[Initializer] = self._in_graph + list(initializers or ())
         self.nodes: list[Node] = [Node.of(n) for n in graph.node] if nodes is None else nodes
         self.value_infos = value_infos  # those not yet in the graph (written at the end), or None
         self._arrays: dict[str, np.ndarray] = {}  # small initializers' values, read once
         self.outputs = {o.name for o in graph.output}
         self.inputs = {i.name for i in graph.input}
         self.pinned = {name for node in self.nodes if node.body_reads is not None for name in node.body_reads}
-        self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        self.initializers: dict[str, Initializer] = {t.name: t for t in self.inits}
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
         for name, t in value_infos or ():
             if t.rank is not None:
@@ -70,8 +73,8 @@ class GraphIndex:
                 if info.type.HasField("tensor_type") and t.HasField("shape"):
                     self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
                                               for d in t.shape.dim]
-        for t in graph.initializer:
-            self.shapes[t.name] = list(t.dims)
+        for init in self.inits:
+            self.shapes[init.name] = list(init.dims)
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
         # inference again would not complete them.
         self.settled: set[str] = set()
@@ -87,9 +90,9 @@ class GraphIndex:
         light.value_info.extend(self.graph.value_info)
         if self.value_infos:
             append_value_infos(light, self.value_infos)
-        for t in self.graph.initializer:
+        for t in self.inits:
             if np.prod(t.dims, dtype=np.int64) <= 64:
-                light.initializer.append(t)
+                light.initializer.append(t.to_proto())
             else:
                 light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         model = helper.make_model(light, opset_imports=[helper.make_opsetid("", opset)])
@@ -114,9 +117,17 @@ class GraphIndex:
             self.settled.add(name)
 
     def write_back(self) -> None:
-        """Replaces the graph's nodes by :attr:`nodes`."""
+        """Replaces the graph's nodes by :attr:`nodes` and its initializers by :attr:`inits`."""
         del self.graph.node[:]
         append_nodes(self.graph, self.nodes)
+        kept = {id(t) for t in self.inits}
+        initializers = self.graph.initializer
+        for k in reversed(range(len(self._in_graph))):  # in place: no copy of the weights
+            if id(self._in_graph[k]) not in kept:
+                del initializers[k]
+        in_graph = {id(t) for t in self._in_graph}
+        append_initializers(self.graph, [t for t in self.inits if id(t) not in in_graph])
+        self._in_graph = list(self.inits)
 
     def rebuild(self) -> None:
         self.producer: dict[str, Node] = {}
@@ -139,14 +150,17 @@ class GraphIndex:
         t = self.initializers.get(name)
         if t is None:
             return None
-        array = initializer_array(t)
+        if t.array is not None:
+            return t.array
+        array = initializer_array(t.proto)  # type: ignore[arg-type]
         if array.size <= _CACHED_ELEMENTS:
             self._arrays[name] = array
         return array
 
     def add_initializer(self, array: np.ndarray, name: str) -> str:
-        self.graph.initializer.append(tensor_proto(np.asarray(array), name))
-        self.initializers[name] = self.graph.initializer[len(self.graph.initializer) - 1]
+        added = Initializer.of_array(name, array)
+        self.inits.append(added)
+        self.initializers[name] = added
         return name
 
     def fresh(self, base: str) -> str:
@@ -225,15 +239,16 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
 
 
 def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
-                   value_infos: "list[ValueType] | None" = None) -> None:
-    """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none) and
-    whose value infos are ``graph.value_info`` and then ``value_infos`` (not yet in the graph); writes the
-    nodes and value infos left into the graph."""
+                   value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
+    """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
+    value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
+    ``graph.initializer`` and then ``initializers`` (those two not yet in the graph); writes what is left
+    into the graph."""
     from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
-    index = GraphIndex(graph, nodes, value_infos)
+    index = GraphIndex(graph, nodes, value_infos, initializers)
     _shapes_from_types(index)
     for _ in range(100):
         changed = _remove_identities(index)
@@ -527,16 +542,17 @@ def _remove_dead(index: GraphIndex) -> bool:
         read.update(node.input)
         if node.body_reads is not None:
             read.update(node.body_reads)
-    initializers = index.graph.initializer
+    initializers = index.inits
     if len(index.initializers) == len(initializers) and all(name in read for name in index.initializers):
         unread = []  # the index holds every initializer's name (no two alike): all are read
     else:
         unread = [k for k, t in enumerate(initializers) if t.name not in read]
-    for k in reversed(unread):  # in place: no copy of the weights
-        index.initializers.pop(initializers[k].name, None)
-        index._arrays.pop(initializers[k].name, None)
-        del initializers[k]
     if unread:
+        for k in unread:
+            index.initializers.pop(initializers[k].name, None)
+            index._arrays.pop(initializers[k].name, None)
+        dropped = set(unread)
+        index.inits = [t for k, t in enumerate(initializers) if k not in dropped]
         changed = True
     if changed:
         index.rebuild()
