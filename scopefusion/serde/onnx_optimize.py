@@ -83,8 +83,10 @@ class GraphIndex:
     def infer_shapes(self, opset: int) -> None:
         """Completes :attr:`shapes` with ONNX's shape inference (data propagation on: shape vectors computed
         from ``Shape`` are followed), run on a copy of the graph without its large weights."""
-        light = onnx.GraphProto()
-        light.node.extend(n.to_proto() for n in self.nodes)
+        model = onnx.ModelProto(ir_version=onnx.IR_VERSION)  # helper.make_model's, built in place
+        model.opset_import.append(helper.make_opsetid("", opset))
+        light = model.graph
+        append_nodes(light, self.nodes)
         light.input.extend(self.graph.input)
         light.output.extend(self.graph.output)
         light.value_info.extend(self.graph.value_info)
@@ -95,7 +97,6 @@ class GraphIndex:
                 light.initializer.append(t.to_proto())
             else:
                 light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-        model = helper.make_model(light, opset_imports=[helper.make_opsetid("", opset)])
         self.settled = set(self.inputs) | set(self.initializers)
         self.settled.update(name for node in self.nodes for name in node.output)
         try:

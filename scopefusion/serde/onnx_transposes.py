@@ -40,22 +40,28 @@ _BROADCAST = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Equal", "Less", 
 _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare", "ReduceLogSumExp"}
 _AXIS = {"Concat", "Softmax", "LogSoftmax"}
+_MOVABLE = _UNARY | _BROADCAST | _REDUCE | _AXIS | {"Pad"}
 
 
 def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
     """One sweep over the graph in order; True when something changed. ``to_reshapes`` also turns transposes
     that move only dims of size 1 into reshapes (once the others have settled, so pairs cancel first)."""
     changed = False
+    producer_of = index.producer
     for node in list(index.nodes):
         if node.domain not in ("", "ai.onnx"):
             continue
-        if node.op_type == "Transpose":
+        op = node.op_type
+        if op == "Transpose":
             changed |= _compose(index, node) or _above_pad(index, node) or (to_reshapes and _as_reshape(index, node))
-        elif node.op_type == "Reshape":
+        elif op == "Reshape":
             changed |= _merge_reshapes(index, node)
-        elif node.op_type in _UNARY or node.op_type in _BROADCAST or node.op_type in _REDUCE or \
-                node.op_type in _AXIS or node.op_type == "Pad":
-            changed |= _push_through(index, node)
+        elif op in _MOVABLE:
+            for name in node.input:  # the common case, a node below no transpose, answered here
+                producer = producer_of.get(name)
+                if producer is not None and producer.op_type == "Transpose":
+                    changed |= _push_through(index, node)
+                    break
     return changed
 
 
