@@ -249,7 +249,6 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[OnnxNode]:
-        where = f"node {node.name!r} ({node.op}) in graph {scope.graph.name!r}"
         standard = node.dialect == "onnx" or node.dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
@@ -258,20 +257,20 @@ class GraphWriter:
                 inputs.append("")
             elif id(value) not in defined:
                 if standard:
-                    raise SerdeError(f"{where}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
+                    raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
                 back_edges.append(f"{slot}:{scope.names[id(value)]}")
                 inputs.append("")
             else:
                 inputs.append(scope.names[id(value)])
         reason = ""
         if node.dialect == "fused":
-            emitted, reason = self._fused(node, scope, inputs, where)
+            emitted, reason = self._fused(node, scope, inputs)
             if emitted is not None:
                 return emitted
             self.unmapped.append((scope.graph.name, node.name, reason))
             domain = FALLBACK_DOMAIN
         elif node.dialect == "tf" and self.lowerings is not None:
-            emitted, reason = self._lower(node, scope, inputs, where, bool(back_edges))
+            emitted, reason = self._lower(node, scope, inputs, bool(back_edges))
             if emitted is not None:
                 return emitted
             self.unlowered.append((node.op_type, node.name, reason))
@@ -289,6 +288,7 @@ class GraphWriter:
             # ONNX wants an input or an output on every node; a TF NoOp has neither, only control inputs.
             outputs = [self._tensors.claim(f"{node.name}:control")]
         proto = helper.make_node(node.op_type, inputs, outputs, name=self._nodes.claim(node.name), domain=domain or None)
+        where = _where(node, scope)
         attributes = self._attributes(node, scope, domain, where)
         if not standard:
             # What ONNX edges cannot hold, kept for the reader (see the module NOTE).
@@ -355,7 +355,7 @@ class GraphWriter:
         return self._schemas[key]
 
     # ------------------------------------------------------------------ fused ops
-    def _lower(self, node: Node, scope: _Scope, inputs: list[str], where: str,
+    def _lower(self, node: Node, scope: _Scope, inputs: list[str],
                back_edge: bool) -> tuple[list[OnnxNode] | None, str]:
         """The nodes of a ``tf`` op's ONNX form, or None and the reason it has none."""
         lowering = self.lowerings.get(node.op_type) if self.lowerings is not None else None
@@ -363,16 +363,16 @@ class GraphWriter:
             return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
         if back_edge:
             return None, "it reads the back edge of a TF1 loop the exporter could not rebuild as a While"
-        return self._emit(node, scope, inputs, where, lowering, scope.folded)
+        return self._emit(node, scope, inputs, lowering, scope.folded)
 
-    def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[OnnxNode] | None, str]:
+    def _fused(self, node: Node, scope: _Scope, inputs: list[str]) -> tuple[list[OnnxNode] | None, str]:
         """The nodes of a fused op's ONNX form, or None and the reason to write it in the fallback domain."""
         exporter = self.exporters.get(node.op_type)
         if exporter is None:
             return None, f"no exporter is registered for fused op {node.op_type!r}"
-        return self._emit(node, scope, inputs, where, exporter, None)
+        return self._emit(node, scope, inputs, exporter, None)
 
-    def _emit(self, node: Node, scope: _Scope, inputs: list[str], where: str, exporter: Any,
+    def _emit(self, node: Node, scope: _Scope, inputs: list[str], exporter: Any,
               folded: dict[int, Any] | None) -> tuple[list[OnnxNode] | None, str]:
         """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
         graph_outputs = scope.output_ids
@@ -401,11 +401,11 @@ class GraphWriter:
             raise
         except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
             detail = " ".join(str(e).split())
-            raise SerdeError(f"{where}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
         written = {o for n in emitter.nodes for o in n.output}
         missing = [name for name, u in zip(outputs, used) if u and name not in written]
         if missing:
-            raise SerdeError(f"{where}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
+            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
         for proto in emitter.nodes:
             if doc and any(name in proto.output for name in outputs):
@@ -414,6 +414,11 @@ class GraphWriter:
             self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
         return emitter.nodes, ""
+
+
+def _where(node: Node, scope: _Scope) -> str:
+    """Where a node is, for a message."""
+    return f"node {node.name!r} ({node.op}) in graph {scope.graph.name!r}"
 
 
 def _provenance(node: Node) -> str:

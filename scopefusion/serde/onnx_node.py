@@ -271,8 +271,10 @@ class Initializer:
 
     @classmethod
     def of_array(cls, name: str, array: Any) -> "Initializer":
-        array = np.asarray(array)
-        if _reads_back(array.dtype):
+        if type(array) is not np.ndarray:
+            array = np.asarray(array)
+        found = _READS_BACK.get(array.dtype)
+        if found if found is not None else _reads_back(array.dtype):
             return cls(name, array)
         return cls(name, None, tensor_proto(array, name))
 
