@@ -29,6 +29,7 @@ become ``NodeProto`` messages once, at the end. Initializers stay the graph's ow
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -59,6 +60,7 @@ class GraphIndex:
         self.nodes: list[Node] = [Node.of(n) for n in graph.node] if nodes is None else nodes
         self.value_infos = value_infos  # those not yet in the graph (written at the end), or None
         self._arrays: dict[str, np.ndarray] = {}  # small initializers' values, read once
+        self.neutral: dict[tuple[Initializer, int], bool] = {}  # (initializer, n): it is small and all n
         self.outputs = {o.name for o in graph.output}
         self.inputs = {i.name for i in graph.input}
         self.pinned = {name for node in self.nodes if node.body_reads is not None for name in node.body_reads}
@@ -453,16 +455,19 @@ def _remove_neutral_ops(index: GraphIndex) -> bool:
         neutral, either = spec
         for data, const in ((0, 1), (1, 0)) if either else ((0, 1),):
             t = index.initializers.get(node.input[const])
-            if t is None or np.prod(t.dims, dtype=np.int64) > _CACHED_ELEMENTS or node.input[data] in index.initializers:
+            if t is None or node.input[data] in index.initializers:
+                continue
+            key = (t, neutral)  # the initializer itself (kept alive here), so the answer is its own
+            holds = index.neutral.get(key)
+            if holds is None:
+                holds = index.neutral[key] = _holds_only(index, t, neutral)
+            if not holds:
                 continue
             shape = index.shapes.get(node.input[data])
             dims = list(t.dims)
             if dims and (shape is None or len(dims) > len(shape)
                          or any(c != 1 and c != d for c, d in zip(dims[::-1], shape[::-1]))):
                 continue  # it could broadcast x to a larger shape
-            value = index.constant(node.input[const])
-            if value is None or value.dtype.kind not in "iuf" or not np.all(value == neutral):
-                continue
             constant = node.input[const]
             node.op_type = "Identity"
             node.input = [node.input[data]]
@@ -471,6 +476,14 @@ def _remove_neutral_ops(index: GraphIndex) -> bool:
             changed = True
             break
     return changed
+
+
+def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
+    """True when initializer ``t`` is small and holds ``neutral`` everywhere (a number array)."""
+    if math.prod(t.dims) > _CACHED_ELEMENTS:
+        return False
+    value = index.constant(t.name)
+    return value is not None and value.dtype.kind in "iuf" and bool(np.all(value == neutral))
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
