@@ -34,6 +34,8 @@ _INTS, _FLOATS, _STRINGS, _GRAPHS = AttributeProto.INTS, AttributeProto.FLOATS, 
 _BODY_TYPES = (_GRAPH, _GRAPHS)
 
 Entry = tuple[str, int, Any]
+_ONLY_INT = {int}
+_MAYBE_BODY = frozenset((_GRAPH, _GRAPHS, _MESSAGE))
 
 
 def attribute_entry(name: str, value: Any) -> Entry:
@@ -41,9 +43,12 @@ def attribute_entry(name: str, value: Any) -> Entry:
     kind = type(value)
     if kind is int:
         return (name, _INT, value)
-    if kind is list or kind is tuple:
-        if value and all(type(v) is int for v in value):
-            return (name, _INTS, list(value))
+    if (kind is list or kind is tuple) and value and set(map(type, value)) == _ONLY_INT:
+        return (name, _INTS, list(value))
+    if kind is str:
+        return (name, _STRING, value.encode("utf-8"))
+    if kind is float:
+        return (name, _FLOAT, value)
     if isinstance(value, numbers.Integral):
         return (name, _INT, int(value))
     if isinstance(value, numbers.Real):
@@ -132,12 +137,13 @@ class Node:
             return cls(op_type, domain, name, inputs, outputs, None, None, "", False)
         entries = []
         body = False
-        for key in sorted(attrs):
+        for key in sorted(attrs) if len(attrs) > 1 else attrs:
             value = attrs[key]
             if value is None:
                 continue
             entry = attribute_entry(key, value)
-            body = body or _is_body(entry)
+            if entry[1] in _MAYBE_BODY:
+                body = body or _is_body(entry)
             entries.append(entry)
         return cls(op_type, domain, name, inputs, outputs, entries, None, "", body)
 

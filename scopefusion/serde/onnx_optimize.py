@@ -557,7 +557,7 @@ def _remove_dead(index: GraphIndex) -> bool:
         if node.body_reads is not None:
             read.update(node.body_reads)
     initializers = index.inits
-    if len(index.initializers) == len(initializers) and all(name in read for name in index.initializers):
+    if len(index.initializers) == len(initializers) and read.issuperset(index.initializers):
         unread = []  # the index holds every initializer's name (no two alike): all are read
     else:
         unread = [k for k, t in enumerate(initializers) if t.name not in read]
