@@ -88,9 +88,16 @@ class FusedExporterRegistry:
 
 def default_fused_exporters() -> FusedExporterRegistry:
     """A fresh registry holding the builtin exporters."""
-    from .onnx_fused_ops import BUILTIN_EXPORTERS
+    if not _BUILTIN:
+        from .onnx_fused_ops import BUILTIN_EXPORTERS
 
-    return FusedExporterRegistry(BUILTIN_EXPORTERS)
+        _BUILTIN.update(FusedExporterRegistry(BUILTIN_EXPORTERS)._exporters)
+    registry = FusedExporterRegistry()
+    registry._exporters = dict(_BUILTIN)
+    return registry
+
+
+_BUILTIN: dict[str, FusedExporter] = {}  # the builtin exporters, checked once (each registry gets its own copy)
 
 
 def fused_exporters_for(op_registry: Any) -> FusedExporterRegistry:
