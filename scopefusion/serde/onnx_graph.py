@@ -154,24 +154,28 @@ class GraphWriter:
         produced: list[Value] = []
         value_infos: list[ValueType] = []
         initializers: list[Initializer] = []
+        names = scope.names
         for node in graph.nodes:
-            if node.op == DATA_OP:
+            op = node.op
+            if op == DATA_OP:
                 continue
-            if node.op == CONST_OP:
-                initializers.append(Initializer.of_array(scope.names[id(node.outputs[0])], node.attrs.as_tensor("value")))
+            if op == CONST_OP:
+                initializers.append(Initializer.of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
                     needed = any(id(user) not in folded_nodes for user, _ in value.uses)
-                    if needed and id(value) in scope.names:
-                        initializers.append(Initializer.of_array(scope.names[id(value)], scope.folded[id(value)]))
-                defined.update(id(v) for v in node.outputs)
+                    if needed and id(value) in names:
+                        initializers.append(Initializer.of_array(names[id(value)], scope.folded[id(value)]))
+                    defined.add(id(value))
                 continue
             protos = self._node(node, scope, defined)
             nodes.extend(protos)
-            defined.update(id(v) for v in node.outputs)
-            written = {name for p in protos for name in p.output}
-            produced.extend(v for v in node.outputs if scope.names.get(id(v)) in written)
+            written = protos[0].output if len(protos) == 1 else {name for p in protos for name in p.output}
+            for value in node.outputs:
+                defined.add(id(value))
+                if names.get(id(value)) in written:
+                    produced.append(value)
         initializers.extend(scope.initializers)
         for value, name in outputs:
             source = scope.names[id(value)]
@@ -233,8 +237,9 @@ class GraphWriter:
                     names[id(value)] = claim(tensor)
         outputs_ = {id(v) for v in graph.outputs}
         for node in graph.nodes:
+            const = node.op == CONST_OP
             for value in node.outputs:
-                if id(value) not in names and (value.uses or id(value) in outputs_ or node.op == CONST_OP):
+                if id(value) not in names and (const or id(value) in outputs_ or value.uses):
                     names[id(value)] = claim(value.name)
         for node in graph.nodes:
             for value in node.outputs:

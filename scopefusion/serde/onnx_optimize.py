@@ -315,7 +315,7 @@ def _set_nodes_of(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
 def _shapes_from_types(index: GraphIndex) -> None:
     """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
     transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    index.settled.update(name for name, shape in index.shapes.items() if sum(d is None for d in shape) <= 1)
+    index.settled.update(name for name, shape in index.shapes.items() if shape.count(None) <= 1)
     for node in index.nodes:
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
             continue
