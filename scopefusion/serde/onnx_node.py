@@ -15,6 +15,7 @@ classifies values as ``onnx.helper.make_attribute`` does, and raises the same er
 from __future__ import annotations
 
 import numbers
+import sys
 from collections.abc import Iterable
 from typing import Any, Iterator
 
@@ -23,6 +24,7 @@ import onnx
 from onnx import AttributeProto, GraphProto, TensorProto, helper, numpy_helper
 
 from .onnx_attrs import _raw_code, tensor_into, tensor_proto
+from .weight_stream import defer_array
 
 __all__ = ["Initializer", "Node", "append_initializers", "append_nodes", "attribute_entry"]
 
@@ -303,13 +305,22 @@ class Initializer:
 
     def write_into(self, target: TensorProto) -> None:
         """Writes the initializer into ``target``, an empty ``TensorProto`` (such as ``graph.initializer.add()``)."""
-        if self.proto is not None:
-            target.CopyFrom(self.proto)
+        array = self.array
+        if array is None:
+            target.CopyFrom(self.proto)  # type: ignore[arg-type]
+        elif _LITTLE:  # tensor_into's steps for a numeric array in the host's (little-endian) byte order
+            target.dims.extend(array.shape)
+            if self.name:
+                target.name = self.name
+            marker = defer_array(array)
+            target.raw_data = marker if marker is not None else array.tobytes()
+            target.data_type = _raw_code(array)  # type: ignore[assignment]
         else:
-            tensor_into(self.array, self.name, target)  # type: ignore[arg-type]
+            tensor_into(array, self.name, target)
 
 
 _READS_BACK: dict[np.dtype, bool] = {}
+_LITTLE = sys.byteorder == "little"
 
 
 def _reads_back(dtype: np.dtype) -> bool:
