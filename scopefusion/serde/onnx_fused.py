@@ -119,7 +119,9 @@ class FusedEmitter:
     """What an exporter sees of one fused node, and where it writes ONNX nodes.
 
     ``inputs`` are the ONNX tensor names of the node's inputs (``""`` for an absent optional one),
-    ``outputs`` the names its outputs must get; ``opset`` is the export's default-domain opset.
+    ``outputs`` the names its outputs must get; ``opset`` is the export's default-domain opset. What it
+    writes collects in ``nodes`` (:class:`~.onnx_node.Node`) and ``initializers``
+    (:class:`~.onnx_node.Initializer`), plain-Python until the model is written.
     """
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
