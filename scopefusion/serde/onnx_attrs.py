@@ -254,13 +254,23 @@ def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
 
 def _raw_code(array: np.ndarray) -> int | None:
     """The ONNX element type of an array ``numpy_helper.from_array`` writes as its raw bytes, else None."""
-    if array.dtype == object or array.dtype.kind in "SU":
-        return None
+    dtype = array.dtype
     try:
-        code = helper.np_dtype_to_tensor_dtype(array.dtype)
-    except (TypeError, ValueError, KeyError):
-        return None
-    return None if code in _PACKED else code
+        return _RAW_CODES[dtype]
+    except KeyError:
+        pass
+    if dtype.kind in "OSU":
+        code = None
+    else:
+        try:
+            code = helper.np_dtype_to_tensor_dtype(dtype)
+        except (TypeError, ValueError, KeyError):
+            code = None
+    _RAW_CODES[dtype] = code = None if code in _PACKED else code
+    return code
+
+
+_RAW_CODES: dict[np.dtype, int | None] = {}  # by numpy dtype, found once
 
 
 # Element types numpy_helper.from_array packs (sub-byte and 6-bit codes): written through tensor_proto.
@@ -275,17 +285,25 @@ def type_proto(t: TensorType | None, dim_params: tuple[str, ...] = ()) -> onnx.T
     """The ``TypeProto`` of an IR tensor type: unknown dims unset (or named by ``dim_params``), unknown
     rank without a shape, unknown or ONNX-less dtype as ``UNDEFINED``."""
     out = onnx.TypeProto()
-    tensor = out.tensor_type
+    type_into(out, t, dim_params)
+    return out
+
+
+def type_into(target: onnx.TypeProto, t: TensorType | None, dim_params: tuple[str, ...] = ()) -> None:
+    """Fills the empty ``target`` as :func:`type_proto` makes it."""
+    tensor = target.tensor_type
     tensor.elem_type = onnx_elem_type(t.dtype) if t is not None else 0
     if t is not None and t.rank is not None:
-        tensor.shape.SetInParent()
+        shape = tensor.shape
+        shape.SetInParent()
+        add = shape.dim.add
         for i, d in enumerate(t.shape):
-            dim = tensor.shape.dim.add()
             if d >= 0:
-                dim.dim_value = d
+                add().dim_value = d
             elif i < len(dim_params) and dim_params[i]:
-                dim.dim_param = dim_params[i]
-    return out
+                add().dim_param = dim_params[i]
+            else:
+                add()
 
 
 def onnx_elem_type(dtype: DType | None) -> int:

@@ -38,10 +38,11 @@ from ..ir.graph import DATA_OP, Graph
 from ..ir.types import TensorType
 from .onnx_attrs import type_proto
 from .onnx_fused import FusedExporterRegistry, fused_exporters_for
-from .onnx_graph import FALLBACK_DOMAIN, GraphWriter
+from .onnx_graph import FALLBACK_DOMAIN, GraphWriter, append_value_infos
 from .onnx_lowering import LoweringRegistry, default_lowerings
 from .onnx_lowering.tf1_frames import functional_loops
-from .onnx_optimize import optimize_graph
+from .onnx_node import append_initializers, append_nodes
+from .onnx_optimize import optimize_nodes
 from .weight_stream import DeferredWeights, ModelBytes, deferring, frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -212,11 +213,16 @@ def graph_to_onnx(
     # The graph is written in place into the model (helper.make_model would copy it, weights and all).
     proto = onnx.ModelProto()
     proto.ir_version = onnx.IR_VERSION
-    body = _guard(lambda: writer.write(graph, dim_params=dim_params, into=proto.graph), f"graph {graph.name!r}")
+    body, nodes, value_infos, initializers = _guard(
+        lambda: writer.write_nodes(graph, dim_params=dim_params, into=proto.graph), f"graph {graph.name!r}")
     if writer.unlowered and not keep_tf_ops:
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
-        _guard(lambda: optimize_graph(body, opset), f"graph {graph.name!r} (clean-up)")
+        _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers), f"graph {graph.name!r} (clean-up)")
+    else:
+        append_nodes(body, nodes)
+        append_initializers(body, initializers)
+        append_value_infos(body, value_infos)
     if graph_name:
         body.name = graph_name
     functions = list(functions)

@@ -26,6 +26,12 @@ _NEVER = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", 
 def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
     """The folded value of each ``tf`` node output computable from constants, by ``id(value)``."""
     folded: dict[int, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        _fold_into(graph, folded)
+    return folded
+
+
+def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
     for node in graph.nodes:
         if node.dialect != "tf" or node.op_type in _NEVER or node.subgraphs or not node.outputs:
             continue
@@ -46,15 +52,13 @@ def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
                 continue
             for value, array in zip(node.outputs, outputs):
                 folded[id(value)] = array
-    return folded
 
 
 def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
     attrs = {k: v.value for k, v in node.attrs.items() if not k.startswith("_")}
     attrs["_num_outputs"] = len(node.outputs)
-    try:
-        with np.errstate(all="ignore"):
-            out = node.opdef.reference(list(arrays), attrs)
+    try:  # numpy's floating-point errors are ignored (see fold_constants)
+        out = node.opdef.reference(list(arrays), attrs)
     except Exception:  # a kernel that cannot run on these values leaves the node to the lowering
         return None
     result = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from onnx import helper
+
+from .onnx_node import Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from .onnx_optimize import GraphIndex
@@ -23,18 +24,11 @@ _GLOBAL = {"ReduceMean": "GlobalAveragePool", "ReduceMax": "GlobalMaxPool"}
 
 
 def _attr(node, name: str, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
+    return node.attr(name, default)
 
 
 def _set(node, name: str, value) -> None:
-    for k, a in enumerate(node.attribute):
-        if a.name == name:
-            del node.attribute[k]
-            break
-    node.attribute.append(helper.make_attribute(name, value))
+    node.set_attr(name, value)
 
 
 def fuse_for_runtime(index: "GraphIndex") -> bool:
@@ -65,18 +59,18 @@ def _global_pool(index: "GraphIndex", node) -> bool:
     op = _GLOBAL[node.op_type]
     out = node.output[0]
     if keep:
-        del node.attribute[:]
+        node.clear_attrs()
         del node.input[1:]
         node.op_type = op
         return True
     pooled = index.fresh(out + "_pooled")
     index.derive_shape(pooled, list(shape[:2]) + [1] * (rank - 2), node.input[0])
-    del node.attribute[:]
+    node.clear_attrs()
     del node.input[1:]
     node.op_type = op
     index.set_output(node, 0, pooled)
     axes_name = index.add_initializer(np.arange(2, rank, dtype=np.int64), index.fresh(out + "_axes"))
-    index.add_node(helper.make_node("Squeeze", [pooled, axes_name], [out], name=index.fresh(node.name + "_squeeze")))
+    index.add_node(Node.make("Squeeze", [pooled, axes_name], [out], index.fresh(node.name + "_squeeze")))
     return True
 
 

@@ -20,14 +20,13 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
-import onnx
-from onnx import helper
 
 from ..dtypes import DType
 from ..errors import SerdeError
 from ..ir.graph import Node
 from ..ir.types import TensorType
-from .onnx_attrs import tensor_proto
+from .onnx_node import Initializer
+from .onnx_node import Node as OnnxNode
 
 __all__ = [
     "FusedEmitter",
@@ -89,9 +88,16 @@ class FusedExporterRegistry:
 
 def default_fused_exporters() -> FusedExporterRegistry:
     """A fresh registry holding the builtin exporters."""
-    from .onnx_fused_ops import BUILTIN_EXPORTERS
+    if not _BUILTIN:
+        from .onnx_fused_ops import BUILTIN_EXPORTERS
 
-    return FusedExporterRegistry(BUILTIN_EXPORTERS)
+        _BUILTIN.update(FusedExporterRegistry(BUILTIN_EXPORTERS)._exporters)
+    registry = FusedExporterRegistry()
+    registry._exporters = dict(_BUILTIN)
+    return registry
+
+
+_BUILTIN: dict[str, FusedExporter] = {}  # the builtin exporters, checked once (each registry gets its own copy)
 
 
 def fused_exporters_for(op_registry: Any) -> FusedExporterRegistry:
@@ -113,7 +119,9 @@ class FusedEmitter:
     """What an exporter sees of one fused node, and where it writes ONNX nodes.
 
     ``inputs`` are the ONNX tensor names of the node's inputs (``""`` for an absent optional one),
-    ``outputs`` the names its outputs must get; ``opset`` is the export's default-domain opset.
+    ``outputs`` the names its outputs must get; ``opset`` is the export's default-domain opset. What it
+    writes collects in ``nodes`` (:class:`~.onnx_node.Node`) and ``initializers``
+    (:class:`~.onnx_node.Initializer`), plain-Python until the model is written.
     """
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
@@ -125,8 +133,8 @@ class FusedEmitter:
         self._fresh = fresh_tensor
         self._fresh_node = fresh_node
         self._used = tuple(used)
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[onnx.TensorProto] = []
+        self.nodes: list[OnnxNode] = []
+        self.initializers: list[Initializer] = []
         self.domains: dict[str, int] = {}
 
     @property
@@ -216,21 +224,24 @@ class FusedEmitter:
         ``outputs`` is a count of fresh outputs, or a list of names where None asks for a fresh name and
         ``""`` leaves an optional output out.
         """
-        if isinstance(outputs, int):
-            outputs = [None] * outputs
-        many = len(outputs) > 1
-        names: list[str] = [self._fresh(f"{self.node.name}/{op_type}" + (f":{k}" if many else "")) if o is None else o
-                            for k, o in enumerate(outputs)]
-        written = list(names)
-        while written and not written[-1]:
-            written.pop()
+        base = f"{self.node.name}/{op_type}"
+        fresh = self._fresh
+        if outputs == 1:
+            names: list[str] = [fresh(base)]
+            written = list(names)
+        else:
+            if isinstance(outputs, int):
+                outputs = [None] * outputs
+            many = len(outputs) > 1
+            names = [fresh(f"{base}:{k}" if many else base) if o is None else o for k, o in enumerate(outputs)]
+            written = list(names)
+            while written and not written[-1]:
+                written.pop()
         inputs = list(inputs)
         while inputs and not inputs[-1]:
             inputs.pop()
-        name = self._fresh_node(f"{self.node.name}/{op_type}")
-        attrs = {k: v for k, v in attrs.items() if v is not None}
-        node = helper.make_node(op_type, inputs, written, name=name, domain=domain or None, **attrs)
-        self.nodes.append(node)
+        name = self._fresh_node(base)
+        self.nodes.append(OnnxNode.make(op_type, inputs, written, name, domain, **attrs))
         if domain:
             self.domains.setdefault(domain, 1)
         return list(names)
@@ -239,7 +250,7 @@ class FusedEmitter:
         """Writes an initializer holding ``value`` (as ``dtype`` when given); returns its name."""
         array = np.asarray(value, dtype=dtype)
         name = self._fresh(f"{self.node.name}/{hint}")
-        self.initializers.append(tensor_proto(array, name))
+        self.initializers.append(Initializer.of_array(name, array))
         return name
 
     def scalar(self, value: float, hint: str, like: int = 0) -> str:

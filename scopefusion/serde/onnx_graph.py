@@ -27,7 +27,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import onnx
 from onnx import AttributeProto, defs, helper
@@ -36,13 +36,21 @@ from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.types import TensorType
-from .onnx_attrs import attribute_proto, is_schema_default, onnx_elem_type, tensor_into, tensor_proto, type_proto
+from .onnx_attrs import (
+    attribute_proto,
+    is_schema_default,
+    onnx_elem_type,
+    type_into,
+    type_proto,
+)
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.tensor_lists import holds_list
+from .onnx_node import Initializer, append_initializers, append_nodes
+from .onnx_node import Node as OnnxNode
 
-__all__ = ["FALLBACK_DOMAIN", "GraphWriter"]
+__all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
 
 FALLBACK_DOMAIN = "scopefusion"
 PROVENANCE_ATTRS = ("_fusion_rule", "_original_nodes")
@@ -77,8 +85,9 @@ class _Scope:
     parent: "_Scope | None"
     names: dict[int, str] = field(default_factory=dict)  # id(value) -> ONNX name
     visible: dict[str, str] = field(default_factory=dict)  # source tensor / IR value name -> ONNX name
-    initializers: list[onnx.TensorProto] = field(default_factory=list)  # made by fused exporters
+    initializers: list[Initializer] = field(default_factory=list)  # made by fused exporters
     folded: dict[int, Any] = field(default_factory=dict)  # id(value) -> array, tf values computed from constants
+    output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -118,7 +127,24 @@ class GraphWriter:
               parent: _Scope | None = None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
         """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name.
         With ``into`` (an empty ``GraphProto``, such as a new model's ``graph``), written there and returned."""
+        proto, nodes, value_infos, initializers = self.write_nodes(graph, dim_params=dim_params, parent=parent,
+                                                                   into=into)
+        append_nodes(proto, nodes)
+        append_initializers(proto, initializers)
+        append_value_infos(proto, value_infos)
+        return proto
+
+    def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
+                    parent: _Scope | None = None,
+                    into: onnx.GraphProto | None = None,
+                    ) -> tuple[onnx.GraphProto, list[OnnxNode], list[ValueType], list[Initializer]]:
+        """As :meth:`write`, with the nodes, the value infos and the initializers left out of the ``GraphProto``
+        and returned (in order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name,
+        IR type) of a type ONNX can say, the initializers as :class:`~.onnx_node.Initializer` objects; for the
+        clean-up to rewrite before they are written (:func:`.append_nodes`, :func:`.append_value_infos`,
+        :func:`.append_initializers`)."""
         scope = _Scope(graph, parent)
+        nodes: list[OnnxNode] = []
         proto = into if into is not None else onnx.GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
@@ -126,36 +152,42 @@ class GraphWriter:
         defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
         folded_nodes = self._fold(scope)
         produced: list[Value] = []
+        value_infos: list[ValueType] = []
+        initializers: list[Initializer] = []
+        names = scope.names
         for node in graph.nodes:
-            if node.op == DATA_OP:
+            op = node.op
+            if op == DATA_OP:
                 continue
-            if node.op == CONST_OP:
-                tensor_into(node.attrs.as_tensor("value"), scope.names[id(node.outputs[0])], proto.initializer.add())
+            if op == CONST_OP:
+                initializers.append(Initializer.of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
                     needed = any(id(user) not in folded_nodes for user, _ in value.uses)
-                    if needed and id(value) in scope.names:
-                        proto.initializer.append(tensor_proto(scope.folded[id(value)], scope.names[id(value)]))
-                defined.update(id(v) for v in node.outputs)
+                    if needed and id(value) in names:
+                        initializers.append(Initializer.of_array(names[id(value)], scope.folded[id(value)]))
+                    defined.add(id(value))
                 continue
             protos = self._node(node, scope, defined)
-            proto.node.extend(protos)
-            defined.update(id(v) for v in node.outputs)
-            written = {name for p in protos for name in p.output}
-            produced.extend(v for v in node.outputs if scope.names.get(id(v)) in written)
-        proto.initializer.extend(scope.initializers)
+            nodes.extend(protos)
+            written = protos[0].output if len(protos) == 1 else {name for p in protos for name in p.output}
+            for value in node.outputs:
+                defined.add(id(value))
+                if names.get(id(value)) in written:
+                    produced.append(value)
+        initializers.extend(scope.initializers)
         for value, name in outputs:
             source = scope.names[id(value)]
             if source != name:
-                proto.node.append(helper.make_node("Identity", [source], [name], name=self._nodes.claim(f"{name}/Identity")))
+                nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
             proto.output.append(_value_info(name, value.type))
         out_names = {name for _, name in outputs}
         for value in produced:
             name = scope.names[id(value)]
             if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
-                proto.value_info.append(_value_info(name, value.type))
-        return proto
+                value_infos.append((name, cast(TensorType, value.type)))
+        return proto, nodes, value_infos, initializers
 
     def _fold(self, scope: _Scope) -> set[int]:
         """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""
@@ -205,8 +237,9 @@ class GraphWriter:
                     names[id(value)] = claim(tensor)
         outputs_ = {id(v) for v in graph.outputs}
         for node in graph.nodes:
+            const = node.op == CONST_OP
             for value in node.outputs:
-                if id(value) not in names and (value.uses or id(value) in outputs_ or node.op == CONST_OP):
+                if id(value) not in names and (const or id(value) in outputs_ or value.uses):
                     names[id(value)] = claim(value.name)
         for node in graph.nodes:
             for value in node.outputs:
@@ -220,8 +253,7 @@ class GraphWriter:
         return [(v, name or names[id(v)]) for v, name in outputs]
 
     # ------------------------------------------------------------------ nodes
-    def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[onnx.NodeProto]:
-        where = f"node {node.name!r} ({node.op}) in graph {scope.graph.name!r}"
+    def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[OnnxNode]:
         standard = node.dialect == "onnx" or node.dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
@@ -230,20 +262,20 @@ class GraphWriter:
                 inputs.append("")
             elif id(value) not in defined:
                 if standard:
-                    raise SerdeError(f"{where}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
+                    raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
                 back_edges.append(f"{slot}:{scope.names[id(value)]}")
                 inputs.append("")
             else:
                 inputs.append(scope.names[id(value)])
         reason = ""
         if node.dialect == "fused":
-            emitted, reason = self._fused(node, scope, inputs, where)
+            emitted, reason = self._fused(node, scope, inputs)
             if emitted is not None:
                 return emitted
             self.unmapped.append((scope.graph.name, node.name, reason))
             domain = FALLBACK_DOMAIN
         elif node.dialect == "tf" and self.lowerings is not None:
-            emitted, reason = self._lower(node, scope, inputs, where, bool(back_edges))
+            emitted, reason = self._lower(node, scope, inputs, bool(back_edges))
             if emitted is not None:
                 return emitted
             self.unlowered.append((node.op_type, node.name, reason))
@@ -261,6 +293,7 @@ class GraphWriter:
             # ONNX wants an input or an output on every node; a TF NoOp has neither, only control inputs.
             outputs = [self._tensors.claim(f"{node.name}:control")]
         proto = helper.make_node(node.op_type, inputs, outputs, name=self._nodes.claim(node.name), domain=domain or None)
+        where = _where(node, scope)
         attributes = self._attributes(node, scope, domain, where)
         if not standard:
             # What ONNX edges cannot hold, kept for the reader (see the module NOTE).
@@ -274,7 +307,7 @@ class GraphWriter:
         if doc:
             proto.doc_string = doc
         self.domains.setdefault(domain, self.domain_versions.get(domain, 1))
-        return [proto]
+        return [OnnxNode.of(proto)]
 
     def _output_names(self, node: Node, scope: _Scope, domain: str) -> list[str]:
         """Each output's name; an unused, unnamed output an ONNX schema calls optional is left out (``""``)."""
@@ -327,27 +360,29 @@ class GraphWriter:
         return self._schemas[key]
 
     # ------------------------------------------------------------------ fused ops
-    def _lower(self, node: Node, scope: _Scope, inputs: list[str], where: str,
-               back_edge: bool) -> tuple[list[onnx.NodeProto] | None, str]:
+    def _lower(self, node: Node, scope: _Scope, inputs: list[str],
+               back_edge: bool) -> tuple[list[OnnxNode] | None, str]:
         """The nodes of a ``tf`` op's ONNX form, or None and the reason it has none."""
         lowering = self.lowerings.get(node.op_type) if self.lowerings is not None else None
         if lowering is None:
             return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
         if back_edge:
             return None, "it reads the back edge of a TF1 loop the exporter could not rebuild as a While"
-        return self._emit(node, scope, inputs, where, lowering, scope.folded)
+        return self._emit(node, scope, inputs, lowering, scope.folded)
 
-    def _fused(self, node: Node, scope: _Scope, inputs: list[str], where: str) -> tuple[list[onnx.NodeProto] | None, str]:
+    def _fused(self, node: Node, scope: _Scope, inputs: list[str]) -> tuple[list[OnnxNode] | None, str]:
         """The nodes of a fused op's ONNX form, or None and the reason to write it in the fallback domain."""
         exporter = self.exporters.get(node.op_type)
         if exporter is None:
             return None, f"no exporter is registered for fused op {node.op_type!r}"
-        return self._emit(node, scope, inputs, where, exporter, None)
+        return self._emit(node, scope, inputs, exporter, None)
 
-    def _emit(self, node: Node, scope: _Scope, inputs: list[str], where: str, exporter: Any,
-              folded: dict[int, Any] | None) -> tuple[list[onnx.NodeProto] | None, str]:
+    def _emit(self, node: Node, scope: _Scope, inputs: list[str], exporter: Any,
+              folded: dict[int, Any] | None) -> tuple[list[OnnxNode] | None, str]:
         """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
-        graph_outputs = {id(v) for v in scope.graph.outputs}
+        graph_outputs = scope.output_ids
+        if graph_outputs is None:
+            graph_outputs = scope.output_ids = {id(v) for v in scope.graph.outputs}
         outputs, used = [], []
         for value in node.outputs:
             name = scope.names.get(id(value))
@@ -371,11 +406,11 @@ class GraphWriter:
             raise
         except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
             detail = " ".join(str(e).split())
-            raise SerdeError(f"{where}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
         written = {o for n in emitter.nodes for o in n.output}
         missing = [name for name, u in zip(outputs, used) if u and name not in written]
         if missing:
-            raise SerdeError(f"{where}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
+            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
         for proto in emitter.nodes:
             if doc and any(name in proto.output for name in outputs):
@@ -384,6 +419,11 @@ class GraphWriter:
             self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
         return emitter.nodes, ""
+
+
+def _where(node: Node, scope: _Scope) -> str:
+    """Where a node is, for a message."""
+    return f"node {node.name!r} ({node.op}) in graph {scope.graph.name!r}"
 
 
 def _provenance(node: Node) -> str:
@@ -417,6 +457,18 @@ def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
             )
         out[base] = [items[i] for i in range(len(items))]
     return out
+
+
+ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name, a type ONNX can say
+
+
+def append_value_infos(graph: onnx.GraphProto, infos: list[ValueType]) -> None:
+    """Appends the value infos ``infos`` to ``graph``, each written in place."""
+    add = graph.value_info.add
+    for name, t in infos:
+        info = add()
+        info.name = name
+        type_into(info.type, t)
 
 
 def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> onnx.ValueInfoProto:

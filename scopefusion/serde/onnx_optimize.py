@@ -20,97 +20,63 @@ In this order, to a fixed point:
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
 name and its producer. Value infos of tensors that no longer exist are dropped.
 
-NOTE: speed. The passes work on :class:`Node`, a plain-Python stand-in for ``NodeProto`` (the same field
-names, Python lists for ``input`` / ``output`` / ``attribute``): reading and rewriting protobuf messages node
-by node, and copying them back into the graph after each pass, cost more than the rewrites themselves. The
-graph's nodes are read once and written back once, at the end. Initializers stay the graph's own
-``TensorProto`` messages (never copied); new ones are appended as they are made.
+NOTE: speed. The passes work on :class:`~.onnx_node.Node`, the plain-Python node the emitters write
+(:func:`optimize_nodes` takes them as written; :func:`optimize_graph` reads a ``GraphProto``'s once):
+reading and rewriting protobuf messages node by node cost more than the rewrites themselves. The nodes
+become ``NodeProto`` messages once, at the end. Initializers stay the graph's own ``TensorProto`` messages
+(never copied); new ones are appended as they are made.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from .onnx_attrs import initializer_array, tensor_proto
+from .onnx_attrs import initializer_array
+from .onnx_graph import ValueType, append_value_infos
+from .onnx_node import Initializer, Node, append_initializers, append_nodes
 
-__all__ = ["GraphIndex", "Node", "optimize_graph", "toposort"]
+__all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
-_BODY_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
-
-
-class Node:
-    """One node while the graph is optimized: ``NodeProto``'s fields as Python values (see the module NOTE).
-    ``attribute`` holds ``AttributeProto`` messages; ``proto`` is the node read from the graph (its
-    ``doc_string`` and other fields are kept), None for a node made by a pass. ``body_reads`` is None for a
-    node without a body (``GRAPH`` / ``GRAPHS`` attribute), else the names its bodies read, in order (read
-    once: the clean-up rewrites the main graph only, never a body)."""
-
-    __slots__ = ("op_type", "domain", "name", "input", "output", "attribute", "proto", "body_reads")
-
-    def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
-                 attributes: list[onnx.AttributeProto], proto: onnx.NodeProto | None = None) -> None:
-        self.op_type = op_type
-        self.domain = domain
-        self.name = name
-        self.input = inputs
-        self.output = outputs
-        self.attribute = attributes
-        self.proto = proto
-        self.body_reads: list[str] | None = None
-        if attributes and any(a.type in _BODY_TYPES for a in attributes):
-            self.body_reads = [name for inner in _all_nodes([self]) if inner is not self for name in inner.input]
-
-    @classmethod
-    def of(cls, proto: onnx.NodeProto) -> "Node":
-        return cls(proto.op_type, proto.domain, proto.name, list(proto.input), list(proto.output),
-                   list(proto.attribute), proto)
-
-    def to_proto(self) -> onnx.NodeProto:
-        out = onnx.NodeProto()
-        if self.proto is not None:
-            out.CopyFrom(self.proto)
-            del out.input[:], out.output[:], out.attribute[:]
-        # Set only what differs: proto2 fields have presence, and an empty field set is written.
-        if out.op_type != self.op_type:
-            out.op_type = self.op_type
-        if out.domain != self.domain:
-            out.domain = self.domain
-        if out.name != self.name:
-            out.name = self.name
-        out.input.extend(self.input)
-        out.output.extend(self.output)
-        out.attribute.extend(self.attribute)
-        return out
 
 
 class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
     into the graph with :meth:`write_back`."""
 
-    def __init__(self, graph: onnx.GraphProto) -> None:
+    def __init__(self, graph: onnx.GraphProto, nodes: list[Node] | None = None,
+                 value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
         self.graph = graph
-        self.nodes: list[Node] = [Node.of(n) for n in graph.node]
+        # The initializers, in order: the graph's own, then ``initializers`` (not yet in the graph), then new ones.
+        self._in_graph = [Initializer.of_proto(t) for t in graph.initializer]
+        self.inits: list[Initializer] = self._in_graph + list(initializers or ())
+        self.nodes: list[Node] = [Node.of(n) for n in graph.node] if nodes is None else nodes
+        self.value_infos = value_infos  # those not yet in the graph (written at the end), or None
         self._arrays: dict[str, np.ndarray] = {}  # small initializers' values, read once
+        self.neutral: dict[tuple[Initializer, int], bool] = {}  # (initializer, n): it is small and all n
         self.outputs = {o.name for o in graph.output}
         self.inputs = {i.name for i in graph.input}
-        self.pinned = _names_read_by_bodies(graph)
-        self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        self.pinned = {name for node in self.nodes if node.body_reads is not None for name in node.body_reads}
+        self.initializers: dict[str, Initializer] = {t.name: t for t in self.inits}
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
+        for name, t in value_infos or ():
+            if t.rank is not None:
+                self.shapes[name] = [d if d >= 0 else None for d in t.shape]
         for infos in (graph.value_info, graph.input, graph.output):
             for info in infos:
                 t = info.type.tensor_type
                 if info.type.HasField("tensor_type") and t.HasField("shape"):
                     self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
                                               for d in t.shape.dim]
-        for t in graph.initializer:
-            self.shapes[t.name] = list(t.dims)
+        for init in self.inits:
+            self.shapes[init.name] = list(init.dims)
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
         # inference again would not complete them.
         self.settled: set[str] = set()
@@ -119,17 +85,20 @@ class GraphIndex:
     def infer_shapes(self, opset: int) -> None:
         """Completes :attr:`shapes` with ONNX's shape inference (data propagation on: shape vectors computed
         from ``Shape`` are followed), run on a copy of the graph without its large weights."""
-        light = onnx.GraphProto()
-        light.node.extend(n.to_proto() for n in self.nodes)
+        model = onnx.ModelProto(ir_version=onnx.IR_VERSION)  # helper.make_model's, built in place
+        model.opset_import.append(helper.make_opsetid("", opset))
+        light = model.graph
+        append_nodes(light, self.nodes)
         light.input.extend(self.graph.input)
         light.output.extend(self.graph.output)
         light.value_info.extend(self.graph.value_info)
-        for t in self.graph.initializer:
+        if self.value_infos:
+            append_value_infos(light, self.value_infos)
+        for t in self.inits:
             if np.prod(t.dims, dtype=np.int64) <= 64:
-                light.initializer.append(t)
+                light.initializer.append(t.to_proto())
             else:
                 light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-        model = helper.make_model(light, opset_imports=[helper.make_opsetid("", opset)])
         self.settled = set(self.inputs) | set(self.initializers)
         self.settled.update(name for node in self.nodes for name in node.output)
         try:
@@ -151,16 +120,29 @@ class GraphIndex:
             self.settled.add(name)
 
     def write_back(self) -> None:
-        """Replaces the graph's nodes by :attr:`nodes`."""
-        protos = [n.to_proto() for n in self.nodes]
+        """Replaces the graph's nodes by :attr:`nodes` and its initializers by :attr:`inits`."""
         del self.graph.node[:]
-        self.graph.node.extend(protos)
+        append_nodes(self.graph, self.nodes)
+        kept = {id(t) for t in self.inits}
+        initializers = self.graph.initializer
+        for k in reversed(range(len(self._in_graph))):  # in place: no copy of the weights
+            if id(self._in_graph[k]) not in kept:
+                del initializers[k]
+        in_graph = {id(t) for t in self._in_graph}
+        append_initializers(self.graph, [t for t in self.inits if id(t) not in in_graph])
+        self._in_graph = list(self.inits)
 
     def rebuild(self) -> None:
         self.producer: dict[str, Node] = {}
         self.readers: dict[str, list[Node]] = defaultdict(list)
-        for node in self.nodes:
-            self._index(node)
+        producer, readers = self.producer, self.readers
+        for node in self.nodes:  # _index, inlined
+            for name in node.output:
+                if name:
+                    producer[name] = node
+            for name in node.input:
+                if name:
+                    readers[name].append(node)
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name`` (None when it is none); small values are read once and shared,
@@ -171,14 +153,17 @@ class GraphIndex:
         t = self.initializers.get(name)
         if t is None:
             return None
-        array = initializer_array(t)
+        if t.array is not None:
+            return t.array
+        array = initializer_array(t.proto)  # type: ignore[arg-type]
         if array.size <= _CACHED_ELEMENTS:
             self._arrays[name] = array
         return array
 
     def add_initializer(self, array: np.ndarray, name: str) -> str:
-        self.graph.initializer.append(tensor_proto(np.asarray(array), name))
-        self.initializers[name] = self.graph.initializer[len(self.graph.initializer) - 1]
+        added = Initializer.of_array(name, array)
+        self.inits.append(added)
+        self.initializers[name] = added
         return name
 
     def fresh(self, base: str) -> str:
@@ -251,11 +236,22 @@ class GraphIndex:
 
 def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
     """Runs the clean-up (see the module docstring) on ``graph`` in place."""
+    nodes = [Node.of(n) for n in graph.node]
+    del graph.node[:]
+    optimize_nodes(graph, nodes, opset)
+
+
+def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
+                   value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
+    """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
+    value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
+    ``graph.initializer`` and then ``initializers`` (those two not yet in the graph); writes what is left
+    into the graph."""
     from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
-    index = GraphIndex(graph)
+    index = GraphIndex(graph, nodes, value_infos, initializers)
     _shapes_from_types(index)
     for _ in range(100):
         changed = _remove_identities(index)
@@ -278,11 +274,15 @@ def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
             toposort(index)
             index.rebuild()
     index.write_back()
-    _drop_stale_value_info(graph)
-    for node in graph.node:
-        for attr in node.attribute:
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                _prune_body(body)
+    _drop_stale_value_info(graph, index.nodes)
+    if value_infos:
+        present = {name for node in index.nodes for name in node.output}
+        append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
+    for node, proto in zip(index.nodes, graph.node):
+        if node.body_reads is not None:
+            for attr in proto.attribute:
+                for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                    _prune_body(body)
 
 
 def _prune_body(body: onnx.GraphProto) -> None:
@@ -315,12 +315,12 @@ def _set_nodes_of(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
 def _shapes_from_types(index: GraphIndex) -> None:
     """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
     transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    index.settled.update(name for name, shape in index.shapes.items() if sum(d is None for d in shape) <= 1)
+    index.settled.update(name for name, shape in index.shapes.items() if shape.count(None) <= 1)
     for node in index.nodes:
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
             continue
         shape = index.shapes.get(node.output[0])
-        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+        perm = node.attr("perm")
         if shape is None or perm is None or len(perm) != len(shape):
             continue
         before: list[int | None] = [None] * len(shape)
@@ -347,9 +347,17 @@ def toposort(index: GraphIndex) -> None:
         for name in node.output:
             if name:
                 producer_of[name] = k
+    get = producer_of.get
     done: list[bool] = [False] * len(nodes)
     order: list[int] = []
     for start in range(len(nodes)):
+        if done[start]:
+            continue
+        node = nodes[start]
+        if all(get(name, start) <= start or done[producer_of[name]] for name in _inputs_with_bodies(node)):
+            done[start] = True  # every producer placed already: the walk below would place it at once
+            order.append(start)
+            continue
         stack = [(start, False)]
         while stack:
             k, expanded = stack.pop()
@@ -407,15 +415,22 @@ _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLi
 def _merge_duplicates(index: GraphIndex) -> bool:
     """A default-domain node computing what an earlier one computes (same op, inputs and attributes; no body,
     nothing random) is read no more: its readers read the earlier node's outputs (it dies unread)."""
-    seen: dict[tuple, Node] = {}
+    seen: dict[tuple, list[Node]] = {}
     changed = False
     for node in index.nodes:
         if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or node.body_reads is not None:
             continue
-        key = (node.op_type, tuple(node.input), len(node.output),
-               tuple(sorted(a.SerializeToString(deterministic=True) for a in node.attribute)))
-        first = seen.setdefault(key, node)
-        if first is node or not all(index.free(name) for name in node.output if name):
+        # Nodes alike but for their attributes are rare: their attributes are compared only then.
+        group = seen.get((node.op_type, tuple(node.input), len(node.output)))
+        if group is None:
+            seen[(node.op_type, tuple(node.input), len(node.output))] = [node]
+            continue
+        key = node.attr_key()
+        first = next((g for g in group if g.attr_key() == key), None)
+        if first is None:
+            group.append(node)
+            continue
+        if not all(index.free(name) for name in node.output if name):
             continue
         if any(name and not kept for name, kept in zip(node.output, first.output)):
             continue  # an output the earlier node leaves out
@@ -440,16 +455,19 @@ def _remove_neutral_ops(index: GraphIndex) -> bool:
         neutral, either = spec
         for data, const in ((0, 1), (1, 0)) if either else ((0, 1),):
             t = index.initializers.get(node.input[const])
-            if t is None or np.prod(t.dims, dtype=np.int64) > _CACHED_ELEMENTS or node.input[data] in index.initializers:
+            if t is None or node.input[data] in index.initializers:
+                continue
+            key = (t, neutral)  # the initializer itself (kept alive here), so the answer is its own
+            holds = index.neutral.get(key)
+            if holds is None:
+                holds = index.neutral[key] = _holds_only(index, t, neutral)
+            if not holds:
                 continue
             shape = index.shapes.get(node.input[data])
             dims = list(t.dims)
             if dims and (shape is None or len(dims) > len(shape)
                          or any(c != 1 and c != d for c, d in zip(dims[::-1], shape[::-1]))):
                 continue  # it could broadcast x to a larger shape
-            value = index.constant(node.input[const])
-            if value is None or value.dtype.kind not in "iuf" or not np.all(value == neutral):
-                continue
             constant = node.input[const]
             node.op_type = "Identity"
             node.input = [node.input[data]]
@@ -458,6 +476,14 @@ def _remove_neutral_ops(index: GraphIndex) -> bool:
             changed = True
             break
     return changed
+
+
+def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
+    """True when initializer ``t`` is small and holds ``neutral`` everywhere (a number array)."""
+    if math.prod(t.dims) > _CACHED_ELEMENTS:
+        return False
+    value = index.constant(t.name)
+    return value is not None and value.dtype.kind in "iuf" and bool(np.all(value == neutral))
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
@@ -479,18 +505,20 @@ def _fold_initializer_ops(index: GraphIndex) -> bool:
 
 
 def _fold(node: Node, values: list) -> np.ndarray | None:
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     x = values[0]
     op = node.op_type
     if op == "Transpose":
-        return np.transpose(x, attrs.get("perm"))
+        return np.transpose(x, node.attr("perm"))
     if op == "Identity":
         return x
     if op == "Cast":
-        return x.astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
+        to = node.attr("to")
+        if to is None:
+            raise KeyError("to")
+        return x.astype(helper.tensor_dtype_to_np_dtype(to))
     if op == "Reshape":
         shape = [int(d) for d in values[1]]
-        if not attrs.get("allowzero", 0):
+        if not node.attr("allowzero", 0):
             shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
         return x.reshape(shape)
     if op == "Unsqueeze" and len(values) == 2:
@@ -510,26 +538,35 @@ def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
     producer = index.producer
     live: set[int] = set()
-    pending = [name for name in index.outputs | index.pinned if name in producer]
+    pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
-        node = producer.get(pending.pop())
-        if node is None or id(node) in live:
+        node = pending.pop()
+        if id(node) in live:
             continue
         live.add(id(node))
-        pending.extend(name for name in _inputs_with_bodies(node) if name)
+        for name in _inputs_with_bodies(node):
+            found = producer.get(name) if name else None
+            if found is not None and id(found) not in live:
+                pending.append(found)
     changed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
     read = set(index.outputs)
     for node in index.nodes:
-        read.update(_inputs_with_bodies(node))
-    initializers = index.graph.initializer
-    unread = [k for k, t in enumerate(initializers) if t.name not in read]
-    for k in reversed(unread):  # in place: no copy of the weights
-        index.initializers.pop(initializers[k].name, None)
-        index._arrays.pop(initializers[k].name, None)
-        del initializers[k]
+        read.update(node.input)
+        if node.body_reads is not None:
+            read.update(node.body_reads)
+    initializers = index.inits
+    if len(index.initializers) == len(initializers) and read.issuperset(index.initializers):
+        unread = []  # the index holds every initializer's name (no two alike): all are read
+    else:
+        unread = [k for k, t in enumerate(initializers) if t.name not in read]
     if unread:
+        for k in unread:
+            index.initializers.pop(initializers[k].name, None)
+            index._arrays.pop(initializers[k].name, None)
+        dropped = set(unread)
+        index.inits = [t for k, t in enumerate(initializers) if k not in dropped]
         changed = True
     if changed:
         index.rebuild()
@@ -542,8 +579,8 @@ def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> No
         index.rebuild()
 
 
-def _drop_stale_value_info(graph: onnx.GraphProto) -> None:
-    present = {name for node in graph.node for name in node.output}
+def _drop_stale_value_info(graph: onnx.GraphProto, nodes: "list[Node] | None" = None) -> None:
+    present = {name for node in (graph.node if nodes is None else nodes) for name in node.output}
     kept = [v for v in graph.value_info if v.name in present]
     if len(kept) != len(graph.value_info):
         del graph.value_info[:]
@@ -554,19 +591,14 @@ def _all_nodes(nodes):
     """``nodes`` (:class:`Node` or ``NodeProto``) and the nodes of their bodies, recursively."""
     for node in nodes:
         yield node
+        if isinstance(node, Node):
+            if node.body_reads is not None:
+                for body in node.bodies():
+                    yield from _all_nodes(body.node)
+            continue
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.GRAPH:
                 yield from _all_nodes(attr.g.node)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for body in attr.graphs:
                     yield from _all_nodes(body.node)
-
-
-def _names_read_by_bodies(graph: onnx.GraphProto) -> set[str]:
-    names: set[str] = set()
-    for node in graph.node:
-        for attr in node.attribute:
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                for inner in _all_nodes(body.node):
-                    names.update(inner.input)
-    return names

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Union, cast
 
 import numpy as np
-from onnx import helper
 
 if TYPE_CHECKING:  # pragma: no cover
     from .onnx_optimize import GraphIndex
@@ -67,10 +66,7 @@ def constant_reshapes(index: "GraphIndex") -> bool:
 
 
 def _attr(node, name: str, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
+    return node.attr(name, default)
 
 
 def _vector(index: "GraphIndex", name: str, cache: dict, depth: int) -> list[Entry] | None:

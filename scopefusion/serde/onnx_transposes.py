@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from onnx import helper
+
+from .onnx_node import Node
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .onnx_optimize import GraphIndex, Node
+    from .onnx_optimize import GraphIndex
 
 __all__ = ["push_transposes"]
 
@@ -39,45 +40,41 @@ _BROADCAST = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Equal", "Less", 
 _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare", "ReduceLogSumExp"}
 _AXIS = {"Concat", "Softmax", "LogSoftmax"}
+_MOVABLE = _UNARY | _BROADCAST | _REDUCE | _AXIS | {"Pad"}
 
 
 def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
     """One sweep over the graph in order; True when something changed. ``to_reshapes`` also turns transposes
     that move only dims of size 1 into reshapes (once the others have settled, so pairs cancel first)."""
     changed = False
+    producer_of = index.producer
     for node in list(index.nodes):
         if node.domain not in ("", "ai.onnx"):
             continue
-        if node.op_type == "Transpose":
+        op = node.op_type
+        if op == "Transpose":
             changed |= _compose(index, node) or _above_pad(index, node) or (to_reshapes and _as_reshape(index, node))
-        elif node.op_type == "Reshape":
+        elif op == "Reshape":
             changed |= _merge_reshapes(index, node)
-        elif node.op_type in _UNARY or node.op_type in _BROADCAST or node.op_type in _REDUCE or \
-                node.op_type in _AXIS or node.op_type == "Pad":
-            changed |= _push_through(index, node)
+        elif op in _MOVABLE:
+            for name in node.input:  # the common case, a node below no transpose, answered here
+                producer = producer_of.get(name)
+                if producer is not None and producer.op_type == "Transpose":
+                    changed |= _push_through(index, node)
+                    break
     return changed
 
 
 def _perm(node: "Node") -> list[int] | None:
-    for a in node.attribute:
-        if a.name == "perm":
-            return list(a.ints)
-    return None
+    return node.attr("perm")
 
 
 def _set_attr(node: "Node", name: str, value) -> None:
-    for k, a in enumerate(node.attribute):
-        if a.name == name:
-            del node.attribute[k]
-            break
-    node.attribute.append(helper.make_attribute(name, value))
+    node.set_attr(name, value)
 
 
 def _attr(node: "Node", name: str, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
+    return node.attr(name, default)
 
 
 def _compose(index: "GraphIndex", node: "Node") -> bool:
@@ -91,7 +88,7 @@ def _compose(index: "GraphIndex", node: "Node") -> bool:
     index.set_input(node, 0, inner.input[0])
     if combined == list(range(len(combined))):
         node.op_type = "Identity"  # removed by the identity sweep
-        del node.attribute[:]
+        node.clear_attrs()
     else:
         _set_attr(node, "perm", combined)
     return True
@@ -151,7 +148,7 @@ def _as_reshape(index: "GraphIndex", node: "Node") -> bool:
     dims = [(0 if perm[i] == i else -1) if d is None else d for i, d in enumerate(target)]
     name = index.add_initializer(np.asarray(dims, np.int64), index.fresh(node.output[0] + "_shape"))
     node.op_type = "Reshape"
-    del node.attribute[:]
+    node.clear_attrs()
     node.input.append(name)
     index.readers[name].append(node)
     index.shapes[node.output[0]] = target
@@ -172,7 +169,7 @@ def _merge_reshapes(index: "GraphIndex", node: "Node") -> bool:
     if _same_shape(index.shapes.get(node.input[0]), s2):
         node.op_type = "Identity"  # removed by the identity sweep
         del node.input[1:]
-        del node.attribute[:]
+        node.clear_attrs()
         return True
     inner = index.producer.get(node.input[0])
     if inner is None or inner.domain not in ("", "ai.onnx") or len(inner.input) < 2:
@@ -276,9 +273,9 @@ def _push_through(index: "GraphIndex", node: "Node") -> bool:
                 before[d] = shape[i]
             index.derive_shape(inner, before, out)
         if out_perm == list(range(len(out_perm))):
-            after = helper.make_node("Identity", [inner], [out], name=index.fresh(node.name + "_out"))
+            after = Node.make("Identity", [inner], [out], index.fresh(node.name + "_out"))
         else:
-            after = helper.make_node("Transpose", [inner], [out], name=index.fresh(node.name + "_T"), perm=out_perm)
+            after = Node.make("Transpose", [inner], [out], index.fresh(node.name + "_T"), perm=out_perm)
         index.add_node(after)
     return True
 

@@ -26,6 +26,7 @@ from ...dialects.tf.control import merged_shape
 from ...ir.graph import DATA_OP, Graph
 from ...ir.types import TensorType
 from ..onnx_attrs import type_proto
+from ..onnx_node import append_nodes
 from .bodies import typed_body
 from .emitter import LoweringEmitter
 from .loop_scans import scanned_lists
@@ -93,7 +94,7 @@ def _case(e: LoweringEmitter) -> None:
         rest = onnx.GraphProto(name=e.fresh(f"case_rest_{k}"))
         saved, e.nodes = e.nodes, []
         rest_outputs = chain(k + 1, [None] * len(outputs))
-        rest.node.extend(e.nodes)
+        append_nodes(rest, e.nodes)
         e.nodes = saved
         rest.output.extend(_outputs_info(e.body(f"branches:{k + 1}"), rest_outputs))
         test = e.op("Equal", [index, e.typed_scalar(k, dtype, "branch")])[0]

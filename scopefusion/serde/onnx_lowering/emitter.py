@@ -18,6 +18,8 @@ from ...ir.graph import CONST_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from ..onnx_attrs import onnx_elem_type
 from ..onnx_fused import FusedEmitter
+from ..onnx_node import Initializer
+from ..onnx_node import Node as OnnxNode
 
 __all__ = ["INT64_MAX", "INT64_MIN", "LoweringEmitter", "constant_of"]
 
@@ -76,8 +78,8 @@ class LoweringEmitter(FusedEmitter):
             into.node.extend(proto.node)
             into.initializer.extend(proto.initializer)
         else:
-            self.nodes.extend(proto.node)
-            self.initializers.extend(proto.initializer)
+            self.nodes.extend(OnnxNode.of(node) for node in proto.node)
+            self.initializers.extend(Initializer.of_proto(t) for t in proto.initializer)
         return outputs
 
     def fresh(self, hint: str) -> str:

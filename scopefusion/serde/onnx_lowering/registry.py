@@ -47,8 +47,19 @@ class LoweringRegistry:
         return len(self._lowerings)
 
 
+_BUILTIN: dict[str, Lowering] = {}  # the builtin lowerings, gathered once (each registry gets its own copy)
+
+
 def default_lowerings() -> LoweringRegistry:
     """A fresh registry holding every builtin lowering."""
+    if not _BUILTIN:
+        _BUILTIN.update(_builtin_lowerings()._lowerings)
+    registry = LoweringRegistry()
+    registry._lowerings = dict(_BUILTIN)
+    return registry
+
+
+def _builtin_lowerings() -> LoweringRegistry:
     from . import (
         array,
         compositions,
