@@ -182,25 +182,37 @@ class _Ahead:
         self._started = 0
         self._jobs: SimpleQueue = SimpleQueue()
         self._done: SimpleQueue = SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="scopefusion-c-order", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(target=self._work, name="scopefusion-c-order",
+                                                                 daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread can be started (the process is at its limit): the caller copies
+            self._thread = None
         self._start_next()
 
     def _start_next(self) -> None:
         if self._started < len(self._blocks):
-            self._jobs.put((self._blocks[self._started], self._scratch[self._started % 2]))
+            job = (self._blocks[self._started], self._scratch[self._started % 2])
             self._started += 1
+            if self._thread is None:
+                self._done.put(self._run(job))
+            else:
+                self._jobs.put(job)
 
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
                 return
-            block, scratch = job
-            try:
-                self._done.put((True, block.c_order(scratch)))
-            except BaseException as e:  # given to the caller by next()
-                self._done.put((False, e))
+            self._done.put(self._run(job))
+
+    @staticmethod
+    def _run(job: "tuple[_Block, Scratch]") -> tuple[bool, Any]:
+        block, scratch = job
+        try:
+            return True, block.c_order(scratch)
+        except BaseException as e:  # given to the caller by next()
+            return False, e
 
     def next(self) -> memoryview:
         """The next block in C order (valid until the call after next)."""
@@ -212,8 +224,9 @@ class _Ahead:
 
     def close(self) -> None:
         """Stops the worker (after the block it is copying, if any)."""
-        self._jobs.put(None)
-        self._thread.join()
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
 
 
 class Scratch:

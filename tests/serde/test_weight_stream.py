@@ -358,6 +358,17 @@ def test_an_error_while_copying_a_block_reaches_the_writer_and_stops_the_worker(
     assert not _c_order_workers()
 
 
+def test_without_a_thread_the_writer_copies_the_blocks_itself(monkeypatch):
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    views = _transposed_filters()
+    data = ModelBytes([b"head", *(Weight(v) for v in views)])
+    assert b"".join(bytes(c) for c in data) == b"head" + b"".join(np.ascontiguousarray(v).tobytes() for v in views)
+
+
 def test_a_write_stopped_midway_stops_the_worker(monkeypatch):
     monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
     chunks = iter(ModelBytes([b"head", *(Weight(v) for v in _transposed_filters())]))
