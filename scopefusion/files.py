@@ -69,6 +69,12 @@ def default_file_mode() -> int:
     return 0o666 & ~mask
 
 
+def _temporary_name(directory: str) -> str:
+    """A fresh temporary's path in ``directory``; the random part comes from ``os.urandom`` (what
+    ``secrets.token_hex`` gives, without importing hmac and hashlib on every overwrite)."""
+    return os.path.join(directory, f"{_PREFIX}{os.urandom(6).hex()}")
+
+
 def _check_target(path: str) -> None:
     try:
         info = os.stat(path)
@@ -172,9 +178,7 @@ class _Pending:
                 return
             except FileExistsError:
                 pass
-            import secrets
-
-            temp = os.path.join(directory, f"{_PREFIX}{secrets.token_hex(6)}")
+            temp = _temporary_name(directory)
             _named_temporaries.add(temp)
             _link_unnamed(self.fd, temp)
             self.temp = temp
@@ -218,9 +222,7 @@ def _prepare(path: str, data: Data, mode: int, unnamed: bool) -> _Pending:
     if fd is not None:
         pending = _Pending(path, fd, None)
     else:
-        import secrets
-
-        temp = os.path.join(directory, f"{_PREFIX}{secrets.token_hex(6)}")
+        temp = _temporary_name(directory)
         _named_temporaries.add(temp)
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)

@@ -22,8 +22,9 @@ make the whole file resident. So a contiguous view of a mapped file is not read 
 :class:`ModelBytes` gives it as a :class:`~scopefusion.files.FileRange` of the same file, opened again
 (found in ``/proc/self/maps``, checked by device and inode), which :mod:`scopefusion.files` copies in the
 kernel (``os.sendfile``). Any other array is written in chunks of :data:`CHUNK_BYTES`: a C-contiguous one
-as views of its own memory, a non-contiguous one (a transposed view) put in C order block by block in
-one buffer reused for the whole write (:class:`Scratch`; new pages cost the kernel more than the copy);
+as views of its own memory, a non-contiguous one (a transposed view) put in C order block by block, by a
+worker thread one block ahead of the write (:class:`_Ahead`), in two buffers reused for the whole write
+(:class:`Scratch`; new pages cost the kernel more than the copy);
 the mapped pages a chunk touched are then given back (``madvise(MADV_DONTNEED)``, harmless on a read-only
 file mapping: the data stays in the page cache, and a later read maps it again). ``os.pread`` into a
 buffer would not map pages either, but costs a copy of every byte through this process.
@@ -38,8 +39,10 @@ import mmap
 import os
 import stat
 import sys
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
+from queue import SimpleQueue
 from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
@@ -109,6 +112,17 @@ class Weight:
             low, high = byte_bounds(array)
             mapping.release(low, high - low)
 
+    def blocks(self) -> "list[_Block]":
+        """A non-contiguous array's data as blocks of whole rows (leading axis) of about :data:`CHUNK_BYTES`;
+        the last one gives the mapped file pages the array touched back once it is put in C order."""
+        array = self.array
+        rows = array.shape[0]
+        step = max(1, CHUNK_BYTES // max(1, self.nbytes // max(1, rows)))
+        out = [_Block(array[first : first + step]) for first in range(0, rows, step)] or [_Block(array)]
+        out[-1].release = _Mapping.of(array)
+        out[-1].whole = array
+        return out
+
     def file_range(self, sources: "_FileSources") -> FileRange | None:
         """The data as a range of the file the array maps, when it is a contiguous view of one."""
         array = self.array
@@ -131,6 +145,88 @@ class Weight:
             target[:] = array.reshape(-1).view(np.uint8)
         else:
             _c_order(array, target)
+
+
+class _Block:
+    """Rows of a non-contiguous array to write in C order; the last block of an array carries the mapping
+    whose pages the whole array touched (``release``), given back once it is copied."""
+
+    __slots__ = ("array", "release", "whole")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.release: _Mapping | None = None
+        self.whole: np.ndarray | None = None
+
+    def c_order(self, scratch: "Scratch") -> memoryview:
+        out = _c_order(self.array, scratch.take(self.array.nbytes))
+        if self.release is not None and self.whole is not None:
+            low, high = byte_bounds(self.whole)
+            self.release.release(low, high - low)
+        return out
+
+
+class _Ahead:
+    """A worker thread that puts ``blocks`` in C order, one block ahead of the caller.
+
+    NOTE: why. A conv filter is written transposed (``HWIO`` → ``OIHW``): putting it in C order costs about
+    as much as writing it. numpy's copies and ``os.write`` / ``os.sendfile`` run without the GIL, so the
+    next block is copied on another core while the caller writes the current chunk. Two buffers alternate
+    (:class:`Scratch`): block ``i`` goes into buffer ``i % 2``, and block ``i + 1`` is started only when block
+    ``i`` is handed out, that is once the caller has asked for the chunk after block ``i - 1``, which is
+    then no longer in use (a chunk is valid until the next one is asked for). Blocks come out in order."""
+
+    def __init__(self, blocks: Sequence[_Block]) -> None:
+        self._blocks = blocks
+        self._scratch = (Scratch(), Scratch())
+        self._started = 0
+        self._jobs: SimpleQueue = SimpleQueue()
+        self._done: SimpleQueue = SimpleQueue()
+        self._thread: threading.Thread | None = threading.Thread(target=self._work, name="scopefusion-c-order",
+                                                                 daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread can be started (the process is at its limit): the caller copies
+            self._thread = None
+        self._start_next()
+
+    def _start_next(self) -> None:
+        if self._started < len(self._blocks):
+            job = (self._blocks[self._started], self._scratch[self._started % 2])
+            self._started += 1
+            if self._thread is None:
+                self._done.put(self._run(job))
+            else:
+                self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            self._done.put(self._run(job))
+
+    @staticmethod
+    def _run(job: "tuple[_Block, Scratch]") -> tuple[bool, Any]:
+        block, scratch = job
+        try:
+            return True, block.c_order(scratch)
+        except BaseException as e:  # given to the caller by next()
+            return False, e
+
+    def next(self) -> memoryview:
+        """The next block in C order (valid until the call after next)."""
+        ok, value = self._done.get()
+        if not ok:
+            raise value
+        self._start_next()
+        return value
+
+    def close(self) -> None:
+        """Stops the worker (after the block it is copying, if any)."""
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
 
 
 class Scratch:
@@ -349,20 +445,38 @@ class ModelBytes:
         return self.size
 
     def __iter__(self) -> Iterator[bytes | memoryview | FileRange]:
-        """The chunks to write; a chunk is valid only until the next one is asked for (write it first)."""
+        """The chunks to write; a chunk is valid only until the next one is asked for (write it first).
+
+        A transposed weight's blocks are put in C order by a worker thread one block ahead (see
+        :class:`_Ahead`), while the caller writes the chunks before it."""
         sources = _FileSources()
-        scratch = Scratch()
+        ahead: _Ahead | None = None
         try:
+            plan: list[bytes | FileRange | Weight | _Block] = []
             for piece in self.pieces:
                 if isinstance(piece, bytes):
-                    yield piece
+                    plan.append(piece)
                     continue
                 found = piece.file_range(sources)
                 if found is not None:
-                    yield found
+                    plan.append(found)
+                elif piece.array.flags.c_contiguous:
+                    plan.append(piece)
                 else:
-                    yield from piece.chunks(scratch=scratch)
+                    plan.extend(piece.blocks())
+            blocks = [item for item in plan if isinstance(item, _Block)]
+            if blocks:
+                ahead = _Ahead(blocks)
+            for item in plan:
+                if isinstance(item, Weight):
+                    yield from item.chunks()
+                elif isinstance(item, _Block):
+                    yield ahead.next()  # type: ignore[union-attr]
+                else:
+                    yield item
         finally:
+            if ahead is not None:
+                ahead.close()
             sources.close()
 
     def tobytes(self) -> bytes:

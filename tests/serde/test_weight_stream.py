@@ -10,6 +10,8 @@ import itertools
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -307,6 +309,76 @@ def test_transposed_weights_share_one_scratch_buffer_and_write_the_same_bytes(mo
     assert data.tobytes() == b"head" + np.ascontiguousarray(views[0]).tobytes() + b"mid" + np.ascontiguousarray(views[1]).tobytes()
 
 
+def _transposed_filters(count: int = 3) -> list[np.ndarray]:
+    """Conv filters as the ONNX writer gives them: ``HWIO`` arrays seen as ``OIHW`` (not contiguous)."""
+    rng = np.random.default_rng(0)
+    shapes = [(3, 3, 8, 16), (1, 1, 70, 130), (5, 5, 4, 9), (3, 3, 16, 8)][:count]
+    return [rng.standard_normal(shape).astype(np.float32).transpose(3, 2, 0, 1) for shape in shapes]
+
+
+def test_a_slow_writer_gets_each_transposed_chunk_intact_until_it_asks_for_the_next(monkeypatch):
+    # The blocks are put in C order by a worker one block ahead, in two alternating buffers: a chunk must not
+    # change while the caller still writes it, however slowly.
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    views = _transposed_filters()
+    contiguous = np.arange(5000, dtype=np.float32)
+    data = ModelBytes([b"head", Weight(views[0]), Weight(contiguous), Weight(views[1]), b"mid", Weight(views[2])])
+    written = []
+    for chunk in data:
+        before = bytes(chunk)
+        time.sleep(0.001)  # the worker would overwrite a buffer still in use now
+        assert bytes(chunk) == before
+        written.append(before)
+    expected = [b"head", *(np.ascontiguousarray(v).tobytes() for v in (views[0], contiguous, views[1])), b"mid",
+                np.ascontiguousarray(views[2]).tobytes()]
+    assert b"".join(written) == b"".join(expected) == data.tobytes()
+    assert len(written) > 20  # many blocks went through the worker
+    assert not _c_order_workers()
+
+
+def _c_order_workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "scopefusion-c-order"]
+
+
+def test_an_error_while_copying_a_block_reaches_the_writer_and_stops_the_worker(monkeypatch, tmp_path):
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    calls = itertools.count()
+    real = weight_stream._c_order
+
+    def failing(array, into=None):
+        if next(calls) == 5:
+            raise MemoryError("no memory for the block")
+        return real(array, into)
+
+    monkeypatch.setattr(weight_stream, "_c_order", failing)
+    data = ModelBytes([b"head", *(Weight(v) for v in _transposed_filters())])
+    with pytest.raises(MemoryError, match="no memory for the block"):
+        write_atomic(tmp_path / "m.onnx", data)
+    assert not os.listdir(tmp_path)
+    assert not _c_order_workers()
+
+
+def test_without_a_thread_the_writer_copies_the_blocks_itself(monkeypatch):
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    views = _transposed_filters()
+    data = ModelBytes([b"head", *(Weight(v) for v in views)])
+    assert b"".join(bytes(c) for c in data) == b"head" + b"".join(np.ascontiguousarray(v).tobytes() for v in views)
+
+
+def test_a_write_stopped_midway_stops_the_worker(monkeypatch):
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    chunks = iter(ModelBytes([b"head", *(Weight(v) for v in _transposed_filters())]))
+    assert next(chunks) == b"head"
+    next(chunks)
+    assert _c_order_workers()
+    chunks.close()  # what a failed write does (the generator is closed)
+    assert not _c_order_workers()
+
+
 # ----------------------------------------------------------------------------- limits
 def test_an_onnx_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_export, "MAX_PROTOBUF_BYTES", 1000)
@@ -324,10 +396,12 @@ def test_a_ge_model_over_protobufs_limit_is_refused_before_writing(convnet, tmp_
 
 
 def test_writing_a_model_imports_no_hashing_library(tf_bert_pb, tmp_path):
-    # The markers' random token comes from os.urandom: secrets would import hmac and hashlib (OpenSSL) on every write.
+    # The markers' random token and the temporaries' names come from os.urandom: secrets would import hmac and
+    # hashlib (OpenSSL) on every write.
     code = (
         "import sys\nfrom scopefusion.convert import convert\nmodel = convert(sys.argv[1])\n"
         "model.save(sys.argv[2], 'ge')\nmodel.save(sys.argv[3], 'onnx')\n"
+        "model.save(sys.argv[2], 'ge')\nmodel.save(sys.argv[3], 'onnx')\n"  # over existing files: a named temporary
         "print(sorted(m for m in ('secrets', 'hmac', 'hashlib') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tf_bert_pb), str(tmp_path / "m.ge"), str(tmp_path / "m.onnx")],
