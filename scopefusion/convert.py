@@ -54,7 +54,9 @@ def convert(
         savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
             ``"tensorflow"`` (TensorFlow loads and freezes it).
         progress: called as ``progress(stage, done, total, detail)`` as the stages go
-            (:mod:`scopefusion.progress` lists them); None reports nothing.
+            (:mod:`scopefusion.progress` lists them); None reports nothing, and then the profile of the
+            model's own shapes and the memory plans are made on first use (same results and errors; their
+            time is added to ``model.timings`` then).
         max_inlined_nodes: nodes that inlining TF function calls may make, over the whole model.
         max_folded_bytes: bytes of one value computed at build time; larger values stay unfolded, and a
             larger one-value constant becomes a ``Fill`` (see :mod:`scopefusion.budgets`).
