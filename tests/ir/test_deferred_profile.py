@@ -100,3 +100,11 @@ def test_an_arena_past_int64_fails_the_conversion(tmp_path, progress):
     ]))
     with pytest.raises(InferenceError, match="the memory plan needs"):
         convert(model, progress=progress)
+
+
+def test_the_onnx_export_makes_neither_the_default_profile_nor_a_plan(tf_mobilenet_pb):
+    model = convert(tf_mobilenet_pb)
+    before = dict(model.timings)
+    data = model.to_bytes("onnx")
+    assert model.timings == before  # deferred work would have added its time to "infer" / "memory_plan"
+    assert data == convert(tf_mobilenet_pb, progress=quiet).to_bytes("onnx")
