@@ -13,9 +13,9 @@ import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Sequence
 
-from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, use_budgets
+from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, current_budgets, use_budgets
 from .collector import collector_paused
 from .errors import ModelLoadError
 from .model import Model
@@ -54,7 +54,9 @@ def convert(
         savedmodel_loader: how a SavedModel's variables are frozen: ``"native"`` (without TensorFlow) or
             ``"tensorflow"`` (TensorFlow loads and freezes it).
         progress: called as ``progress(stage, done, total, detail)`` as the stages go
-            (:mod:`scopefusion.progress` lists them); None reports nothing.
+            (:mod:`scopefusion.progress` lists them); None reports nothing, and then the profile of the
+            model's own shapes and the memory plans are made on first use (same results and errors; their
+            time is added to ``model.timings`` then).
         max_inlined_nodes: nodes that inlining TF function calls may make, over the whole model.
         max_folded_bytes: bytes of one value computed at build time; larger values stay unfolded, and a
             larger one-value constant becomes a ``Fill`` (see :mod:`scopefusion.budgets`).
@@ -86,9 +88,9 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     from .ir.types import IRContext
     from .ir_builder.build import build_graph
     from .ir_builder.memory_plan import plan_memory
-    from .ir_builder.profiles import build_profile, normalize_input_shapes
+    from .ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
     from .ir_builder.shape_inference import infer_graph
-    from .ir_builder.size_limits import check_arena, check_tensor_sizes
+    from .ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes
     from .parser import load
     from .scope import PassManager, ScopeGraph
 
@@ -132,17 +134,41 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         if progress is not None:
             progress("build", 1, 1, "")
     graph = built.graph
+    budgets = current_budgets()
+
+    def later(name: str) -> Callable[[], ContextManager[None]]:
+        """For work left to first use (a profile of the model's own shapes, a memory plan): the conversion's
+        budgets, the collector paused, the time added to stage ``name``."""
+
+        @contextmanager
+        def run() -> Iterator[None]:
+            with use_budgets(budgets), collector_paused(), stage(name):
+                yield
+
+        return run
+
+    # Without a progress display, what only some outputs read is made on first use (the ONNX export reads
+    # neither a default profile nor a memory plan); it cannot fail then where making it now would not.
+    deferred: set[int] = set()
     with stage("infer"):
         main_inference = infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
         profiles = []
         for i, shapes in enumerate(profiles_wanted or [{}]):
+            if not shapes and progress is None:
+                deferred.add(i)
+                profiles.append(deferred_profile(graph, i, strict=strict, inferred=main_inference, around=later("infer")))
+                continue
             report = stage_progress(progress, f"profile {i}", _shapes(shapes))
             profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report, inferred=main_inference))
         check_tensor_sizes(graph)
         for i, profile in enumerate(profiles):
-            check_tensor_sizes(profile.graph, f"profile {i}: ")
+            if i not in deferred:  # a deferred profile has the main graph's types
+                check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
         for done, profile in enumerate(profiles):
+            if progress is None and arena_fits(graph if profile.index in deferred else profile.graph):
+                profile.defer_memory_plan(_planner(later("memory_plan")))
+                continue
             if progress is not None:
                 progress("memory plan", done, len(profiles), f"profile {profile.index}")
             profile.memory_plan = plan_memory(profile.graph)
@@ -192,6 +218,22 @@ def _promote_tracked_objects() -> None:
     if gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
+
+
+def _planner(around: Callable[[], ContextManager[None]]) -> Callable[[Any], Any]:
+    """Makes a profile's memory plan when it is first read, as ``convert`` would have made it."""
+
+    def plan(profile: Any) -> Any:
+        from .ir_builder.memory_plan import plan_memory
+        from .ir_builder.size_limits import check_arena
+
+        graph = profile.graph
+        with around():
+            made = plan_memory(graph)
+            check_arena(int(made.arena_bytes), f"profile {profile.index}")
+        return made
+
+    return plan
 
 
 def _shapes(shapes: Mapping[str, Sequence[int]]) -> str:

@@ -32,6 +32,25 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
     ONNX's default domain does not define at its opset: a model that cannot use them does not pay for
     loading onnxruntime.
     """
+    if source is None:
+        key: tuple[Any, ...] = ("all",)
+    elif not source.is_onnx:
+        key = ("tf",)
+    else:
+        opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
+        key = ("onnx", opset, _uses_ops_beyond(source, set(_onnx_op_types(opset))))
+    pending = _pending_template(key)
+    registry = _CopiedOnUseRegistry(pending)
+    for d in extra:
+        registry.register(d)
+    return registry
+
+
+@lru_cache(maxsize=None)
+def _pending_template(key: tuple[Any, ...]) -> dict[str, "_Pending"]:
+    """The pending entries of a registry of :func:`default_op_registry`, in registration order, made once per
+    process for each ``key``: ``("all",)`` (no source: every dialect at the default opset), ``("tf",)`` or
+    ``("onnx", opset, with onnxruntime's definitions)``. Registries copy the mapping, never change it."""
     pending: dict[str, _Pending] = {}
 
     def add(prototypes: Iterable[OpDef]) -> None:
@@ -39,22 +58,16 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
             pending[d.qualified_name] = _Pending(OpName(d.name, d.dialect), partial(_same, d))
 
     add(_prototypes("ge"))
-    if source is None or not source.is_onnx:
+    if key[0] in ("all", "tf"):
         add(_prototypes("tf"))
-    if source is None or source.is_onnx:
-        opset = DEFAULT_ONNX_OPSET
-        if source is not None:
-            opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
-        onnx_names = _onnx_op_types(opset)
-        for name in onnx_names:
+    if key[0] in ("all", "onnx"):
+        opset = DEFAULT_ONNX_OPSET if key[0] == "all" else key[1]
+        for name in _onnx_op_types(opset):
             pending[f"{_ONNX_DIALECT}.{name}"] = _Pending(OpName(name, _ONNX_DIALECT), partial(_onnx_prototype, opset, name))
-        if source is None or _uses_ops_beyond(source, set(onnx_names)):
+        if key[0] == "all" or key[2]:
             add(_prototypes("onnxruntime"))
     add(_prototypes("fused"))
-    registry = _CopiedOnUseRegistry(pending)
-    for d in extra:
-        registry.register(d)
-    return registry
+    return pending
 
 
 class OpName(NamedTuple):

@@ -260,12 +260,14 @@ class Graph:
                     "pass outer values into a body through its Data inputs"
                 )
         node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
+        node.inputs = list(inputs)
         for slot, value in enumerate(inputs):
-            node.inputs.append(value)
             if value is not None:
                 value._uses[(node, slot)] = None
-        node.control_inputs = list(control_inputs)
-        node.subgraphs = dict(subgraphs or {})
+        if control_inputs:
+            node.control_inputs = list(control_inputs)
+        if subgraphs:
+            node.subgraphs = dict(subgraphs)
         self._names[base] = node
         self.nodes.append(node)
         return node

@@ -87,9 +87,12 @@ class BuildContext:
         """The value feeding ``node``'s input ``slot``: None for an omitted optional input; a TF1 loop back
         edge (NextIteration → Merge), whose producer comes later, is connected when the producer is built."""
         producer, index = node.inputs[slot]
+        found = self._values.get((producer, index))
+        if found is not None:
+            return found
         if (producer, index) == ABSENT_INPUT:
             return None
-        if (producer, index) not in self._values and is_back_edge(self.source, producer, node):
+        if is_back_edge(self.source, producer, node):
             self._back_edges.append((producer, index, node.name, slot))
             return None
         return self.value(producer, index)
@@ -184,14 +187,15 @@ class OpParserRegistry:
         graph = ctx.graph
         opdef = graph.registry.lookup(op)
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
-        plain = {k: v for k, v in node.attrs.items() if k not in node.subgraphs}
+        subgraphs = node.subgraphs
+        plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
         attrs, dropped = convert_attrs(plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"))
         check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
             ctx.dropped_attrs[node.name] = dropped
         inputs = [ctx.input_value(node, slot) for slot in range(len(node.inputs))]
-        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None]
-        bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in node.subgraphs.items()}
+        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
+        bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
         return graph.add_node(
             op,
             inputs,

@@ -7,26 +7,91 @@ at run time exactly one is active, chosen by the input shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from ..errors import InferenceError
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
 from .shape_inference import InferenceResult, infer_graph
 
-__all__ = ["Profile", "build_profile", "input_names", "normalize_input_shapes"]
+__all__ = ["Profile", "build_profile", "deferred_profile", "input_names", "normalize_input_shapes"]
 
 
-@dataclass
 class Profile:
-    """One shape profile: the input shapes it fixes, its inferred graph, and (once planned) its memory plan."""
+    """One shape profile: the input shapes it fixes, its inferred graph, and (once planned) its memory plan.
 
-    index: int
-    inputs: dict[str, tuple[int, ...] | None]
-    graph: Graph
-    inference: InferenceResult
-    memory_plan: Any = None
+    ``graph`` and ``inference`` (and ``memory_plan``) may be given as functions that make them: they are
+    then made on first access, once (see :func:`deferred_profile`), with the same result as when made
+    up front.
+    """
+
+    def __init__(
+        self,
+        index: int,
+        inputs: dict[str, tuple[int, ...] | None],
+        graph: Graph | None = None,
+        inference: InferenceResult | None = None,
+        memory_plan: Any = None,
+        *,
+        make: Callable[[], tuple[Graph, InferenceResult]] | None = None,
+        plan: Callable[["Profile"], Any] | None = None,
+    ) -> None:
+        self.index = index
+        self.inputs = inputs
+        self._graph = graph
+        self._inference = inference
+        self._memory_plan = memory_plan
+        self._make = make  # makes (graph, inference) when they were not given
+        self._plan = plan  # makes the memory plan when it is first read
+
+    def _made(self) -> None:
+        make = self._make
+        if make is not None:
+            self._graph, self._inference = make()
+            self._make = None
+
+    @property
+    def graph(self) -> Graph:
+        if self._make is not None:
+            self._made()
+        return self._graph  # type: ignore[return-value]
+
+    @graph.setter
+    def graph(self, graph: Graph) -> None:
+        self._made()
+        self._graph = graph
+
+    @property
+    def inference(self) -> InferenceResult:
+        if self._make is not None:
+            self._made()
+        return self._inference  # type: ignore[return-value]
+
+    @inference.setter
+    def inference(self, inference: InferenceResult) -> None:
+        self._made()
+        self._inference = inference
+
+    @property
+    def memory_plan(self) -> Any:
+        plan = self._plan
+        if plan is not None:
+            self._memory_plan = plan(self)
+            self._plan = None
+        return self._memory_plan
+
+    @memory_plan.setter
+    def memory_plan(self, plan: Any) -> None:
+        self._plan = None
+        self._memory_plan = plan
+
+    def defer_memory_plan(self, plan: Callable[["Profile"], Any]) -> None:
+        """Makes the memory plan with ``plan(self)`` when it is first read."""
+        self._plan = plan
+
+    def __repr__(self) -> str:
+        return f"Profile({self.index}, {self.inputs!r})"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -149,6 +214,33 @@ def build_profile(
     except InferenceError as e:
         raise InferenceError(f"profile {index} ({_describe(fixed)}): {e}") from None
     return Profile(index, fixed, clone, inference)
+
+
+def deferred_profile(
+    graph: Graph,
+    index: int,
+    *,
+    strict: bool = False,
+    inferred: InferenceResult | None = None,
+    around: Callable[[], ContextManager[Any]] = nullcontext,
+) -> Profile:
+    """The profile of ``graph``'s own input shapes, made on first access of its ``graph`` or ``inference``
+    as :func:`build_profile` with no shapes makes it (inside ``around()``, e.g. the conversion's budgets).
+
+    Inference of the clone sees the inputs ``graph`` was inferred with, so it finds what ``graph``'s own
+    inference found and cannot fail where that did not: only the moment of the work moves.
+    """
+    fixed: dict[str, tuple[int, ...] | None] = {}
+    for value in graph.inputs:
+        t = value.type
+        fixed[input_name(value)] = None if not isinstance(t, TensorType) or t.rank is None else t.shape
+
+    def make() -> tuple[Graph, InferenceResult]:
+        with around():
+            made = build_profile(graph, index, {}, strict=strict, inferred=inferred)
+        return made.graph, made.inference
+
+    return Profile(index, fixed, make=make)
 
 
 def _fmt(dims: Sequence[int]) -> str:

@@ -7,8 +7,9 @@ from ..budgets import MAX_ELEMENTS
 from ..errors import InferenceError
 from ..ir.graph import Graph
 from ..ir.types import TensorType
+from .memory_plan import DEFAULT_ALIGNMENT
 
-__all__ = ["check_arena", "check_tensor_sizes"]
+__all__ = ["arena_fits", "check_arena", "check_tensor_sizes"]
 
 
 def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None = None) -> None:
@@ -41,3 +42,21 @@ def check_arena(arena_bytes: int, where: str) -> None:
             f"{where}: the memory plan needs {arena_bytes:,} bytes, more than a size can hold (int64); "
             "check the model's or --input-shape's dims"
         )
+
+
+def arena_fits(graph: Graph) -> bool:
+    """Whether every memory plan of ``graph`` surely passes :func:`check_arena`, with room to spare: the
+    bytes of all its statically shaped values, each rounded up to the alignment, add up to at most half
+    of what a size can hold. A plan's arena is never larger than that sum: each buffer lies at or below
+    the end of the buffers placed before it."""
+    total = 0
+    sizes: dict[int, int] = {}  # id(type) -> its bytes plus the alignment (types are interned: few distinct ones)
+    for node in graph.nodes:
+        for value in node.outputs:
+            t = value.type
+            size = sizes.get(id(t))
+            if size is None:
+                nbytes = t.nbytes if isinstance(t, TensorType) else None
+                size = sizes[id(t)] = 0 if nbytes is None else nbytes + DEFAULT_ALIGNMENT
+            total += size
+    return total <= MAX_ELEMENTS // 2

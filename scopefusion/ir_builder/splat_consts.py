@@ -21,13 +21,15 @@ FILL_OP = "tf.Fill"
 
 def is_splat(array: np.ndarray) -> bool:
     """A multi-element array that repeats one value through zero strides (a broadcast view)."""
-    return array.size > 1 and array.ndim > 0 and any(s == 0 for s in array.strides)
+    return array.size > 1 and array.ndim > 0 and 0 in array.strides
 
 
 def add_constant(graph: Graph, array: np.ndarray, name: str) -> Value:
     """``graph.add_const(array)``, or a ``tf.Fill`` for a splat over the folded-value budget."""
+    if not is_splat(array):
+        return graph.add_const(array, name, unique=False)
     limit = current_budgets().max_folded_bytes
-    if not is_splat(array) or array.nbytes <= limit:
+    if array.nbytes <= limit:
         return graph.add_const(array, name, unique=False)
     if graph.registry.lookup(FILL_OP) is None or array.dtype == object:
         raise ParseError(

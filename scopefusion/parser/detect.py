@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from .wire import LEN, VARINT, WireError, iter_fields
+from .wire import LEN, VARINT, WireError, _skip, read_varint
 
 __all__ = ["FORMATS", "format_from_path", "sniff"]
 
@@ -39,14 +39,11 @@ def sniff(buffer) -> str | None:
         return "pbtxt"
     if _TEXT_ONNX.match(head):
         return "onnx-text"
-    seen: dict[int, int] = {}
     try:
-        for count, (number, wire_type, *_rest) in enumerate(iter_fields(buffer, 0, len(buffer))):
-            if seen.setdefault(number, wire_type) != wire_type:
-                return None
-            if count >= _MAX_SNIFF_FIELDS:
-                break
+        seen = _field_kinds(buffer, _MAX_SNIFF_FIELDS)
     except WireError:
+        return None
+    if seen is None:
         return None
     if seen.get(1) == LEN and set(seen) <= {1, 2, 3, 4, 5} and seen.get(3, VARINT) == VARINT:
         return "pb"
@@ -55,3 +52,35 @@ def sniff(buffer) -> str | None:
     if seen.get(2) == LEN and set(seen) <= {1, 2} and seen.get(1, VARINT) == VARINT:
         return "savedmodel"
     return None
+
+
+def _field_kinds(buffer, limit: int) -> dict[int, int] | None:
+    """The wire type of each field number among the first ``limit + 1`` top-level fields (``iter_fields``
+    written out: a length-delimited field, nearly every one, is skipped without a call), or None when one
+    number comes with two wire types.
+
+    Raises:
+        WireError: one of those fields is malformed.
+    """
+    seen: dict[int, int] = {}
+    pos, end = 0, len(buffer)
+    count = 0
+    while pos < end:
+        field_start = pos
+        key, pos = read_varint(buffer, pos, end)
+        number, wire_type = key >> 3, key & 7
+        if number == 0:
+            raise WireError("field number 0", field_start)
+        if wire_type == LEN:
+            length, start = read_varint(buffer, pos, end)
+            pos = start + length
+            if pos > end:
+                raise WireError(f"field {number} claims {length} bytes but the message ends first", start)
+        else:
+            _, pos = _skip(buffer, pos, end, wire_type, number)
+        if seen.setdefault(number, wire_type) != wire_type:
+            return None
+        if count >= limit:
+            break
+        count += 1
+    return seen

@@ -54,6 +54,7 @@ class _BuiltinOps:
     def __init__(self, table: Mapping[str, Sequence[str]]) -> None:
         self._table = table
         self._parsed: dict[str, tuple[OutputArg, ...]] = {}
+        self._fixed: dict[str, int | None] = {}  # op type -> fixed_count's answer
 
     def __contains__(self, op_type: str) -> bool:
         return op_type in self._table
@@ -70,10 +71,13 @@ class _BuiltinOps:
     def fixed_count(self, op_type: str) -> int | None:
         """The op's output count when its arguments are all single tensors (it does not depend on the
         node's attributes), else None."""
+        if op_type in self._fixed:
+            return self._fixed[op_type]
         args = self.get(op_type)
-        if args is None or any(a.number_attr or a.type_list_attr for a in args):
-            return None
-        return len(args)
+        count = None if args is None or any(a.number_attr or a.type_list_attr for a in args) else len(args)
+        if args is not None:  # the table never changes: an op it holds keeps its answer
+            self._fixed[op_type] = count
+        return count
 
 
 @lru_cache(maxsize=1)

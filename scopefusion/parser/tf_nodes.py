@@ -95,6 +95,18 @@ def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, c
     For an op the table does not know, the count is one past the highest output index any consumer
     (or ``consumed``, e.g. graph outputs) reads, at least one.
     """
+    unknown: list[SourceNode] = []  # nodes of ops the table does not know: counted from their consumers
+    for node in nodes:
+        if node.output_names:
+            continue
+        count = signatures.num_outputs(node.op_type, node.attrs)
+        if count is None:
+            unknown.append(node)
+            continue
+        name = node.name
+        node.output_names = [f"{name}:{i}" for i in range(count)]
+    if not unknown:
+        return
     highest: dict[str, int] = {}
     for node in nodes:
         for producer, index in node.inputs:
@@ -103,11 +115,6 @@ def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, c
     for producer, index in consumed:
         if index > highest.get(producer, -1):
             highest[producer] = index
-    for node in nodes:
-        if node.output_names:
-            continue
-        count = signatures.num_outputs(node.op_type, node.attrs)
-        if count is None:
-            count = highest.get(node.name, 0) + 1
+    for node in unknown:
         name = node.name
-        node.output_names = [f"{name}:{i}" for i in range(count)]
+        node.output_names = [f"{name}:{i}" for i in range(highest.get(name, 0) + 1)]

@@ -153,7 +153,7 @@ def model_to_onnx(
         dim_params=_dim_params(model),
         functions=functions,
         graph_name=(source.name if source.is_onnx and source.name else None),
-        profiles=[p.graph for p in model.profiles],
+        profiles=(p.graph for p in model.profiles),  # read only when the main graph's types fall short
         lowerings=lowerings,
         keep_tf_ops=keep_tf_ops,
         optimize=optimize and source.framework != "onnx",
@@ -239,7 +239,7 @@ def graph_to_onnx(
 
     proto.producer_version = __version__
     proto.ir_version = max(helper.find_min_ir_version_for(imports, ignore_unknown=True), 8 if functions else 3)
-    _complete_io_types(proto, graph, list(profiles))
+    _complete_io_types(proto, graph, profiles)
     return proto
 
 
@@ -332,15 +332,19 @@ def _complete(t: onnx.TypeProto) -> bool:
     return kind == "tensor_type" and t.tensor_type.elem_type != 0 and t.tensor_type.HasField("shape")
 
 
-def _complete_io_types(proto: onnx.ModelProto, graph: Graph, profiles: list[Graph]) -> None:
-    """Completes the main graph's input and output types (see the module docstring), or raises."""
+def _complete_io_types(proto: onnx.ModelProto, graph: Graph, profiles: Iterable[Graph]) -> None:
+    """Completes the main graph's input and output types (see the module docstring), or raises. The
+    profiles are read only for a type the main graph leaves incomplete."""
     pending = []
+    read: list[Graph] | None = None
     for kind, infos, values in (("input", proto.graph.input, graph.inputs), ("output", proto.graph.output, graph.outputs)):
         values = [v for v in values if v.producer.attrs.get("_outer_name") is None] if kind == "input" else values
         for index, (info, _value) in enumerate(zip(infos, values)):
             if _complete(info.type):
                 continue
-            guess = _from_profiles(kind, index, profiles)
+            if read is None:
+                read = list(profiles)
+            guess = _from_profiles(kind, index, read)
             if guess is not None:
                 info.type.CopyFrom(type_proto(guess))
             if not _complete(info.type):

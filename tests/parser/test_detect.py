@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from scopefusion.parser.detect import format_from_path, sniff
+from scopefusion.parser.detect import _field_kinds, format_from_path, sniff
 from scopefusion.parser.proto import tf_framework_pb2 as tfpb
 from scopefusion.parser.proto import tf_saved_model_pb2 as smpb
+from scopefusion.parser.wire import WireError, encode_varint, iter_fields
 from tests.models import onnx_models
 
 
@@ -34,3 +37,33 @@ def test_sniff_tells_the_binary_formats_apart():
     assert sniff(b"ir_version: 8\n") == "onnx-text"
     assert sniff(b"\xff\xff\xff") is None
     assert sniff(b"\x0a\x05ab") is None
+
+
+def _kinds_by_walking(data: bytes, limit: int):
+    """What the sniffer reads of the top-level fields, by the plain field walk: the wire type of each field
+    number among the first ``limit + 1`` fields; None for a number with two types or a malformed field."""
+    seen: dict[int, int] = {}
+    try:
+        for count, (number, wire_type, *_rest) in enumerate(iter_fields(data, 0, len(data))):
+            if seen.setdefault(number, wire_type) != wire_type:
+                return None
+            if count >= limit:
+                break
+    except WireError:
+        return None
+    return seen
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0, 1, 2, 5, 3, 4, 6]), st.binary(max_size=6)),
+                max_size=12), st.integers(0, 8))
+def test_the_sniffer_reads_the_fields_the_plain_walk_reads(fields, limit):
+    # Messages of random fields, some malformed (field 0, groups, bad wire types, lengths past the end).
+    data = b"".join(encode_varint((number << 3) | wire_type) + payload for number, wire_type, payload in fields)
+    try:
+        found = _field_kinds(data, limit)
+    except WireError:
+        found = None
+    assert found == _kinds_by_walking(data, limit)
+    graph = tfpb.GraphDef(node=[tfpb.NodeDef(name=f"n{i}", op="Const") for i in range(limit + 3)])
+    assert _field_kinds(graph.SerializeToString(), limit) == {1: 2}

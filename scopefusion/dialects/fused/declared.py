@@ -14,6 +14,7 @@ unless it was declared with ``replaces=True``; two declarations of one name are 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 from ...errors import FusionError
@@ -108,15 +109,21 @@ class DeclaredFusedOp(Protocol):
 
 def builtin_fused_op_names() -> set[str]:
     """The names of the builtin fused ops (``LayerNorm``, ``Gelu``...)."""
+    return set(_builtin_fused_op_names())
+
+
+@lru_cache(maxsize=1)
+def _builtin_fused_op_names() -> frozenset[str]:
+    """The names of the builtin fused ops, read from their definitions once per process."""
     from . import definitions
 
-    return {d.name for d in definitions()}
+    return frozenset(d.name for d in definitions())
 
 
 def check_declared_ops(declared: Sequence[DeclaredFusedOp], builtin_names: Iterable[str] | None = None) -> None:
     """Raises FusionError when a declared op is not of the fused dialect, two declarations share a name,
     or one takes a builtin fused op's name without ``replaces=True``."""
-    builtins = set(builtin_fused_op_names() if builtin_names is None else builtin_names)
+    builtins = _builtin_fused_op_names() if builtin_names is None else frozenset(builtin_names)
     seen: dict[str, DeclaredFusedOp] = {}
     for entry in declared:
         op = entry.op
