@@ -93,7 +93,7 @@ except OSError:
 baseline = status("VmRSS")
 
 def converted():
-    """``convert`` plus what it leaves to first use (profiles, memory plans): all a GE write reads."""
+    # convert plus what it leaves to first use (profiles, memory plans): all a GE write reads
     made = convert(path, input_shapes=shapes)
     for profile in made.profiles:
         profile.memory_plan
