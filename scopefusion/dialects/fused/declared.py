@@ -116,6 +116,8 @@ def builtin_fused_op_names() -> set[str]:
 def check_declared_ops(declared: Sequence[DeclaredFusedOp], builtin_names: Iterable[str] | None = None) -> None:
     """Raises FusionError when a declared op is not of the fused dialect, two declarations share a name,
     or one takes a builtin fused op's name without ``replaces=True``."""
+    if not declared:
+        return
     builtins = set(builtin_fused_op_names() if builtin_names is None else builtin_names)
     seen: dict[str, DeclaredFusedOp] = {}
     for entry in declared:
