@@ -384,8 +384,8 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     # NOTE: candidates from the op-type index (Softmax), not scope patterns: a ScopeBasePass whose
     # patterns match no scope never reaches last_match_scopes_and_ops, and attention must fuse in
     # graphs without scope names too. Attention-named scopes only decide which failures are reported.
-    def define_patterns(self) -> list:
-        return []
+    def define_patterns(self) -> tuple:
+        return ()
 
     @staticmethod
     def _core_anchors(graph: ScopeGraph, softmax: str) -> list[str]:

@@ -138,7 +138,7 @@ class _State:
 
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
-_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required"})
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required", "_op_type_alternatives"})
 
 
 class DataflowPattern:
@@ -186,6 +186,7 @@ class DataflowPattern:
         self.vars: list[Var] = variables
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
+        self._op_type_alternatives = tuple({op.op_types: None for op in self._ops})
         self._reach, self._required = self._anchored_ops()
         first = self.outputs[0].op
         self._anchor_arity = len(first.inputs)
@@ -259,7 +260,8 @@ class DataflowPattern:
     def may_match(self, graph: ScopeGraph) -> bool:
         """False when ``graph`` lacks every op type of some op of the pattern, so that no anchor can match
         (a cheap test from the op-type index; True says nothing about a match)."""
-        return all(any(graph.nodes_by_type(t) for t in op.op_types) for op in self._ops)
+        present = graph.present_types
+        return all(any(t in present for t in types) for types in self._op_type_alternatives)
 
     # ------------------------------------------------------------------ search
     def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
@@ -62,6 +62,11 @@ class ScopeGraph:
     def op_types(self) -> list[str]:
         """Op types present in the graph, in order of first appearance."""
         return list(self._by_type)
+
+    @property
+    def present_types(self) -> AbstractSet[str]:
+        """The op types present in the graph, as a read-only set view (a membership test costs one look-up)."""
+        return self._by_type.keys()
 
     def constant_chain(self, name: str) -> list[SourceNode]:
         """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and

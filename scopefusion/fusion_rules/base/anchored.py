@@ -64,8 +64,8 @@ class AnchoredDataflowPass(ScopeBasePass):
     patterns: ClassVar[Sequence[tuple[Any, DataflowPattern]]] = ()
     no_match: ClassVar[str] = "nothing matched"
 
-    def define_patterns(self) -> list:
-        return []
+    def define_patterns(self) -> tuple:
+        return ()
 
     def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
         """The nodes a pattern is anchored at for ``seed`` (default: the seed itself)."""

@@ -34,6 +34,17 @@ __all__ = ["ACTIVATIONS", "Affine", "Cell", "RecurrentLoopPass", "activation_mis
 _CONST_OPS = frozenset({"Const", "Constant", "Initializer"})
 
 
+_SCOPE_PATTERNS = (
+    ScopePattern(
+        "rnn_frame",
+        NodeOpTypeFeature("LoopCond", 1),
+        NodeOpTypeFeature("TensorArrayReadV3", 1),
+        ScopeFeature("", 0, suffix="while"),
+    ),
+    *(ScopePattern(f"rnn_{op.lower()}", NodeOpTypeFeature(op, 1), NodeOpTypeFeature("TensorListFromTensor", 1))
+      for op in WHILE_OPS),
+)
+
 ACTIVATIONS = ("Sigmoid", "Tanh", "Relu", "Relu6", "Elu", "Selu", "Softsign", "Softplus", "LeakyRelu", "HardSigmoid")
 
 
@@ -88,17 +99,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         """The cell equations of ``seq``'s body, proven from its dataflow (raises Refused when they differ)."""
 
     def define_patterns(self) -> Any:
-        frame = ScopePattern(
-            "rnn_frame",
-            NodeOpTypeFeature("LoopCond", 1),
-            NodeOpTypeFeature("TensorArrayReadV3", 1),
-            ScopeFeature("", 0, suffix="while"),
-        )
-        functional = [
-            ScopePattern(f"rnn_{op.lower()}", NodeOpTypeFeature(op, 1), NodeOpTypeFeature("TensorListFromTensor", 1))
-            for op in WHILE_OPS
-        ]  # fmt: skip
-        return [frame, *functional]
+        return _SCOPE_PATTERNS
 
     # ------------------------------------------------------------------ candidates
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
