@@ -189,6 +189,9 @@ def best_match(
     (:meth:`~scopefusion.scope.DataflowPattern.may_match_at`) are not searched."""
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
+    if not near_miss and must_hold is not None:  # only a pattern with an op of the node's type can bind it
+        held = graph.node(must_hold).op_type
+        patterns = [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(held)]
     for anchor in anchors:
         node = graph.node(anchor)
         for tag, pattern in patterns:
