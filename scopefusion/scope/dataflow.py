@@ -329,12 +329,13 @@ class DataflowPattern:
 
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
         position = graph.tree.positions
+        by_name = graph.source.by_name
         bound = {state[id(op)] for op in self._ops if id(op) in state}
-        nodes = sorted((graph.node(n) for n in bound), key=lambda n: position[n.name])
+        nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
         captures: dict[str, Any] = {}
         for op in self._ops:
             if op.name:
-                captures[op.name] = graph.node(state[id(op)])
+                captures[op.name] = by_name[state[id(op)]]
         chains: list[list[SourceNode]] = []
         for const in self._consts:
             tensor = state.get(id(const))
