@@ -568,7 +568,17 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         """Innermost attention-named scopes with matrix products whose Softmax (if any) was never a candidate."""
         flagged = []
         candidates = set(covered)
-        for scope in graph.scopes():
+        # Only a scope holding two matrix products or more qualifies: count them up each product's ancestors
+        # instead of looking at every scope, then take those scopes in tree order.
+        products_in: dict[Scope, int] = {}
+        scope_of = graph.tree.scope_of
+        for op_type in dict.fromkeys(PRODUCTS):
+            for node in graph.nodes_by_type(op_type):
+                scope: Scope | None = scope_of(node.name)
+                while scope is not None:
+                    products_in[scope] = products_in.get(scope, 0) + 1
+                    scope = scope.parent
+        for scope in sorted((s for s, n in products_in.items() if n >= 2), key=lambda s: s.index):
             if scope.is_root or not self._attention_named(scope.name):
                 continue
             nodes = scope.all_nodes
