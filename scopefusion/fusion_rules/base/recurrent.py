@@ -117,8 +117,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
             node = graph.node(name)
             stage = "loop"
             try:
-                loop = while_loop(graph, node) if node.op_type in WHILE_OPS else frame_loop(graph, node)
-                seq = analyze_sequence_loop(loop)
+                seq = _sequence_loop(graph, node)
                 if len(seq.states) != self.num_states:
                     continue
                 stage = "cell"
@@ -219,6 +218,22 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         if numpy_dtype is None or np.dtype(numpy_dtype).kind != "f":
             return np.dtype(np.float32)
         return np.dtype(numpy_dtype)
+
+
+def _sequence_loop(graph: ScopeGraph, node: Any) -> SequenceLoop:
+    """The sequence loop of ``node`` (a ``While`` or a ``LoopCond``), or its Refused: read once per graph, as
+    every recurrent rule asks the same question of the same loops."""
+    key = ("sequence loop", node.name)
+    known = graph.memo.get(key)
+    if known is None:
+        try:
+            known = analyze_sequence_loop(while_loop(graph, node) if node.op_type in WHILE_OPS else frame_loop(graph, node))
+        except Refused as refused:
+            known = refused
+        graph.memo[key] = known
+    if isinstance(known, Refused):
+        raise known
+    return known
 
 
 def _fusion_name(graph: ScopeGraph, node: Any, taken: set[str], claimed: Collection[str] = ()) -> str:
