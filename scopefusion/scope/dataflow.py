@@ -547,6 +547,8 @@ class _Run:
         values = op.inputs
         order = op.operand_order  # most specific operands first: ops, then constants, then variables
         last = len(order)
+        if last == 2:
+            return self._match_two_operands(node, values, values[order[0]], values[order[1]], tensors, state, then)
         any_assignment = False
 
         def assign(k: int, free: list[int], st: _State) -> _State | None:
@@ -568,3 +570,40 @@ class _Run:
         if found is None and not any_assignment and self.deeper(state):
             self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
         return found
+
+    def _match_two_operands(
+        self,
+        node: SourceNode,
+        values: Sequence[ValuePattern],
+        first: ValuePattern,
+        second: ValuePattern,
+        tensors: Sequence[Tensor],
+        state: _State,
+        then: _Then,
+    ) -> _State | None:
+        """:meth:`_match_commutative` of a two-operand op, the same tries in the same order: ``first`` (the
+        more specific operand) on input 0 then on input 1, and ``second`` on the other input each time."""
+        assigned = False
+
+        def both(st: _State) -> _State | None:
+            nonlocal assigned
+            assigned = True
+            return then(st)
+
+        cannot_match = self._cannot_match
+        for here, there in ((0, 1), (1, 0)):
+            if cannot_match(first, tensors[here], state):
+                continue
+            other = tensors[there]
+
+            def rest(st: _State, other: Tensor = other) -> _State | None:
+                if cannot_match(second, other, st):
+                    return None
+                return self.match_value(second, other, st, both)
+
+            found = self.match_value(first, tensors[here], state, rest)
+            if found is not None:
+                return found
+        if not assigned and self.deeper(state):
+            self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
+        return None
