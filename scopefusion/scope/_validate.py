@@ -204,8 +204,8 @@ def _ports(maps: dict[str, list[int]], candidates: dict[str, SourceNode], what: 
 def check_index_maps(d: _Draft) -> None:
     """Input and output maps name claimed nodes, number ports 0..n-1 once each, and point at slots and
     outputs the nodes have; no output feeds two ports."""
-    d.in_ports = _ports(d.result.inputs, d.candidates, "insert_inputs")
-    d.out_ports = _ports(d.result.outputs, d.candidates, "insert_outputs")
+    d.in_ports = _ports(d.result._inputs, d.candidates, "insert_inputs")  # read only: no copies
+    d.out_ports = _ports(d.result._outputs, d.candidates, "insert_outputs")
     for port in sorted(d.in_ports):
         node_name, slot = d.in_ports[port]
         node = d.candidates[node_name]

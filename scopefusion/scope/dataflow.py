@@ -266,7 +266,7 @@ class DataflowPattern:
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
-                anchors: Iterable[SourceNode] = graph.nodes_by_type(types[0])
+                anchors: Sequence[SourceNode] = graph.nodes_by_type(types[0])
             else:
                 position = graph.tree.positions
                 anchors = sorted((n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
@@ -275,10 +275,10 @@ class DataflowPattern:
         found = Matches()
         used: set[str] = set()
         best: NearMiss | None = None
+        found.tried = len(anchors)
+        if not near_miss:
+            anchors = self._possible_anchors(graph, anchors, within)
         for node in anchors:
-            found.tried += 1
-            if not near_miss and not self.may_anchor(graph, node):
-                continue
             result, miss = self._match_anchor(graph, node, within)
             if result is None:
                 if miss is not None and (best is None or miss.depth > best.depth):
@@ -291,6 +291,17 @@ class DataflowPattern:
             found.append(result)
         found.near_miss = best
         return found
+
+    def _possible_anchors(self, graph: ScopeGraph, anchors: Sequence[SourceNode], within: Scope | None) -> Sequence[SourceNode]:
+        """The ``anchors`` that :meth:`may_anchor` allows; over the whole graph, asked once per graph and kind
+        of anchor (patterns ending in the same op with the same operand op types share the answer)."""
+        if within is not None and not within.is_root:
+            return [n for n in anchors if self.may_anchor(graph, n)]
+        key = ("possible anchors", self.anchor_types, self._anchor_arity, self._anchor_input_types)
+        possible = graph.memo.get(key)
+        if possible is None:
+            possible = graph.memo[key] = [n for n in anchors if self.may_anchor(graph, n)]
+        return possible
 
     def match_at(self, graph: ScopeGraph, node: SourceNode | str, within: Scope | None = None) -> Match | NearMiss:
         """The match anchored at ``node`` (the pattern's first output), or the near miss saying why not."""

@@ -30,6 +30,8 @@ class ScopeGraph:
         self.tree = tree
         self._by_type = by_type
         self._succ = source.out_edges
+        self._by_name = source.by_name
+        self._consumers: dict[str, tuple[tuple[str, int, int], ...]] = {}
         self.memo: dict[Any, Any] = {}
 
     @classmethod
@@ -50,10 +52,11 @@ class ScopeGraph:
 
     # ------------------------------------------------------------------ nodes
     def node(self, name: str) -> SourceNode:
-        return self.source.node(name)
+        found = self._by_name.get(name)
+        return found if found is not None else self.source.node(name)  # the source's error when absent
 
     def get(self, name: str) -> SourceNode | None:
-        return self.source.get(name)
+        return self._by_name.get(name)
 
     def nodes_by_type(self, op_type: str) -> Sequence[SourceNode]:
         """Every node of ``op_type``, in graph order (from the index; no scan)."""
@@ -73,7 +76,7 @@ class ScopeGraph:
         no control input) from node ``name`` down to a constant, or ``[]`` when it reads no constant."""
         chain: list[SourceNode] = []
         for _ in range(_MAX_READS):
-            node = self.source.node(name)
+            node = self.node(name)
             chain.append(node)
             if node.value is not None:
                 return chain
@@ -95,11 +98,12 @@ class ScopeGraph:
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
         control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
-        return [
-            (consumer, slot, index)
-            for consumer, keyed in self._succ[name].items()
-            for slot, index in keyed.items()
-        ]
+        found = self._consumers.get(name)
+        if found is None:  # the graph never changes: each node's edges are listed once
+            found = self._consumers[name] = tuple(
+                (consumer, slot, index) for consumer, keyed in self._succ[name].items() for slot, index in keyed.items()
+            )
+        return list(found)
 
     # ------------------------------------------------------------------ scopes
     def scope(self, name: str) -> Scope:
