@@ -31,7 +31,6 @@ class ScopeGraph:
         self._by_type = by_type
         self._succ = source.out_edges
         self._by_name = source.by_name
-        self._consumers: dict[str, tuple[tuple[str, int, int], ...]] = {}
         self.memo: dict[Any, Any] = {}
 
     @classmethod
@@ -98,12 +97,11 @@ class ScopeGraph:
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
         control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
-        found = self._consumers.get(name)
-        if found is None:  # the graph never changes: each node's edges are listed once
-            found = self._consumers[name] = tuple(
-                (consumer, slot, index) for consumer, keyed in self._succ[name].items() for slot, index in keyed.items()
-            )
-        return list(found)
+        return [
+            (consumer, slot, index)
+            for consumer, keyed in self._succ[name].items()
+            for slot, index in keyed.items()
+        ]
 
     # ------------------------------------------------------------------ scopes
     def scope(self, name: str) -> Scope:
