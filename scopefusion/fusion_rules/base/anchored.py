@@ -187,6 +187,12 @@ def best_match(
     ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``. With ``near_miss``
     False the miss is not wanted (None stands for it), so patterns that cannot match at an anchor
     (:meth:`~scopefusion.scope.DataflowPattern.may_match_at`) are not searched."""
+    if near_miss:
+        # The patterns that can match are tried first, without near misses: a match found there is the
+        # answer; only when there is none are all of them searched again for the nearest miss.
+        quick = best_match(graph, anchors, patterns, must_hold, accept, near_miss=False)
+        if quick[1] is not None:
+            return quick
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
     if not near_miss and must_hold is not None:  # only a pattern with an op of the node's type can bind it
