@@ -32,25 +32,26 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
     ONNX's default domain does not define at its opset: a model that cannot use them does not pay for
     loading onnxruntime.
     """
-    if source is None:
-        key: tuple[Any, ...] = ("all",)
-    elif not source.is_onnx:
-        key = ("tf",)
-    else:
-        opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
-        key = ("onnx", opset, _uses_ops_beyond(source, set(_onnx_op_types(opset))))
-    pending = _pending_template(key)
-    registry = _CopiedOnUseRegistry(pending)
+    opset: int | None = None
+    with_onnxruntime = False
+    if source is None or source.is_onnx:
+        opset = DEFAULT_ONNX_OPSET
+        if source is not None:
+            opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
+        with_onnxruntime = source is None or _uses_ops_beyond(source, _onnx_op_type_set(opset))
+    with_tf = source is None or not source.is_onnx
+    registry = _CopiedOnUseRegistry(*_pending_template(with_tf, opset, with_onnxruntime))
     for d in extra:
         registry.register(d)
     return registry
 
 
 @lru_cache(maxsize=None)
-def _pending_template(key: tuple[Any, ...]) -> dict[str, "_Pending"]:
-    """The pending entries of a registry of :func:`default_op_registry`, in registration order, made once per
-    process for each ``key``: ``("all",)`` (no source: every dialect at the default opset), ``("tf",)`` or
-    ``("onnx", opset, with onnxruntime's definitions)``. Registries copy the mapping, never change it."""
+def _pending_template(
+    with_tf: bool, opset: int | None, with_onnxruntime: bool
+) -> tuple[dict[str, _Pending], tuple[OpName, ...]]:
+    """The definitions a new registry starts with, not copied in yet (qualified name -> prototype), and
+    their names in order: made once per process and kind of registry; registries copy the dict."""
     pending: dict[str, _Pending] = {}
 
     def add(prototypes: Iterable[OpDef]) -> None:
@@ -58,16 +59,15 @@ def _pending_template(key: tuple[Any, ...]) -> dict[str, "_Pending"]:
             pending[d.qualified_name] = _Pending(OpName(d.name, d.dialect), partial(_same, d))
 
     add(_prototypes("ge"))
-    if key[0] in ("all", "tf"):
+    if with_tf:
         add(_prototypes("tf"))
-    if key[0] in ("all", "onnx"):
-        opset = DEFAULT_ONNX_OPSET if key[0] == "all" else key[1]
+    if opset is not None:
         for name in _onnx_op_types(opset):
             pending[f"{_ONNX_DIALECT}.{name}"] = _Pending(OpName(name, _ONNX_DIALECT), partial(_onnx_prototype, opset, name))
-        if key[0] == "all" or key[2]:
+        if with_onnxruntime:
             add(_prototypes("onnxruntime"))
     add(_prototypes("fused"))
-    return pending
+    return pending, tuple(entry.name for entry in pending.values())
 
 
 class OpName(NamedTuple):
@@ -97,11 +97,12 @@ class _CopiedOnUseRegistry(OpRegistry):
     when first looked up; iterating it copies every one. Same names, same order, same definitions as a
     registry filled up front."""
 
-    def __init__(self, pending: dict[str, _Pending]) -> None:
+    def __init__(self, pending: dict[str, _Pending], names: tuple[OpName, ...] | None = None) -> None:
         super().__init__()
         self._pending = dict(pending)  # qualified name -> a definition not copied in yet
         self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
         self._in_order = True  # whether self._defs holds its definitions in that order
+        self._names = names  # the names of ``pending`` in order, while nothing else is registered
 
     def _copy_in(self, qualified_name: str) -> OpDef | None:
         entry = self._pending.pop(qualified_name, None)
@@ -112,6 +113,8 @@ class _CopiedOnUseRegistry(OpRegistry):
         return opdef
 
     def op_names(self) -> list[OpName]:
+        if self._names is not None:
+            return list(self._names)
         return [
             self._pending[n].name if n in self._pending else OpName(self._defs[n].name, self._defs[n].dialect)
             for n in self._order
@@ -131,6 +134,7 @@ class _CopiedOnUseRegistry(OpRegistry):
                 raise ValueError(f"op {name} is already registered")
             del self._pending[name]
         self._order[name] = None
+        self._names = None
         return super().register(opdef, replace=replace)
 
     def get(self, qualified_name: str) -> OpDef:
@@ -188,6 +192,11 @@ def _onnx_op_types(opset: int) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
+def _onnx_op_type_set(opset: int) -> frozenset[str]:
+    return frozenset(_onnx_op_types(opset))
+
+
+@lru_cache(maxsize=None)
 def _onnx_schemas(opset: int) -> dict[str, Any]:
     from .onnx.schemas import default_domain_schemas
 
@@ -202,7 +211,7 @@ def _onnx_prototype(opset: int, op_type: str) -> OpDef:
     return opdef_from_schema(_onnx_schemas(opset)[op_type], opset)
 
 
-def _uses_ops_beyond(source: "SourceGraph", default_domain_ops: set[str]) -> bool:
+def _uses_ops_beyond(source: "SourceGraph", default_domain_ops: frozenset[str]) -> bool:
     """Whether some node of ``source`` (bodies included) is outside ONNX's default domain or neither one of
     ``default_domain_ops`` nor a graph input, initializer or outer-scope value of the frontend."""
     from ..parser.source_graph import INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP

@@ -81,6 +81,13 @@ PATTERNS = tuple(
 
 _COMPUTED_MEAN = frozenset({"Mean", "ReduceMean"})
 
+_SCOPE_PATTERN = ScopePattern(
+    "batch_norm",
+    NodeOpTypeFeature("Rsqrt", 1),
+    NodeOpTypeFeature("Mean", -1),
+    ScopeFeature("", 0, suffix="batchnorm"),
+)
+
 
 class BatchNormFusion(ScopedDataflowPass):
     """Inference batch normalization with constant statistics → ``BatchNorm``; see the module docstring."""
@@ -92,12 +99,7 @@ class BatchNormFusion(ScopedDataflowPass):
     patterns = PATTERNS
 
     def define_patterns(self) -> Any:
-        return ScopePattern(
-            "batch_norm",
-            NodeOpTypeFeature("Rsqrt", 1),
-            NodeOpTypeFeature("Mean", -1),
-            ScopeFeature("", 0, suffix="batchnorm"),
-        )
+        return _SCOPE_PATTERN
 
     def records_refusal(self, region: Scope) -> bool:
         parent = region.parent

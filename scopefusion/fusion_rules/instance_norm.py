@@ -50,6 +50,13 @@ from .moments_patterns import MOMENTS_NORM_PATTERNS, moments_axes, moments_norm_
 
 __all__ = ["InstanceNormFusion", "PASS"]
 
+_SCOPE_PATTERN = ScopePattern(
+    "instance_norm_moments",
+    NodeOpTypeFeature("Mean", 2),
+    NodeOpTypeFeature("SquaredDifference", 1),
+    ScopeFeature("", 0, suffix="moments"),
+)
+
 
 class InstanceNormFusion(ScopedDataflowPass):
     """``moments`` over [1, 2] of an NHWC tensor + normalize → ``InstanceNorm``; see the module docstring."""
@@ -61,12 +68,7 @@ class InstanceNormFusion(ScopedDataflowPass):
     patterns = MOMENTS_NORM_PATTERNS
 
     def define_patterns(self) -> Any:
-        return ScopePattern(
-            "instance_norm_moments",
-            NodeOpTypeFeature("Mean", 2),
-            NodeOpTypeFeature("SquaredDifference", 1),
-            ScopeFeature("", 0, suffix="moments"),
-        )
+        return _SCOPE_PATTERN
 
     def region(self, graph: ScopeGraph, scope: Scope) -> Scope:
         return scope.parent if scope.parent is not None else scope

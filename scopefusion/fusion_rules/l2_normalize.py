@@ -82,6 +82,21 @@ def _patterns() -> tuple[DataflowPattern, ...]:
 
 PATTERNS = _patterns()
 
+_SCOPE_PATTERNS = (
+    ScopePattern(
+        "l2_normalize",
+        NodeOpTypeFeature("Square", 1),
+        NodeOpTypeFeature("Rsqrt", 1),
+        ScopeFeature("", 0, suffix="l2_normalize"),
+    ),
+    ScopePattern(
+        "l2_normalize_onnx",
+        NodeOpTypeFeature("ReduceL2", 1),
+        NodeOpTypeFeature("Clip", 1),
+        NodeOpTypeFeature("Div", 1),
+    ),
+)
+
 
 class L2NormalizeFusion(ScopedDataflowPass):
     """``x / sqrt(max(sum(x²), eps))`` and PyTorch's ``x / max(||x||, eps)`` → ``L2Normalize``; see the module docstring."""
@@ -93,19 +108,7 @@ class L2NormalizeFusion(ScopedDataflowPass):
     patterns = PATTERNS
 
     def define_patterns(self) -> Any:
-        tf = ScopePattern(
-            "l2_normalize",
-            NodeOpTypeFeature("Square", 1),
-            NodeOpTypeFeature("Rsqrt", 1),
-            ScopeFeature("", 0, suffix="l2_normalize"),
-        )
-        onnx = ScopePattern(
-            "l2_normalize_onnx",
-            NodeOpTypeFeature("ReduceL2", 1),
-            NodeOpTypeFeature("Clip", 1),
-            NodeOpTypeFeature("Div", 1),
-        )
-        return [tf, onnx]
+        return _SCOPE_PATTERNS
 
     def required_ops(self, pattern: DataflowPattern) -> tuple[str, ...]:
         if pattern.name.startswith("tf_"):

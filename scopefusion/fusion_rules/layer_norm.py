@@ -66,6 +66,22 @@ from .moments_patterns import MOMENTS_NORM_PATTERNS, ONNX_LAYER_NORM, moments_ax
 __all__ = ["LayerNormFusion", "PASS"]
 
 
+_SCOPE_PATTERNS = (
+    ScopePattern(
+        "layer_norm_moments",
+        NodeOpTypeFeature("Mean", 2),
+        NodeOpTypeFeature("SquaredDifference", 1),
+        ScopeFeature("", 0, suffix="moments"),
+    ),
+    ScopePattern(
+        "layer_norm_onnx",
+        NodeOpTypeFeature("ReduceMean", 2),
+        NodeOpTypeFeature("Sqrt", 1),
+        NodeOpTypeFeature("Div", 1),
+    ),
+)
+
+
 class LayerNormFusion(ScopedDataflowPass):
     """``moments`` + normalize over the trailing axes → ``LayerNorm(x, gamma, beta)``; see the module docstring."""
 
@@ -76,19 +92,7 @@ class LayerNormFusion(ScopedDataflowPass):
     patterns = MOMENTS_NORM_PATTERNS + (ONNX_LAYER_NORM,)
 
     def define_patterns(self) -> Any:
-        moments = ScopePattern(
-            "layer_norm_moments",
-            NodeOpTypeFeature("Mean", 2),
-            NodeOpTypeFeature("SquaredDifference", 1),
-            ScopeFeature("", 0, suffix="moments"),
-        )
-        onnx = ScopePattern(
-            "layer_norm_onnx",
-            NodeOpTypeFeature("ReduceMean", 2),
-            NodeOpTypeFeature("Sqrt", 1),
-            NodeOpTypeFeature("Div", 1),
-        )
-        return [moments, onnx]
+        return _SCOPE_PATTERNS
 
     def region(self, graph: ScopeGraph, scope: Scope) -> Scope:
         if scope.last_name == "moments" and scope.parent is not None:

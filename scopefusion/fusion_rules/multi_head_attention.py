@@ -384,8 +384,8 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     # NOTE: candidates from the op-type index (Softmax), not scope patterns: a ScopeBasePass whose
     # patterns match no scope never reaches last_match_scopes_and_ops, and attention must fuse in
     # graphs without scope names too. Attention-named scopes only decide which failures are reported.
-    def define_patterns(self) -> list:
-        return []
+    def define_patterns(self) -> tuple:
+        return ()
 
     @staticmethod
     def _core_anchors(graph: ScopeGraph, softmax: str) -> list[str]:
@@ -568,7 +568,17 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         """Innermost attention-named scopes with matrix products whose Softmax (if any) was never a candidate."""
         flagged = []
         candidates = set(covered)
-        for scope in graph.scopes():
+        # Only a scope holding two matrix products or more qualifies: count them up each product's ancestors
+        # instead of looking at every scope, then take those scopes in tree order.
+        products_in: dict[Scope, int] = {}
+        scope_of = graph.tree.scope_of
+        for op_type in dict.fromkeys(PRODUCTS):
+            for node in graph.nodes_by_type(op_type):
+                scope: Scope | None = scope_of(node.name)
+                while scope is not None:
+                    products_in[scope] = products_in.get(scope, 0) + 1
+                    scope = scope.parent
+        for scope in sorted((s for s, n in products_in.items() if n >= 2), key=lambda s: s.index):
             if scope.is_root or not self._attention_named(scope.name):
                 continue
             nodes = scope.all_nodes

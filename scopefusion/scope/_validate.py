@@ -84,7 +84,7 @@ class _Draft:
         return self.op_type == SCOPE_TO_MULTI_NODES
 
     def in_order(self, names: dict[str, None] | set[str]) -> tuple[str, ...]:
-        return tuple(sorted(names, key=self.graph.position))
+        return tuple(sorted(names, key=self.graph.tree.positions.__getitem__)) if names else ()
 
 
 def validate_result(
@@ -150,17 +150,19 @@ def collect_claims(d: _Draft) -> None:
     for scope in d.result.scopes:
         for node in scope.all_nodes:
             wanted[node.name] = node
+    get = d.graph.get
     for node_name in d.result.nodes:
-        claimed = d.graph.get(node_name) if isinstance(node_name, str) else None
+        claimed = get(node_name) if isinstance(node_name, str) else None
         if claimed is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
         wanted[node_name] = claimed
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
     if len(d.result.scopes) + len(d.result.nodes) > 1:  # one scope's all_nodes is in graph order already
-        wanted = {n: wanted[n] for n in sorted(wanted, key=d.graph.position)}
+        wanted = {n: wanted[n] for n in sorted(wanted, key=d.graph.tree.positions.__getitem__)}
     d.candidates = wanted
-    d.uses = {n: d.graph.consumers(n) for n in wanted}
+    consumers = d.graph.consumers
+    d.uses = {n: consumers(n) for n in wanted}
 
 
 # ------------------------------------------------------------------------------------------ index maps
@@ -202,8 +204,8 @@ def _ports(maps: dict[str, list[int]], candidates: dict[str, SourceNode], what: 
 def check_index_maps(d: _Draft) -> None:
     """Input and output maps name claimed nodes, number ports 0..n-1 once each, and point at slots and
     outputs the nodes have; no output feeds two ports."""
-    d.in_ports = _ports(d.result.inputs, d.candidates, "insert_inputs")
-    d.out_ports = _ports(d.result.outputs, d.candidates, "insert_outputs")
+    d.in_ports = _ports(d.result._inputs, d.candidates, "insert_inputs")  # read only: no copies
+    d.out_ports = _ports(d.result._outputs, d.candidates, "insert_outputs")
     for port in sorted(d.in_ports):
         node_name, slot = d.in_ports[port]
         node = d.candidates[node_name]
@@ -436,9 +438,10 @@ def check_cycle(d: _Draft) -> None:
 
 def _accepted(d: _Draft) -> AcceptedFusion:
     outputs = []
+    position = d.graph.tree.positions
     for port in sorted(d.out_ports):
         node_name, index = d.out_ports[port]
-        found = sorted(d.consumers_of[port], key=lambda c: (d.graph.position(c[0]), c[1]))
+        found = sorted(d.consumers_of[port], key=lambda c: (position[c[0]], c[1]))
         outputs.append(FusedOutput(port, node_name, index, tuple(found), tuple(d.graph_outputs_of[port])))
     return AcceptedFusion(
         name=d.name,

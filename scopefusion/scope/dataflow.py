@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from functools import partial
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -117,28 +118,16 @@ class Matches(list["Match"]):
     tried: int = 0
 
 
-class _State:
-    """Bindings of one search branch; copied on write."""
+# The bindings of one search branch: id(pattern op) -> node name, id(variable or constant) -> tensor. A new
+# binding makes a new dict (copy on write), so a branch never sees its siblings' bindings.
+_State = dict[int, Any]
 
-    __slots__ = ("ops", "values")
 
-    def __init__(self, ops: dict[int, str], values: dict[int, Tensor]) -> None:
-        self.ops = ops
-        self.values = values
-
-    def bind_op(self, pattern: OpPattern, node: str) -> _State:
-        ops = self.ops.copy()
-        ops[id(pattern)] = node
-        return _State(ops, self.values)
-
-    def bind_value(self, pattern: ValuePattern, tensor: Tensor) -> _State:
-        values = self.values.copy()
-        values[id(pattern)] = tensor
-        return _State(self.ops, values)
-
+# The rest of a search once a value is bound: the final state it accepts, or None.
+_Then = Callable[["_State"], "_State | None"]
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
-_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required"})
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required", "_op_type_alternatives", "_all_op_types"})
 
 
 class DataflowPattern:
@@ -186,6 +175,8 @@ class DataflowPattern:
         self.vars: list[Var] = variables
         self.outputs: list[OpOutput] = outs
         self._ops = self._collect_ops()
+        self._op_type_alternatives = tuple({op.op_types: None for op in self._ops})
+        self._all_op_types = frozenset(t for op in self._ops for t in op.op_types)
         self._reach, self._required = self._anchored_ops()
         first = self.outputs[0].op
         self._anchor_arity = len(first.inputs)
@@ -256,10 +247,15 @@ class DataflowPattern:
     def anchor_types(self) -> tuple[str, ...]:
         return self.outputs[0].op.op_types
 
+    def has_op_type(self, op_type: str) -> bool:
+        """Whether some op of the pattern may have ``op_type`` (a match binds a node of that type only then)."""
+        return op_type in self._all_op_types
+
     def may_match(self, graph: ScopeGraph) -> bool:
         """False when ``graph`` lacks every op type of some op of the pattern, so that no anchor can match
         (a cheap test from the op-type index; True says nothing about a match)."""
-        return all(any(graph.nodes_by_type(t) for t in op.op_types) for op in self._ops)
+        present = graph.present_types
+        return all(any(t in present for t in types) for types in self._op_type_alternatives)
 
     # ------------------------------------------------------------------ search
     def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:
@@ -270,7 +266,7 @@ class DataflowPattern:
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
-                anchors: Iterable[SourceNode] = graph.nodes_by_type(types[0])
+                anchors: Sequence[SourceNode] = graph.nodes_by_type(types[0])
             else:
                 position = graph.tree.positions
                 anchors = sorted((n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
@@ -279,10 +275,10 @@ class DataflowPattern:
         found = Matches()
         used: set[str] = set()
         best: NearMiss | None = None
+        found.tried = len(anchors)
+        if not near_miss:
+            anchors = self._possible_anchors(graph, anchors, within)
         for node in anchors:
-            found.tried += 1
-            if not near_miss and not self.may_anchor(graph, node):
-                continue
             result, miss = self._match_anchor(graph, node, within)
             if result is None:
                 if miss is not None and (best is None or miss.depth > best.depth):
@@ -295,6 +291,17 @@ class DataflowPattern:
             found.append(result)
         found.near_miss = best
         return found
+
+    def _possible_anchors(self, graph: ScopeGraph, anchors: Sequence[SourceNode], within: Scope | None) -> Sequence[SourceNode]:
+        """The ``anchors`` that :meth:`may_anchor` allows; over the whole graph, asked once per graph and kind
+        of anchor (patterns ending in the same op with the same operand op types share the answer)."""
+        if within is not None and not within.is_root:
+            return [n for n in anchors if self.may_anchor(graph, n)]
+        key = ("possible anchors", self.anchor_types, self._anchor_arity, self._anchor_input_types)
+        possible = graph.memo.get(key)
+        if possible is None:
+            possible = graph.memo[key] = [n for n in anchors if self.may_anchor(graph, n)]
+        return possible
 
     def match_at(self, graph: ScopeGraph, node: SourceNode | str, within: Scope | None = None) -> Match | NearMiss:
         """The match anchored at ``node`` (the pattern's first output), or the near miss saying why not."""
@@ -316,15 +323,16 @@ class DataflowPattern:
 
     def _search_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
         run = _Run(self, graph, within)
-        for state in run.match_value(self.outputs[0], (node.name, self.outputs[0].index), _State({}, {})):
-            final = self._rest_outputs(run, state)
-            if final is not None:
-                return self._build(graph, final), None
+        final = run.match_value(
+            self.outputs[0], (node.name, self.outputs[0].index), {}, lambda state: self._rest_outputs(run, state)
+        )
+        if final is not None:
+            return self._build(graph, final), None
         return None, NearMiss(node.name, run.best_depth, run.best_reason or "no match")
 
     def _rest_outputs(self, run: _Run, state: _State) -> _State | None:
         for out in self.outputs[1:]:
-            node = state.ops.get(id(out.op))
+            node = state.get(id(out.op))
             if node is None:
                 run.fail(state, f"pattern output {out!r} is not connected to the first output")
                 return None
@@ -332,14 +340,16 @@ class DataflowPattern:
 
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
         position = graph.tree.positions
-        nodes = sorted((graph.node(n) for n in set(state.ops.values())), key=lambda n: position[n.name])
+        by_name = graph.source.by_name
+        bound = {state[id(op)] for op in self._ops if id(op) in state}
+        nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
         captures: dict[str, Any] = {}
         for op in self._ops:
             if op.name:
-                captures[op.name] = graph.node(state.ops[id(op)])
+                captures[op.name] = by_name[state[id(op)]]
         chains: list[list[SourceNode]] = []
         for const in self._consts:
-            tensor = state.values.get(id(const))
+            tensor = state.get(id(const))
             if tensor is None:
                 continue
             chain = graph.constant_chain(tensor[0])
@@ -348,10 +358,10 @@ class DataflowPattern:
                 if const.name:
                     captures[const.name] = chain[-1]
         for var in self.vars:
-            if id(var) in state.values:
-                captures[var.name] = state.values[id(var)]
-        inputs = [state.values[id(v)] for v in self.vars if id(v) in state.values]
-        outputs = [(state.ops[id(o.op)], o.index) for o in self.outputs]
+            if id(var) in state:
+                captures[var.name] = state[id(var)]
+        inputs = [state[id(v)] for v in self.vars if id(v) in state]
+        outputs = [(state[id(o.op)], o.index) for o in self.outputs]
         return Match(self, nodes, captures, inputs, outputs, chains)
 
     def __repr__(self) -> str:
@@ -391,6 +401,12 @@ def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str
 class _Run:
     """One anchored search: backtracking over bindings, remembering the deepest failure.
 
+    The search is written in continuation-passing style: each ``match_*`` method gets ``then``, the rest
+    of the search as a function of the state once its own value is bound, and returns the first final
+    state that ``then`` accepts (None when every choice fails). The choices are tried in the same depth-first
+    order a generator of states would yield them, without passing each state up through one generator
+    per pattern level.
+
     A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
     attempts fail shallowly and their reasons are never read."""
 
@@ -407,7 +423,7 @@ class _Run:
 
     def deeper(self, state: _State) -> bool:
         """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
-        depth = len(state.ops) + len(state.values)
+        depth = len(state)
         if depth > self.best_depth:
             self.best_depth = depth
             return True
@@ -417,53 +433,50 @@ class _Run:
         if self.deeper(state):
             self.best_reason = reason
 
-    def match_value(self, value: ValuePattern, tensor: Tensor, state: _State) -> Iterator[_State]:
+    def match_value(self, value: ValuePattern, tensor: Tensor, state: _State, then: _Then) -> _State | None:
         if not tensor[0]:
             if self.deeper(state):
                 self.best_reason = f"an omitted optional input stands where {value!r} is expected"
-            return
-        if value.__class__ is OpOutput:  # never in ``state.values``, which binds variables and constants
-            yield from self.match_op(value, tensor, state)
-            return
-        bound = state.values.get(id(value))
+            return None
+        if value.__class__ is OpOutput:  # only pattern ops are bound, by the op's id
+            return self.match_op(value, tensor, state, then)
+        bound = state.get(id(value))
         if bound is not None:
             if bound == tensor:
-                yield state
-            elif self.deeper(state):
+                return then(state)
+            if self.deeper(state):
                 self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
-            return
+            return None
         if isinstance(value, Var):
-            yield state.bind_value(value, tensor)
-        elif isinstance(value, ConstPattern):
+            return then({**state, id(value): tensor})
+        if isinstance(value, ConstPattern):
             chain = self.graph.constant_chain(tensor[0])
             if not chain:
                 if self.deeper(state):
                     self.best_reason = f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
-                return
+                return None
             why = value.why_not(np.asarray(chain[-1].value))
             if why is not None:
                 if self.deeper(state):
                     self.best_reason = f"constant {chain[-1].name} {why}"
-                return
-            yield state.bind_value(value, tensor)
-        else:
-            yield from self.match_op(value, tensor, state)  # type: ignore[arg-type]
+                return None
+            return then({**state, id(value): tensor})
+        return self.match_op(value, tensor, state, then)  # type: ignore[arg-type]
 
-    def match_op(self, out: OpOutput, tensor: Tensor, state: _State) -> Iterator[_State]:
+    def match_op(self, out: OpOutput, tensor: Tensor, state: _State, then: _Then) -> _State | None:
         op = out.op
         name, index = tensor
         if index != out.index:
             if self.deeper(state):
                 self.best_reason = f"{name}:{index} is output {index}, expected output {out.index} of {op!r}"
-            return
-        ops = state.ops
-        bound = ops.get(id(op))
+            return None
+        bound = state.get(id(op))
         if bound is not None:
             if bound == name:
-                yield state
-            elif self.deeper(state):
+                return then(state)
+            if self.deeper(state):
                 self.best_reason = f"{op!r} is {bound} in one place and {name} in another"
-            return
+            return None
         node = self._nodes[name]
         if node.op_type not in op.op_types or self.within is not None or op.attrs or op.check is not None \
                 or len(node.inputs) != len(op.inputs):
@@ -471,16 +484,15 @@ class _Run:
             if why is not None:
                 if self.deeper(state):
                     self.best_reason = why
-                return
-        if name in ops.values():
+                return None
+        if name in state.values():  # node names are strings, tensors are tuples: only ops compare equal
             if self.deeper(state):
                 self.best_reason = f"{name} is already bound to another pattern op"
-            return
-        state = state.bind_op(op, name)
+            return None
+        state = {**state, id(op): name}
         if not op.commute:
-            yield from self._match_inputs(op.inputs, node.inputs, 0, state)
-            return
-        yield from self._match_commutative(node, op, node.inputs, state)
+            return self._match_inputs(op.inputs, node.inputs, 0, state, then)
+        return self._match_commutative(node, op, node.inputs, state, then)
 
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:
@@ -506,13 +518,13 @@ class _Run:
         return None
 
     def _match_inputs(
-        self, values: Sequence[ValuePattern], tensors: Sequence[Tensor], k: int, state: _State
-    ) -> Iterator[_State]:
+        self, values: Sequence[ValuePattern], tensors: Sequence[Tensor], k: int, state: _State, then: _Then
+    ) -> _State | None:
         if k == len(values):
-            yield state
-            return
-        for next_state in self.match_value(values[k], tensors[k], state):
-            yield from self._match_inputs(values, tensors, k + 1, next_state)
+            return then(state)
+        if k + 1 == len(values):
+            return self.match_value(values[k], tensors[k], state, then)
+        return self.match_value(values[k], tensors[k], state, partial(self._match_inputs, values, tensors, k + 1, then=then))
 
     def _cannot_match(self, value: ValuePattern, tensor: Tensor, state: _State) -> bool:
         """A cheap test that skips hopeless operand assignments of commutative ops; a skipped assignment
@@ -541,30 +553,68 @@ class _Run:
         return False
 
     def _match_commutative(
-        self, node: SourceNode, op: OpPattern, tensors: Sequence[Tensor], state: _State
-    ) -> Iterator[_State]:
+        self, node: SourceNode, op: OpPattern, tensors: Sequence[Tensor], state: _State, then: _Then
+    ) -> _State | None:
         values = op.inputs
         order = op.operand_order  # most specific operands first: ops, then constants, then variables
         last = len(order)
+        if last == 2:
+            return self._match_two_operands(node, values, values[order[0]], values[order[1]], tensors, state, then)
         any_assignment = False
 
-        def assign(k: int, free: list[int], st: _State) -> Iterator[_State]:
+        def assign(k: int, free: list[int], st: _State) -> _State | None:
             nonlocal any_assignment
             if k == last:
                 any_assignment = True
-                yield st
-                return
+                return then(st)
             value = values[order[k]]
             for pos in free:
                 if self._cannot_match(value, tensors[pos], st):
                     continue
                 rest = [p for p in free if p != pos]
-                for next_state in self.match_value(value, tensors[pos], st):
-                    yield from assign(k + 1, rest, next_state)
+                found = self.match_value(value, tensors[pos], st, partial(assign, k + 1, rest))
+                if found is not None:
+                    return found
+            return None
 
-        yielded = False
-        for final in assign(0, list(range(len(tensors))), state):
-            yielded = True
-            yield final
-        if not yielded and not any_assignment and self.deeper(state):
+        found = assign(0, list(range(len(tensors))), state)
+        if found is None and not any_assignment and self.deeper(state):
             self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
+        return found
+
+    def _match_two_operands(
+        self,
+        node: SourceNode,
+        values: Sequence[ValuePattern],
+        first: ValuePattern,
+        second: ValuePattern,
+        tensors: Sequence[Tensor],
+        state: _State,
+        then: _Then,
+    ) -> _State | None:
+        """:meth:`_match_commutative` of a two-operand op, the same tries in the same order: ``first`` (the
+        more specific operand) on input 0 then on input 1, and ``second`` on the other input each time."""
+        assigned = False
+
+        def both(st: _State) -> _State | None:
+            nonlocal assigned
+            assigned = True
+            return then(st)
+
+        cannot_match = self._cannot_match
+        for here, there in ((0, 1), (1, 0)):
+            if cannot_match(first, tensors[here], state):
+                continue
+            other = tensors[there]
+
+            def rest(st: _State, other: Tensor = other) -> _State | None:
+                if cannot_match(second, other, st):
+                    return None
+                return self.match_value(second, other, st, both)
+
+            found = self.match_value(first, tensors[here], state, rest)
+            if found is not None:
+                return found
+        if not assigned and self.deeper(state):
+            self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
+        return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
@@ -30,6 +30,7 @@ class ScopeGraph:
         self.tree = tree
         self._by_type = by_type
         self._succ = source.out_edges
+        self._by_name = source.by_name
         self.memo: dict[Any, Any] = {}
 
     @classmethod
@@ -50,10 +51,11 @@ class ScopeGraph:
 
     # ------------------------------------------------------------------ nodes
     def node(self, name: str) -> SourceNode:
-        return self.source.node(name)
+        found = self._by_name.get(name)
+        return found if found is not None else self.source.node(name)  # the source's error when absent
 
     def get(self, name: str) -> SourceNode | None:
-        return self.source.get(name)
+        return self._by_name.get(name)
 
     def nodes_by_type(self, op_type: str) -> Sequence[SourceNode]:
         """Every node of ``op_type``, in graph order (from the index; no scan)."""
@@ -63,12 +65,17 @@ class ScopeGraph:
         """Op types present in the graph, in order of first appearance."""
         return list(self._by_type)
 
+    @property
+    def present_types(self) -> AbstractSet[str]:
+        """The op types present in the graph, as a read-only set view (a membership test costs one look-up)."""
+        return self._by_type.keys()
+
     def constant_chain(self, name: str) -> list[SourceNode]:
         """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and
         no control input) from node ``name`` down to a constant, or ``[]`` when it reads no constant."""
         chain: list[SourceNode] = []
         for _ in range(_MAX_READS):
-            node = self.source.node(name)
+            node = self.node(name)
             chain.append(node)
             if node.value is not None:
                 return chain

@@ -20,7 +20,7 @@ from ..errors import FusionError
 from .features import ScopePattern
 from .tree import Scope, ScopeTree
 
-__all__ = ["Batch", "PatternSet", "match_all_batches", "match_one_batch", "normalize_patterns"]
+__all__ = ["Batch", "PatternSet", "match_all_batches", "match_one_batch", "match_pattern_sets", "normalize_patterns"]
 
 Batch = Sequence[ScopePattern]
 PatternSet = Sequence[Batch]
@@ -86,8 +86,13 @@ def match_all_batches(tree: ScopeTree, pattern_sets: Any) -> list[Scope]:
 
     ``pattern_sets`` is nested as :func:`normalize_patterns` accepts.
     """
+    return match_pattern_sets(tree, normalize_patterns(pattern_sets, "match_all_batches"))
+
+
+def match_pattern_sets(tree: ScopeTree, pattern_sets: Sequence[Sequence[Batch]]) -> list[Scope]:
+    """:func:`match_all_batches` of pattern sets already as :func:`normalize_patterns` gives them."""
     final: dict[int, Scope] = {}
-    for batches in normalize_patterns(pattern_sets, "match_all_batches"):
+    for batches in pattern_sets:
         tagged: list[Scope] = []
         last: list[Scope] = []
         for batch in batches:

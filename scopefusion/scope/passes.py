@@ -32,7 +32,7 @@ from .accepted import PatternCheck
 from .dataflow import DataflowPattern, Match
 from .features import ScopePattern
 from .graph import ScopeGraph
-from .matching import match_all_batches, normalize_patterns
+from .matching import match_pattern_sets, normalize_patterns
 from .result import FUSION_DISABLE_INDEX, FusionScopesResult, ScopesResult
 from .tree import Scope
 
@@ -91,7 +91,17 @@ class ScopeBasePass:
 
     # ------------------------------------------------------------------ the framework
     def pattern_sets(self) -> list[list[list[ScopePattern]]]:
-        return normalize_patterns(self.define_patterns(), self.pass_name)
+        """``define_patterns()`` as pattern sets of batches (:func:`~.matching.normalize_patterns`). When it
+        gives the very same immutable value as last time (a pattern or nested tuples of them, as a rule
+        that builds its patterns once does), the sets made last time are given again."""
+        defined = self.define_patterns()
+        cached: tuple[Any, list[list[list[ScopePattern]]]] | None = self.__dict__.get("_pattern_sets")
+        if cached is not None and cached[0] is defined:
+            return cached[1]
+        sets = normalize_patterns(defined, self.pass_name)
+        if _immutable_patterns(defined):
+            self.__dict__["_pattern_sets"] = (defined, sets)
+        return sets
 
     def run(self, graph: ScopeGraph) -> PassOutcome:
         """Matches, selects and generates; see the module docstring. Exceptions propagate, with every
@@ -101,7 +111,7 @@ class ScopeBasePass:
         try:
             sets = self.pattern_sets()
             if sets:
-                outcome.matched = match_all_batches(graph.tree, sets)
+                outcome.matched = match_pattern_sets(graph.tree, sets)
                 if not outcome.matched and not self.select_without_matches:
                     return outcome
             selected = list(self.last_match_scopes_and_ops(graph, outcome.matched) or [])
@@ -161,6 +171,13 @@ class ScopeBasePass:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.pass_name!r}>"
+
+
+def _immutable_patterns(defined: Any) -> bool:
+    """True for a :class:`ScopePattern` or nested tuples of them (a value whose nesting cannot change)."""
+    if isinstance(defined, ScopePattern):
+        return True
+    return isinstance(defined, tuple) and all(_immutable_patterns(item) for item in defined)
 
 
 def _rollback(scopes: Iterable[Scope]) -> None:

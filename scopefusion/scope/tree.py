@@ -61,6 +61,7 @@ class Scope:
         "_all_nodes",
         "_tree",
         "depth",
+        "index",
     )
 
     def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
@@ -68,6 +69,7 @@ class Scope:
         self.sub_type = ""
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
+        self.index = 0  # place in the tree's creation order (the root is 0)
         self._children: dict[str, Scope] = {}
         self._nodes: list[SourceNode] = []
         self._counts: dict[str, int] = {}
@@ -240,6 +242,7 @@ class ScopeTree:
         parent = self._scopes[key[: cut + 1]] if cut >= 0 else self.root
         for name in reversed(missing):
             scope = Scope(name, parent, self)
+            scope.index = len(self._order)
             parent._children[name] = scope
             self._scopes[name] = scope
             self._order.append(scope)

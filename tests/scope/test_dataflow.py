@@ -127,10 +127,10 @@ def test_commutative_chains_do_not_try_every_permutation(mk, monkeypatch):
     calls = 0
     original = df._Run.match_value
 
-    def counting(self, value, tensor, state):
+    def counting(self, value, tensor, state, then):
         nonlocal calls
         calls += 1
-        return original(self, value, tensor, state)
+        return original(self, value, tensor, state, then)
 
     monkeypatch.setattr(df._Run, "match_value", counting)
     found = DataflowPattern(make).find(graph)

@@ -123,6 +123,8 @@ def _builtin_fused_op_names() -> frozenset[str]:
 def check_declared_ops(declared: Sequence[DeclaredFusedOp], builtin_names: Iterable[str] | None = None) -> None:
     """Raises FusionError when a declared op is not of the fused dialect, two declarations share a name,
     or one takes a builtin fused op's name without ``replaces=True``."""
+    if not declared:
+        return
     builtins = _builtin_fused_op_names() if builtin_names is None else frozenset(builtin_names)
     seen: dict[str, DeclaredFusedOp] = {}
     for entry in declared:

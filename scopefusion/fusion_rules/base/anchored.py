@@ -64,8 +64,8 @@ class AnchoredDataflowPass(ScopeBasePass):
     patterns: ClassVar[Sequence[tuple[Any, DataflowPattern]]] = ()
     no_match: ClassVar[str] = "nothing matched"
 
-    def define_patterns(self) -> list:
-        return []
+    def define_patterns(self) -> tuple:
+        return ()
 
     def anchors(self, graph: ScopeGraph, seed: str) -> list[str]:
         """The nodes a pattern is anchored at for ``seed`` (default: the seed itself)."""
@@ -187,8 +187,17 @@ def best_match(
     ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``. With ``near_miss``
     False the miss is not wanted (None stands for it), so patterns that cannot match at an anchor
     (:meth:`~scopefusion.scope.DataflowPattern.may_match_at`) are not searched."""
+    if near_miss:
+        # The patterns that can match are tried first, without near misses: a match found there is the
+        # answer; only when there is none are all of them searched again for the nearest miss.
+        quick = best_match(graph, anchors, patterns, must_hold, accept, near_miss=False)
+        if quick[1] is not None:
+            return quick
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
+    if not near_miss and must_hold is not None:  # only a pattern with an op of the node's type can bind it
+        held = graph.node(must_hold).op_type
+        patterns = [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(held)]
     for anchor in anchors:
         node = graph.node(anchor)
         for tag, pattern in patterns:

@@ -34,6 +34,17 @@ __all__ = ["ACTIVATIONS", "Affine", "Cell", "RecurrentLoopPass", "activation_mis
 _CONST_OPS = frozenset({"Const", "Constant", "Initializer"})
 
 
+_SCOPE_PATTERNS = (
+    ScopePattern(
+        "rnn_frame",
+        NodeOpTypeFeature("LoopCond", 1),
+        NodeOpTypeFeature("TensorArrayReadV3", 1),
+        ScopeFeature("", 0, suffix="while"),
+    ),
+    *(ScopePattern(f"rnn_{op.lower()}", NodeOpTypeFeature(op, 1), NodeOpTypeFeature("TensorListFromTensor", 1))
+      for op in WHILE_OPS),
+)
+
 ACTIVATIONS = ("Sigmoid", "Tanh", "Relu", "Relu6", "Elu", "Selu", "Softsign", "Softplus", "LeakyRelu", "HardSigmoid")
 
 
@@ -88,17 +99,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         """The cell equations of ``seq``'s body, proven from its dataflow (raises Refused when they differ)."""
 
     def define_patterns(self) -> Any:
-        frame = ScopePattern(
-            "rnn_frame",
-            NodeOpTypeFeature("LoopCond", 1),
-            NodeOpTypeFeature("TensorArrayReadV3", 1),
-            ScopeFeature("", 0, suffix="while"),
-        )
-        functional = [
-            ScopePattern(f"rnn_{op.lower()}", NodeOpTypeFeature(op, 1), NodeOpTypeFeature("TensorListFromTensor", 1))
-            for op in WHILE_OPS
-        ]  # fmt: skip
-        return [frame, *functional]
+        return _SCOPE_PATTERNS
 
     # ------------------------------------------------------------------ candidates
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
@@ -116,8 +117,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
             node = graph.node(name)
             stage = "loop"
             try:
-                loop = while_loop(graph, node) if node.op_type in WHILE_OPS else frame_loop(graph, node)
-                seq = analyze_sequence_loop(loop)
+                seq = _sequence_loop(graph, node)
                 if len(seq.states) != self.num_states:
                     continue
                 stage = "cell"
@@ -218,6 +218,22 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
         if numpy_dtype is None or np.dtype(numpy_dtype).kind != "f":
             return np.dtype(np.float32)
         return np.dtype(numpy_dtype)
+
+
+def _sequence_loop(graph: ScopeGraph, node: Any) -> SequenceLoop:
+    """The sequence loop of ``node`` (a ``While`` or a ``LoopCond``), or its Refused: read once per graph, as
+    every recurrent rule asks the same question of the same loops."""
+    key = ("sequence loop", node.name)
+    known = graph.memo.get(key)
+    if known is None:
+        try:
+            known = analyze_sequence_loop(while_loop(graph, node) if node.op_type in WHILE_OPS else frame_loop(graph, node))
+        except Refused as refused:
+            known = refused
+        graph.memo[key] = known
+    if isinstance(known, Refused):
+        raise known
+    return known
 
 
 def _fusion_name(graph: ScopeGraph, node: Any, taken: set[str], claimed: Collection[str] = ()) -> str:

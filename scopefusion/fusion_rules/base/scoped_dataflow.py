@@ -88,14 +88,25 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         return ()
 
     # ------------------------------------------------------------------ candidates
+    def _required_by_pattern(self) -> tuple[tuple[DataflowPattern, tuple[str, ...]], ...]:
+        """``(pattern, required_ops(pattern))`` for each pattern, asked once per pass and tuple of patterns."""
+        cached = self.__dict__.get("_required_cache")
+        if cached is None or cached[0] is not self.patterns:
+            pairs = tuple((pattern, tuple(self.required_ops(pattern))) for pattern in self.patterns)
+            cached = self.__dict__["_required_cache"] = (self.patterns, pairs)
+        return cached[1]
+
     def _search(self, graph: ScopeGraph, within: Scope | None, near_miss: bool = True) -> tuple[list[Match], str]:
         found: list[Match] = []
         taken: set[str] = set()
         best = None
         root = within is None or within.is_root
-        for pattern in self.patterns:
-            needed = self.required_ops(pattern)
-            if any(not graph.nodes_by_type(t) if root else within.op_count(t) < 0 for t in needed):  # type: ignore[union-attr]
+        present = graph.present_types
+        for pattern, needed in self._required_by_pattern():
+            if root:
+                if any(t not in present for t in needed):
+                    continue
+            elif any(within.op_count(t) < 0 for t in needed):  # type: ignore[union-attr]
                 continue
             if root and not pattern.may_match(graph):
                 continue
