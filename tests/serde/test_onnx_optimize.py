@@ -203,3 +203,49 @@ def test_repeated_computations_merge_and_a_transpose_of_a_unit_dim_becomes_a_res
     for x in (values, np.zeros(4, np.float32)):  # some picked, none picked
         optimized, ops = same_results(proto, {"x": x, "w": x * 2})
         assert ops == ["Greater", "NonZero", "Reshape", "Squeeze", "Gather", "Gather"]
+
+
+def _conv_batch_norm(shift: np.ndarray, mean: np.ndarray) -> onnx.ModelProto:
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    variance = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "variance"], ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["y"])]
+    return model(nodes, [f("x", [1, 2, 5, 5])], [f("y", [1, 3, 5, 5])],
+                 [("w", w), ("b", np.asarray([0.5, -1, 2], np.float32)), ("scale", scale), ("shift", shift),
+                  ("mean", mean), ("variance", variance)])
+
+
+def test_a_batch_norm_of_a_conv_without_shift_becomes_a_mul_by_its_scale():
+    proto = _conv_batch_norm(np.zeros(3, np.float32), np.zeros(3, np.float32))
+    feeds = {"x": np.random.default_rng(16).standard_normal((1, 2, 5, 5)).astype(np.float32)}
+    optimized, ops = same_results(proto, feeds)
+    assert ops == ["Conv", "Mul", "Relu"]
+    factor = {t.name: numpy_helper.to_array(t) for t in optimized.graph.initializer}[optimized.graph.node[1].input[1]]
+    assert factor.shape == (3, 1, 1) and factor.dtype == np.float32
+
+
+def test_a_batch_norm_with_a_shift_stays():
+    proto = _conv_batch_norm(np.asarray([0, 0.25, 0], np.float32), np.zeros(3, np.float32))
+    feeds = {"x": np.random.default_rng(17).standard_normal((1, 2, 5, 5)).astype(np.float32)}
+    assert same_results(proto, feeds)[1] == ["Conv", "BatchNormalization", "Relu"]
+
+
+def test_a_zero_pad_of_a_relu_folds_into_the_max_pool_when_every_window_keeps_an_input_value():
+    def pooled(producer: str, pads: list[int], kernel: int) -> list[str]:
+        nodes = [helper.make_node(producer, ["x"], ["r"]),
+                 helper.make_node("Pad", ["r", "pads"], ["p"]),
+                 helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[kernel, kernel], strides=[2, 2])]
+        size = (6 + pads[2] + pads[6] - kernel) // 2 + 1
+        proto = model(nodes, [f("x", [1, 2, 6, 6])], [f("y", [1, 2, size, (6 + pads[3] + pads[7] - kernel) // 2 + 1])],
+                      [("pads", np.asarray(pads, np.int64))])
+        feeds = {"x": np.random.default_rng(18).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+        optimized, ops = same_results(proto, feeds)
+        return ops
+
+    assert pooled("Relu", [0, 0, 1, 1, 0, 0, 1, 1], 3) == ["Relu", "MaxPool"]
+    assert pooled("Relu", [0, 0, 0, 2, 0, 0, 2, 0], 3) == ["Relu", "MaxPool"]
+    assert pooled("Relu", [0, 0, 0, 3, 0, 0, 0, 0], 3) == ["Relu", "Pad", "MaxPool"]  # a window of padding only
+    assert pooled("Neg", [0, 0, 1, 1, 0, 0, 1, 1], 3) == ["Neg", "Pad", "MaxPool"]  # a padded 0 could win
