@@ -13,6 +13,9 @@
   weights at load time, to the same values; but folding a ``BatchNormalization`` it gives the ``Conv`` a bias,
   zero or not, and a ``Conv`` without one runs faster. The weights themselves are not read here (see
   :mod:`.weight_stream` on why the export does not copy them).
+* ``Clip(x + 3, 0, 6) · (1/6)`` (or ``/ 6``; TensorFlow's hard sigmoid, as in MobileNetV3's squeeze-and-excitation
+  gates), each step read only by the next → ``HardSigmoid(x, alpha=1/6, beta=0.5)``: one node, which
+  onnxruntime fuses into the ``Conv`` that makes ``x`` as its activation.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def fuse_for_runtime(index: "GraphIndex") -> bool:
             changed |= _pad_into_conv(index, node) or _pad_into_max_pool(index, node)
         elif node.op_type == "BatchNormalization":
             changed |= _batch_norm_to_mul(index, node)
+        elif node.op_type == "Clip":
+            changed |= _hard_sigmoid(index, node)
     return changed
 
 
@@ -197,4 +202,45 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
     index.readers[factor].append(node)
     del node.output[1:]
     node.attribute = []
+    return True
+
+
+def _scalar(index: "GraphIndex", name: str) -> float | None:
+    value = index.constant(name) if name else None
+    if value is None or value.size != 1 or value.dtype.kind != "f":
+        return None
+    return float(value.reshape(-1)[0])
+
+
+def _other_input(index: "GraphIndex", node, op_type: str, value: float, commutes: bool) -> str | None:
+    """The input of default-domain ``op_type`` node ``node`` that is not the constant ``value`` (float32)."""
+    if node is None or node.op_type != op_type or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+        return None
+    for data, const in ((0, 1), (1, 0)) if commutes else ((0, 1),):
+        if _scalar(index, node.input[const]) == float(np.float32(value)):
+            return node.input[data]
+    return None
+
+
+def _only_reader(index: "GraphIndex", name: str):
+    readers = index.readers.get(name, [])
+    return readers[0] if len(readers) == 1 and index.free(name) else None
+
+
+def _hard_sigmoid(index: "GraphIndex", clip) -> bool:
+    if len(clip.input) != 3 or _scalar(index, clip.input[1]) != 0.0 or _scalar(index, clip.input[2]) != 6.0:
+        return False
+    add = index.producer.get(clip.input[0])
+    x = _other_input(index, add, "Add", 3.0, True)
+    if x is None or _only_reader(index, clip.input[0]) is not clip:
+        return False
+    scale = _only_reader(index, clip.output[0])
+    if scale is None or clip.output[0] not in scale.input or (
+            _other_input(index, scale, "Mul", 1 / 6, True) != clip.output[0]
+            and _other_input(index, scale, "Div", 6.0, False) != clip.output[0]):
+        return False
+    scale.op_type = "HardSigmoid"  # the Add and the Clip, read no more, go as dead nodes
+    scale.input = [x]
+    index.readers[x].append(scale)
+    scale.attribute = [helper.make_attribute("alpha", float(np.float32(1 / 6))), helper.make_attribute("beta", 0.5)]
     return True

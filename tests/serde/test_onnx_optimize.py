@@ -249,3 +249,29 @@ def test_a_zero_pad_of_a_relu_folds_into_the_max_pool_when_every_window_keeps_an
     assert pooled("Relu", [0, 0, 0, 2, 0, 0, 2, 0], 3) == ["Relu", "MaxPool"]
     assert pooled("Relu", [0, 0, 0, 3, 0, 0, 0, 0], 3) == ["Relu", "Pad", "MaxPool"]  # a window of padding only
     assert pooled("Neg", [0, 0, 1, 1, 0, 0, 1, 1], 3) == ["Neg", "Pad", "MaxPool"]  # a padded 0 could win
+
+
+@pytest.mark.parametrize("scale_op, factor", [("Mul", 1 / 6), ("Div", 6.0)])
+def test_tensorflows_hard_sigmoid_becomes_one_hard_sigmoid(scale_op, factor):
+    nodes = [helper.make_node("Add", ["three", "x"], ["a"]),
+             helper.make_node("Clip", ["a", "zero", "six"], ["c"]),
+             helper.make_node(scale_op, ["c", "factor"], ["g"]),
+             helper.make_node("Mul", ["x", "g"], ["y"]),
+             helper.make_node("Clip", ["x", "zero", "six"], ["z"])]  # a Clip alone stays
+    proto = model(nodes, [f("x", [2, 3, 4])], [f("y", [2, 3, 4]), f("z", [2, 3, 4])],
+                  [("three", np.asarray(3, np.float32)), ("zero", np.asarray(0, np.float32)),
+                   ("six", np.asarray(6, np.float32)), ("factor", np.asarray(factor, np.float32))])
+    feeds = {"x": np.random.default_rng(19).uniform(-5, 5, (2, 3, 4)).astype(np.float32)}
+    optimized, ops = same_results(proto, feeds)
+    assert sorted(ops) == ["Clip", "HardSigmoid", "Mul"]
+
+
+def test_a_hard_sigmoid_whose_steps_have_other_readers_stays():
+    nodes = [helper.make_node("Add", ["x", "three"], ["a"]),
+             helper.make_node("Clip", ["a", "zero", "six"], ["c"]),
+             helper.make_node("Mul", ["c", "factor"], ["y"])]
+    proto = model(nodes, [f("x", [2, 3])], [f("y", [2, 3]), f("c", [2, 3])],
+                  [("three", np.asarray(3, np.float32)), ("zero", np.asarray(0, np.float32)),
+                   ("six", np.asarray(6, np.float32)), ("factor", np.asarray(1 / 6, np.float32))])
+    feeds = {"x": np.random.default_rng(20).uniform(-5, 5, (2, 3)).astype(np.float32)}
+    assert same_results(proto, feeds)[1] == ["Add", "Clip", "Mul"]
