@@ -4,7 +4,18 @@
   ``GlobalAveragePool`` / ``GlobalMaxPool`` (and ``Squeeze`` of those axes without ``keepdims``):
   onnxruntime keeps the blocked channels-first layout through them.
 * ``Pad`` (constant zero, non-negative pads on spatial axes only) read only by a ``Conv`` with explicit pads →
-  the pads added to the ``Conv``'s (a zero-padded input is what ``Conv`` pads with).
+  the pads added to the ``Conv``'s (a zero-padded input is what ``Conv`` pads with); read only by a ``MaxPool``
+  of a ``Relu`` (or a ``Clip`` at 0 or above), with pads smaller than the window → the pads added to the
+  ``MaxPool``'s (every window keeps an input value, all of them >= 0, so a padded zero never wins).
+* ``BatchNormalization`` (inference, constant float32 parameters) of a ``Conv``'s output that nothing else
+  reads, whose shift comes out zero (``offset = mean · scale``, as in a layer with fresh statistics) → ``Mul``
+  by its per-channel scale, computed as onnxruntime computes it. onnxruntime folds either into the ``Conv``'s
+  weights at load time, to the same values; but folding a ``BatchNormalization`` it gives the ``Conv`` a bias,
+  zero or not, and a ``Conv`` without one runs faster. The weights themselves are not read here (see
+  :mod:`.weight_stream` on why the export does not copy them).
+* ``Clip(x + 3, 0, 6) · (1/6)`` (or ``/ 6``; TensorFlow's hard sigmoid, as in MobileNetV3's squeeze-and-excitation
+  gates), each step read only by the next → ``HardSigmoid(x, alpha=1/6, beta=0.5)``: one node, which
+  onnxruntime fuses into the ``Conv`` that makes ``x`` as its activation.
 """
 
 from __future__ import annotations
@@ -40,7 +51,11 @@ def fuse_for_runtime(index: "GraphIndex") -> bool:
         if node.op_type in _GLOBAL:
             changed |= _global_pool(index, node)
         elif node.op_type == "Pad":
-            changed |= _pad_into_conv(index, node)
+            changed |= _pad_into_conv(index, node) or _pad_into_max_pool(index, node)
+        elif node.op_type == "BatchNormalization":
+            changed |= _batch_norm_to_mul(index, node)
+        elif node.op_type == "Clip":
+            changed |= _hard_sigmoid(index, node)
     return changed
 
 
@@ -74,33 +89,152 @@ def _global_pool(index: "GraphIndex", node) -> bool:
     return True
 
 
-def _pad_into_conv(index: "GraphIndex", node) -> bool:
+def _zero_pads(index: "GraphIndex", node) -> tuple[list[int], list[int]] | None:
+    """The (begins, ends) of a ``Pad`` that adds zeros on spatial axes (2…) only and has one reader, else None."""
     mode = _attr(node, "mode", b"constant")
     if mode not in (b"constant", "constant") or _attr(node, "axes") is not None:
-        return False
+        return None
     if len(node.input) > 2 and node.input[2]:
         value = index.constant(node.input[2])
         if value is None or float(np.asarray(value).reshape(-1)[0]) != 0.0:
-            return False
+            return None
     if len(node.input) > 3 and node.input[3]:
-        return False
+        return None
     pads = index.constant(node.input[1]) if len(node.input) > 1 else None
     readers = index.readers.get(node.output[0], [])
     if pads is None or len(readers) != 1 or not index.free(node.output[0]):
-        return False
-    conv = readers[0]
-    if conv.op_type != "Conv" or conv.domain not in ("", "ai.onnx") or conv.input[0] != node.output[0]:
-        return False
-    if _attr(conv, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-        return False
+        return None
     pad_list = [int(p) for p in pads.reshape(-1)]
     rank = len(pad_list) // 2
     begins, ends = pad_list[:rank], pad_list[rank:]
     if any(p < 0 for p in pad_list) or any(begins[d] or ends[d] for d in (0, 1)):
+        return None
+    return begins[2:], ends[2:]
+
+
+def _add_pads(index: "GraphIndex", node, target, begins: list[int], ends: list[int]) -> None:
+    spatial = len(begins)
+    current = list(_attr(target, "pads", [0] * (2 * spatial)))
+    _set(target, "pads", [current[k] + begins[k] for k in range(spatial)] + [current[spatial + k] + ends[k]
+                                                                             for k in range(spatial)])
+    index.set_input(target, 0, node.input[0])
+
+
+def _reader(index: "GraphIndex", node, op_type: str):
+    """The one reader of ``node``'s output when it is a default-domain ``op_type`` reading it as input 0."""
+    target = index.readers[node.output[0]][0]
+    if target.op_type != op_type or target.domain not in ("", "ai.onnx") or target.input[0] != node.output[0]:
+        return None
+    if _attr(target, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        return None
+    return target
+
+
+def _pad_into_conv(index: "GraphIndex", node) -> bool:
+    pads = _zero_pads(index, node)
+    conv = None if pads is None else _reader(index, node, "Conv")
+    if pads is None or conv is None:
         return False
-    spatial = rank - 2
-    current = list(_attr(conv, "pads", [0] * (2 * spatial)))
-    merged = [current[k] + begins[2 + k] for k in range(spatial)] + [current[spatial + k] + ends[2 + k] for k in range(spatial)]
-    _set(conv, "pads", merged)
-    index.set_input(conv, 0, node.input[0])
+    _add_pads(index, node, conv, *pads)
+    return True
+
+
+def _pad_into_max_pool(index: "GraphIndex", node) -> bool:
+    pads = _zero_pads(index, node)
+    pool = None if pads is None else _reader(index, node, "MaxPool")
+    if pads is None or pool is None or len([o for o in pool.output if o]) != 1 or _attr(pool, "ceil_mode", 0):
+        return False
+    kernel = list(_attr(pool, "kernel_shape", []))
+    begins, ends = pads
+    current = list(_attr(pool, "pads", [0] * (2 * len(kernel))))
+    if (any(d != 1 for d in _attr(pool, "dilations", [1] * len(kernel))) or len(kernel) != len(begins)
+            or any(current[k] + begins[k] >= kernel[k] or current[len(kernel) + k] + ends[k] >= kernel[k]
+                   for k in range(len(kernel)))
+            or not _non_negative(index, node.input[0])):
+        return False
+    _add_pads(index, node, pool, begins, ends)
+    return True
+
+
+def _non_negative(index: "GraphIndex", name: str) -> bool:
+    """True when ``name`` is a ``Relu``'s output or a ``Clip``'s with a constant lower bound >= 0."""
+    producer = index.producer.get(name)
+    if producer is None or producer.domain not in ("", "ai.onnx"):
+        return False
+    if producer.op_type == "Relu":
+        return True
+    if producer.op_type != "Clip" or len(producer.input) < 2 or not producer.input[1]:
+        return False
+    low = index.constant(producer.input[1])
+    return low is not None and low.size == 1 and float(low.reshape(-1)[0]) >= 0.0
+
+
+def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
+    if len(node.input) != 5 or any(node.output[1:]) or _attr(node, "training_mode", 0):
+        return False
+    x = node.input[0]
+    conv = index.producer.get(x)
+    if (conv is None or conv.op_type != "Conv" or conv.domain not in ("", "ai.onnx")
+            or len(index.readers.get(x, [])) != 1):
+        return False
+    found = [index.constant(name) for name in node.input[1:]]
+    params = [p for p in found if p is not None and p.dtype == np.float32 and p.ndim == 1]
+    if len(params) != 4 or any(p.shape != params[0].shape for p in params):
+        return False
+    scale, shift, mean, variance = params
+    channels = scale.shape[0]
+    # onnxruntime's arithmetic when it folds a BatchNormalization into a Conv, in float32: the same values.
+    scale = scale / np.sqrt(variance + np.float32(_attr(node, "epsilon", 1e-5)))
+    if (shift - mean * scale).any():
+        return False
+    rank = len(index.shapes.get(conv.input[1]) or ())  # the filter's rank is the output's
+    if rank < 3:
+        return False
+    factor = index.add_initializer(scale.reshape((channels,) + (1,) * (rank - 2)), index.fresh(node.name + "_scale"))
+    node.op_type = "Mul"
+    node.input = [x, factor]
+    index.readers[factor].append(node)
+    del node.output[1:]
+    node.attribute = []
+    return True
+
+
+def _scalar(index: "GraphIndex", name: str) -> float | None:
+    value = index.constant(name) if name else None
+    if value is None or value.size != 1 or value.dtype.kind != "f":
+        return None
+    return float(value.reshape(-1)[0])
+
+
+def _other_input(index: "GraphIndex", node, op_type: str, value: float, commutes: bool) -> str | None:
+    """The input of default-domain ``op_type`` node ``node`` that is not the constant ``value`` (float32)."""
+    if node is None or node.op_type != op_type or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+        return None
+    for data, const in ((0, 1), (1, 0)) if commutes else ((0, 1),):
+        if _scalar(index, node.input[const]) == float(np.float32(value)):
+            return node.input[data]
+    return None
+
+
+def _only_reader(index: "GraphIndex", name: str):
+    readers = index.readers.get(name, [])
+    return readers[0] if len(readers) == 1 and index.free(name) else None
+
+
+def _hard_sigmoid(index: "GraphIndex", clip) -> bool:
+    if len(clip.input) != 3 or _scalar(index, clip.input[1]) != 0.0 or _scalar(index, clip.input[2]) != 6.0:
+        return False
+    add = index.producer.get(clip.input[0])
+    x = _other_input(index, add, "Add", 3.0, True)
+    if x is None or _only_reader(index, clip.input[0]) is not clip:
+        return False
+    scale = _only_reader(index, clip.output[0])
+    if scale is None or clip.output[0] not in scale.input or (
+            _other_input(index, scale, "Mul", 1 / 6, True) != clip.output[0]
+            and _other_input(index, scale, "Div", 6.0, False) != clip.output[0]):
+        return False
+    scale.op_type = "HardSigmoid"  # the Add and the Clip, read no more, go as dead nodes
+    scale.input = [x]
+    index.readers[x].append(scale)
+    scale.attribute = [helper.make_attribute("alpha", float(np.float32(1 / 6))), helper.make_attribute("beta", 0.5)]
     return True

@@ -203,3 +203,75 @@ def test_repeated_computations_merge_and_a_transpose_of_a_unit_dim_becomes_a_res
     for x in (values, np.zeros(4, np.float32)):  # some picked, none picked
         optimized, ops = same_results(proto, {"x": x, "w": x * 2})
         assert ops == ["Greater", "NonZero", "Reshape", "Squeeze", "Gather", "Gather"]
+
+
+def _conv_batch_norm(shift: np.ndarray, mean: np.ndarray) -> onnx.ModelProto:
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    variance = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "variance"], ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["y"])]
+    return model(nodes, [f("x", [1, 2, 5, 5])], [f("y", [1, 3, 5, 5])],
+                 [("w", w), ("b", np.asarray([0.5, -1, 2], np.float32)), ("scale", scale), ("shift", shift),
+                  ("mean", mean), ("variance", variance)])
+
+
+def test_a_batch_norm_of_a_conv_without_shift_becomes_a_mul_by_its_scale():
+    proto = _conv_batch_norm(np.zeros(3, np.float32), np.zeros(3, np.float32))
+    feeds = {"x": np.random.default_rng(16).standard_normal((1, 2, 5, 5)).astype(np.float32)}
+    optimized, ops = same_results(proto, feeds)
+    assert ops == ["Conv", "Mul", "Relu"]
+    factor = {t.name: numpy_helper.to_array(t) for t in optimized.graph.initializer}[optimized.graph.node[1].input[1]]
+    assert factor.shape == (3, 1, 1) and factor.dtype == np.float32
+
+
+def test_a_batch_norm_with_a_shift_stays():
+    proto = _conv_batch_norm(np.asarray([0, 0.25, 0], np.float32), np.zeros(3, np.float32))
+    feeds = {"x": np.random.default_rng(17).standard_normal((1, 2, 5, 5)).astype(np.float32)}
+    assert same_results(proto, feeds)[1] == ["Conv", "BatchNormalization", "Relu"]
+
+
+def test_a_zero_pad_of_a_relu_folds_into_the_max_pool_when_every_window_keeps_an_input_value():
+    def pooled(producer: str, pads: list[int], kernel: int) -> list[str]:
+        nodes = [helper.make_node(producer, ["x"], ["r"]),
+                 helper.make_node("Pad", ["r", "pads"], ["p"]),
+                 helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[kernel, kernel], strides=[2, 2])]
+        size = (6 + pads[2] + pads[6] - kernel) // 2 + 1
+        proto = model(nodes, [f("x", [1, 2, 6, 6])], [f("y", [1, 2, size, (6 + pads[3] + pads[7] - kernel) // 2 + 1])],
+                      [("pads", np.asarray(pads, np.int64))])
+        feeds = {"x": np.random.default_rng(18).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+        optimized, ops = same_results(proto, feeds)
+        return ops
+
+    assert pooled("Relu", [0, 0, 1, 1, 0, 0, 1, 1], 3) == ["Relu", "MaxPool"]
+    assert pooled("Relu", [0, 0, 0, 2, 0, 0, 2, 0], 3) == ["Relu", "MaxPool"]
+    assert pooled("Relu", [0, 0, 0, 3, 0, 0, 0, 0], 3) == ["Relu", "Pad", "MaxPool"]  # a window of padding only
+    assert pooled("Neg", [0, 0, 1, 1, 0, 0, 1, 1], 3) == ["Neg", "Pad", "MaxPool"]  # a padded 0 could win
+
+
+@pytest.mark.parametrize("scale_op, factor", [("Mul", 1 / 6), ("Div", 6.0)])
+def test_tensorflows_hard_sigmoid_becomes_one_hard_sigmoid(scale_op, factor):
+    nodes = [helper.make_node("Add", ["three", "x"], ["a"]),
+             helper.make_node("Clip", ["a", "zero", "six"], ["c"]),
+             helper.make_node(scale_op, ["c", "factor"], ["g"]),
+             helper.make_node("Mul", ["x", "g"], ["y"]),
+             helper.make_node("Clip", ["x", "zero", "six"], ["z"])]  # a Clip alone stays
+    proto = model(nodes, [f("x", [2, 3, 4])], [f("y", [2, 3, 4]), f("z", [2, 3, 4])],
+                  [("three", np.asarray(3, np.float32)), ("zero", np.asarray(0, np.float32)),
+                   ("six", np.asarray(6, np.float32)), ("factor", np.asarray(factor, np.float32))])
+    feeds = {"x": np.random.default_rng(19).uniform(-5, 5, (2, 3, 4)).astype(np.float32)}
+    optimized, ops = same_results(proto, feeds)
+    assert sorted(ops) == ["Clip", "HardSigmoid", "Mul"]
+
+
+def test_a_hard_sigmoid_whose_steps_have_other_readers_stays():
+    nodes = [helper.make_node("Add", ["x", "three"], ["a"]),
+             helper.make_node("Clip", ["a", "zero", "six"], ["c"]),
+             helper.make_node("Mul", ["c", "factor"], ["y"])]
+    proto = model(nodes, [f("x", [2, 3])], [f("y", [2, 3]), f("c", [2, 3])],
+                  [("three", np.asarray(3, np.float32)), ("zero", np.asarray(0, np.float32)),
+                   ("six", np.asarray(6, np.float32)), ("factor", np.asarray(1 / 6, np.float32))])
+    feeds = {"x": np.random.default_rng(20).uniform(-5, 5, (2, 3)).astype(np.float32)}
+    assert same_results(proto, feeds)[1] == ["Add", "Clip", "Mul"]
