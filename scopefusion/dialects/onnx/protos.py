@@ -67,16 +67,13 @@ def _encode(s: str) -> bytes:
 
 def dtype_of_type_str(type_str: str) -> DType | None:
     """The element dtype of an ONNX type string (``tensor(float)``, ``seq(tensor(int64))``), or None."""
-    import onnx
+    from .schema_table import data_type_code
 
     inner = type_str
     while "(" in inner:
         inner = inner[inner.index("(") + 1 : inner.rindex(")")]
-    try:
-        code = onnx.TensorProto.DataType.Value(inner.upper())
-    except ValueError:
-        return None
-    return from_onnx(code)
+    code = data_type_code(inner.upper())
+    return None if code is None else from_onnx(code)
 
 
 def wrapper_of(type_strs: Iterable[str]) -> str:
