@@ -193,7 +193,7 @@ class _Builder:
         node_outputs = [list(node.output) for node in node_protos]
         defined = set(synthetic)
         for outs in node_outputs:
-            defined.update(o for o in outs if o)
+            defined.update(filter(None, outs))
         visible = outer | defined
 
         # Decode every node (subgraphs first, so their outer reads are known before naming).
@@ -220,8 +220,9 @@ class _Builder:
         # Tensors read here but defined in an enclosing graph.
         referenced: list[str] = []
         for (_, _, _, implicit), ins in zip(decoded, node_inputs):
-            referenced.extend(i for i in ins if i)
-            referenced.extend(implicit)
+            referenced.extend(filter(None, ins))
+            if implicit:
+                referenced.extend(implicit)
         out_names = list(proto.output) if is_function else [o.name for o in proto.output]
         referenced.extend(out_names)
         captures = []
@@ -256,7 +257,7 @@ class _Builder:
             while raw and not raw[-1]:
                 raw.pop()
             inputs_ = [producers[t] if t else ABSENT_INPUT for t in raw]
-            controls = list(dict.fromkeys(producers[t][0] for t in implicit))
+            controls = list(dict.fromkeys(producers[t][0] for t in implicit)) if implicit else []
             domain = node.domain
             if domain == "ai.onnx":
                 domain = ""

@@ -35,6 +35,7 @@ NUMPY_TYPES: dict[int, str] = {
     27: "ml_dtypes.float6_e2m3fn", 28: "ml_dtypes.float6_e3m2fn",
 }  # fmt: skip
 _NUMPY_DTYPES: dict[int, np.dtype] = {}  # NOTE: a pure cache of NUMPY_TYPES as numpy dtypes
+_OBJECT = np.dtype(object)
 _MAX_ELEMENTS = 1 << 40
 _MAX_DENSE = 1 << 28
 
@@ -136,25 +137,26 @@ def tensor_to_numpy(
         ModelLoadError: external data that is missing, outside the model directory, or too short.
     """
     name = tensor.name or "<unnamed>"
-    dtype = onnx_numpy_dtype(tensor.data_type)
+    data_type = tensor.data_type
+    dtype = onnx_numpy_dtype(data_type)
     if dtype is None:
-        raise ParseError(f"{where}: tensor {name!r} has unknown ONNX data type {tensor.data_type}; expected a TensorProto.DataType value")
-    shape = tuple(int(d) for d in tensor.dims)
-    if any(d < 0 for d in shape):
+        raise ParseError(f"{where}: tensor {name!r} has unknown ONNX data type {data_type}; expected a TensorProto.DataType value")
+    shape = tuple(tensor.dims)  # Python ints
+    if shape and min(shape) < 0:
         raise ParseError(f"{where}: tensor {name!r} has negative dims {list(shape)}")
     count = 1
     for d in shape:
         count *= d
     if count > _MAX_ELEMENTS:
         raise ParseError(f"{where}: tensor {name!r} claims {count} elements")
-    packed = tensor.data_type in _PACKED
+    packed = data_type in _PACKED
     if tensor.data_location == _EXTERNAL:
         if external is None:
             raise ModelLoadError(f"{where}: tensor {name!r} has external data, which this model cannot have")
         if packed:
             raise ParseError(f"{where}: tensor {name!r} keeps packed sub-byte data externally, which is not supported")
         return external.view(tensor, dtype, count, shape)
-    if (raw_view is not None or tensor.raw_data) and not packed and dtype != np.dtype(object):
+    if (raw_view is not None or tensor.raw_data) and not packed and dtype != _OBJECT:
         if raw_view is not None:
             buffer, offset, length = raw_view
         else:
@@ -166,7 +168,7 @@ def tensor_to_numpy(
                 f"of raw_data, found {length}"
             )
         return _read_only(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape))
-    if tensor.data_type == TensorProto.STRING:
+    if data_type == TensorProto.STRING:
         # Strings stay bytes, as TensorFlow's string tensors do (numpy_helper would decode them).
         if len(tensor.string_data) != count:
             raise ParseError(f"{where}: tensor {name!r} holds {len(tensor.string_data)} strings, its dims {list(shape)} need {count}")

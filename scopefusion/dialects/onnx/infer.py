@@ -89,7 +89,11 @@ def attach(opdef: OpDef, op: "OnnxOp") -> None:
 
     def infer_dtype(ctx: InferContext) -> None:
         # The one answer gives the shapes too: set here, the shape hook then has nothing left to do.
-        for i, (shape, dtype) in enumerate(_inferred(ctx, op)):
+        answer = native_answer(ctx, op)
+        if answer is None:
+            answer = _onnx_answer(ctx, op, answer_cache(ctx.opdef))
+        ctx.__dict__[_CACHE] = answer
+        for i, (shape, dtype) in enumerate(answer):
             ctx.set_output_dtype(i, dtype)
             ctx.set_output_shape(i, shape)
 
