@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates ``scopefusion/dialects/onnx/onnx_schemas.json`` from the installed onnx package's schemas.
+"""Regenerates ``scopefusion/dialects/onnx/onnx_schemas.jsonl`` from the installed onnx package's schemas.
 
 The table holds every version of every operator schema of ONNX's default domain as the ``onnx`` dialect
 reads it (see :mod:`scopefusion.dialects.onnx.schema_table` for the format), so converting a model does
@@ -22,7 +22,7 @@ from scopefusion.dialects.onnx.schema_table import schema_record, schema_view  #
 
 __all__ = ["OUTPUT", "build_table", "render", "main"]
 
-OUTPUT = REPO / "scopefusion" / "dialects" / "onnx" / "onnx_schemas.json"
+OUTPUT = REPO / "scopefusion" / "dialects" / "onnx" / "onnx_schemas.jsonl"
 
 
 def build_table() -> dict:
@@ -51,20 +51,18 @@ def build_table() -> dict:
 
 
 def render(table: dict) -> str:
-    """The table as committed: one line per op in ``versions`` and ``schemas``."""
-    lines = ["{"]
-    lines.append(f'  "onnx_version": {json.dumps(table["onnx_version"])},')
-    lines.append(f'  "latest_opset": {table["latest_opset"]},')
-    lines.append(f'  "data_types": {json.dumps(table["data_types"], separators=(", ", ": "))},')
-    for key in ("versions", "schemas"):
-        items = list(table[key].items())
-        lines.append(f'  "{key}": {{')
-        for i, (name, value) in enumerate(items):
-            comma = "," if i < len(items) - 1 else ""
-            lines.append(f"    {json.dumps(name)}: {json.dumps(value, separators=(',', ':'))}{comma}")
-        lines.append("  }," if key == "versions" else "  }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    """The table as committed: the header line, then one line per op (see schema_table's docstring)."""
+    body = []
+    lines = {}
+    offset = 0
+    for name, text in table["schemas"].items():
+        line = text.encode("ascii") + b"\n"
+        lines[name] = [offset, len(line) - 1]
+        offset += len(line)
+        body.append(text)
+    header = {key: table[key] for key in ("onnx_version", "latest_opset", "data_types", "versions")}
+    header["lines"] = lines
+    return "\n".join([json.dumps(header, separators=(",", ":"))] + body) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,12 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = render(build_table())
     if args.check:
-        if not OUTPUT.exists() or OUTPUT.read_text() != text:
+        if not OUTPUT.exists() or OUTPUT.read_bytes() != text.encode("ascii"):
             print(f"{OUTPUT.relative_to(REPO)} differs from the installed onnx's schemas; run tools/gen_onnx_schemas.py")
             return 1
         print(f"{OUTPUT.relative_to(REPO)} is up to date")
         return 0
-    OUTPUT.write_text(text)
+    OUTPUT.write_bytes(text.encode("ascii"))
     print(OUTPUT.relative_to(REPO))
     return 0
 

@@ -1,17 +1,18 @@
 """ONNX operator schemas as plain data, read from a table shipped with the package.
 
-``onnx_schemas.json`` is generated from the installed ``onnx`` package's schemas by
+``onnx_schemas.jsonl`` is generated from the installed ``onnx`` package's schemas by
 ``tools/gen_onnx_schemas.py`` (``--check`` compares; tests/ir/ops_onnx/test_schema_table.py keeps the table
 in sync with the installed onnx). It holds, for every version of every operator of ONNX's default
 domain, what an op definition is made of (:class:`SchemaView`), so building the ``onnx`` dialect does not
 import the ``onnx`` package; ONNX's own inference and reference kernels (the fallbacks of
 :mod:`.infer` and :mod:`.kernels`) still do, when a node needs them.
 
-Table format (JSON): ``onnx_version``, ``latest_opset``, ``data_types`` (``TensorProto.DataType`` name ->
-code), ``versions`` (op type -> ``[[since_version, deprecated], ...]``, oldest first) and ``schemas``
-(op type -> the JSON text of its versions' schemas, oldest first, parsed on the op's first use), each
-``{"since_version", "deprecated", "doc", "inputs", "outputs", "attributes", "type_constraints"}``
-with parameters ``[name, option, type_str]``, attributes ``[name, kind, required, default]`` (``default``
+Table format: JSON lines. The first line is the header: ``onnx_version``, ``latest_opset``, ``data_types``
+(``TensorProto.DataType`` name -> code), ``versions`` (op type -> ``[[since_version, deprecated], ...]``,
+oldest first) and ``lines`` (op type -> ``[offset, length]`` of its line, in bytes after the header
+line). Each op's line is the list of its versions' schemas, oldest first, parsed on the op's first use:
+``{"since_version", "deprecated", "doc", "inputs", "outputs", "attributes", "type_constraints"}`` with
+parameters ``[name, option, type_str]``, attributes ``[name, kind, required, default]`` (``default``
 null when there is none, else ``[payload]``) and constraints ``[type_param, [allowed type strings]]``.
 """
 
@@ -39,7 +40,7 @@ __all__ = [
     "table_schemas",
 ]
 
-TABLE = "onnx_schemas.json"
+TABLE = "onnx_schemas.jsonl"
 
 # What an attribute without a default holds in AttrView.default.
 NO_DEFAULT: tuple = ()
@@ -158,26 +159,28 @@ def schema_from_record(name: str, record: dict[str, Any], domain: str = "") -> S
 
 
 @lru_cache(maxsize=1)
-def _table() -> dict[str, Any]:
+def _table() -> tuple[dict[str, Any], bytes]:
+    """The header and the op lines of the table (see the module docstring)."""
     data = pkgutil.get_data(__package__, TABLE)  # not importlib.resources: it imports tempfile, zipfile
     if data is None:  # pragma: no cover - only a loader without get_data
         raise FileNotFoundError(f"{TABLE} is missing from the {__package__} package")
-    return json.loads(data)
+    end = data.index(b"\n") + 1
+    return json.loads(data[:end]), data[end:]
 
 
 def table_onnx_version() -> str:
     """The version of the onnx package the table was generated from."""
-    return _table()["onnx_version"]
+    return _table()[0]["onnx_version"]
 
 
 def latest_opset() -> int:
     """The newest opset of ONNX's default domain the table knows."""
-    return int(_table()["latest_opset"])
+    return int(_table()[0]["latest_opset"])
 
 
 def data_type_code(name: str) -> int | None:
     """The ``TensorProto.DataType`` code of an element type name (``FLOAT``...), or None."""
-    return _table()["data_types"].get(name)
+    return _table()[0]["data_types"].get(name)
 
 
 # NOTE: a pure cache: op type -> its versions' views, oldest first (made from the table's text on first use)
@@ -187,7 +190,9 @@ _VIEWS: dict[str, tuple[SchemaView, ...]] = {}
 def _versions_of(op_type: str) -> tuple[SchemaView, ...]:
     found = _VIEWS.get(op_type)
     if found is None:
-        records = json.loads(_table()["schemas"][op_type])
+        header, lines = _table()
+        offset, length = header["lines"][op_type]
+        records = json.loads(lines[offset : offset + length])
         found = _VIEWS[op_type] = tuple(schema_from_record(op_type, r) for r in records)
     return found
 
@@ -218,7 +223,7 @@ def table_schemas(opset: int) -> Mapping[str, SchemaView]:
     Raises:
         ValueError: ``opset`` is not one the table knows.
     """
-    table = _table()
+    table = _table()[0]
     latest = table["latest_opset"]
     if not 1 <= opset <= latest:
         raise ValueError(
