@@ -19,7 +19,7 @@ null when there is none, else ``[payload]``) and constraints ``[type_param, [all
 from __future__ import annotations
 
 import json
-import pkgutil
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterator, Mapping
@@ -161,9 +161,9 @@ def schema_from_record(name: str, record: dict[str, Any], domain: str = "") -> S
 @lru_cache(maxsize=1)
 def _table() -> tuple[dict[str, Any], bytes]:
     """The header and the op lines of the table (see the module docstring)."""
-    data = pkgutil.get_data(__package__, TABLE)  # not importlib.resources: it imports tempfile, zipfile
-    if data is None:  # pragma: no cover - only a loader without get_data
-        raise FileNotFoundError(f"{TABLE} is missing from the {__package__} package")
+    # The package's own loader reads the file (as pkgutil.get_data does, without importing pkgutil, nor
+    # importlib.resources, which imports tempfile and zipfile).
+    data = __spec__.loader.get_data(os.path.join(os.path.dirname(__file__), TABLE))  # type: ignore[union-attr]
     end = data.index(b"\n") + 1
     return json.loads(data[:end]), data[end:]
 
