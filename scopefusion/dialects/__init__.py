@@ -33,17 +33,24 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
     loading onnxruntime.
     """
     pending: dict[str, _Pending] = {}
-    pending.update(_pending_entries("ge"))
+
+    def add(prototypes: Iterable[OpDef]) -> None:
+        for d in prototypes:
+            pending[d.qualified_name] = _Pending(OpName(d.name, d.dialect), partial(_same, d))
+
+    add(_prototypes("ge"))
     if source is None or not source.is_onnx:
-        pending.update(_pending_entries("tf"))
+        add(_prototypes("tf"))
     if source is None or source.is_onnx:
         opset = DEFAULT_ONNX_OPSET
         if source is not None:
             opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
-        pending.update(_onnx_pending_entries(opset))
-        if source is None or _uses_ops_beyond(source, _onnx_op_type_set(opset)):
-            pending.update(_pending_entries("onnxruntime"))
-    pending.update(_pending_entries("fused"))
+        onnx_names = _onnx_op_types(opset)
+        for name in onnx_names:
+            pending[f"{_ONNX_DIALECT}.{name}"] = _Pending(OpName(name, _ONNX_DIALECT), partial(_onnx_prototype, opset, name))
+        if source is None or _uses_ops_beyond(source, set(onnx_names)):
+            add(_prototypes("onnxruntime"))
+    add(_prototypes("fused"))
     registry = _CopiedOnUseRegistry(pending)
     for d in extra:
         registry.register(d)
@@ -162,26 +169,6 @@ def _prototypes(dialect: str) -> tuple[OpDef, ...]:
 
 
 @lru_cache(maxsize=None)
-def _pending_entries(dialect: str) -> tuple[tuple[str, _Pending], ...]:
-    """A builtin dialect's definitions as registry entries not copied in yet (made once per process)."""
-    return tuple((d.qualified_name, _Pending(OpName(d.name, d.dialect), partial(_same, d))) for d in _prototypes(dialect))
-
-
-@lru_cache(maxsize=None)
-def _onnx_pending_entries(opset: int) -> tuple[tuple[str, _Pending], ...]:
-    """The ONNX definitions at ``opset`` as registry entries, each made from its schema when first copied in."""
-    return tuple(
-        (f"{_ONNX_DIALECT}.{name}", _Pending(OpName(name, _ONNX_DIALECT), partial(_onnx_prototype, opset, name)))
-        for name in _onnx_op_types(opset)
-    )
-
-
-@lru_cache(maxsize=None)
-def _onnx_op_type_set(opset: int) -> frozenset[str]:
-    return frozenset(_onnx_op_types(opset))
-
-
-@lru_cache(maxsize=None)
 def _onnx_op_types(opset: int) -> tuple[str, ...]:
     """The op types of ONNX's default domain at ``opset``, sorted (their schemas read once per process)."""
     return tuple(_onnx_schemas(opset))
@@ -202,7 +189,7 @@ def _onnx_prototype(opset: int, op_type: str) -> OpDef:
     return opdef_from_schema(_onnx_schemas(opset)[op_type], opset)
 
 
-def _uses_ops_beyond(source: "SourceGraph", default_domain_ops: frozenset[str]) -> bool:
+def _uses_ops_beyond(source: "SourceGraph", default_domain_ops: set[str]) -> bool:
     """Whether some node of ``source`` (bodies included) is outside ONNX's default domain or neither one of
     ``default_domain_ops`` nor a graph input, initializer or outer-scope value of the frontend."""
     from ..parser.source_graph import INITIALIZER_OP, INPUT_OP, OUTER_SCOPE_OP
