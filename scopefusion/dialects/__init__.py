@@ -8,7 +8,7 @@ them; the ONNX definitions follow the model's opset.
 from __future__ import annotations
 
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..ir.opdef import OpDef, OpRegistry
 
@@ -175,10 +175,10 @@ def _onnx_op_types(opset: int) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
-def _onnx_schemas(opset: int) -> Mapping[str, Any]:
+def _onnx_schemas(opset: int) -> dict[str, Any]:
     from .onnx.schemas import default_domain_schemas
 
-    return default_domain_schemas(opset)
+    return default_domain_schemas(opset)  # type: ignore[return-value]  # a Mapping of lazily made views
 
 
 @lru_cache(maxsize=None)
