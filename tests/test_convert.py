@@ -164,7 +164,8 @@ def test_the_convert_command_imports_no_runtime_framework_or_report(onnx_attenti
 
 
 # What a conversion needs none of: the other framework's parser and dialect (and ONNX's package for a
-# TensorFlow model, and ml_dtypes for one without bfloat16 or float8 tensors), the writers, the executors,
+# TensorFlow model, and ml_dtypes for one without bfloat16 or float8 tensors; ONNX's package for an ONNX model
+# whose nodes the dialect infers natively), the writers, the executors,
 # TensorFlow, the command line and its libraries, the reports.
 NOT_NEEDED = (
     "onnxruntime", "tensorflow", "rich", "typer", "pydantic", "scopefusion.serde", "scopefusion.runtime",
@@ -172,7 +173,8 @@ NOT_NEEDED = (
 )  # fmt: skip
 NOT_NEEDED_FOR_TF = ("onnx", "scopefusion.parser.onnx_frontend", "scopefusion.dialects.onnx", "ml_dtypes",
                      "importlib.metadata", "hashlib", "logging", "importlib.resources", "tempfile", "difflib")
-NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto", "scopefusion.dialects.tf")
+NOT_NEEDED_FOR_ONNX = ("scopefusion.parser.tf_graphdef", "scopefusion.parser.proto.tf_framework_pb2", "scopefusion.dialects.tf",
+                       "onnx")
 
 
 # Built-in dataflow patterns a conversion of these models never uses: they stay unbuilt (deferred).

@@ -200,7 +200,7 @@ def _onnx_op_type_set(opset: int) -> frozenset[str]:
 def _onnx_schemas(opset: int) -> dict[str, Any]:
     from .onnx.schemas import default_domain_schemas
 
-    return default_domain_schemas(opset)
+    return default_domain_schemas(opset)  # type: ignore[return-value]  # a Mapping of lazily made views
 
 
 @lru_cache(maxsize=None)

@@ -460,6 +460,11 @@ class InferContext:
     def num_inputs(self) -> int:
         return len(self._inputs)
 
+    @property
+    def inputs(self) -> Sequence[InputInfo | None]:
+        """Every input's info in slot order, None where absent (as :meth:`input` gives them); read only."""
+        return self._inputs
+
     def input(self, i: int) -> InputInfo:
         if not 0 <= i < len(self._inputs):
             raise InferenceError(self.describe(f"input {i} asked, the node has {len(self._inputs)}"))

@@ -12,6 +12,10 @@
   overloaded); attributes that refer to the caller's attributes are :class:`.AttrPlaceholder`.
 * ``raw_data`` of large tensors are zero-copy views of the mmap'd file; external data is read from files
   inside the model's directory only.
+
+The model is parsed with the messages of :mod:`.proto.onnx_model_pb2` (the ONNX schema declared for
+scopefusion, with UTF-8 checks of string fields at C speed), so loading a model does not import the
+``onnx`` package.
 """
 
 from __future__ import annotations
@@ -20,13 +24,13 @@ import os
 from typing import Any, Mapping
 
 import numpy as np
-import onnx
 from google.protobuf import message as _message
 from google.protobuf.descriptor import FieldDescriptor
 
 from ..dtypes import from_onnx
 from ..errors import ModelLoadError, ParseError
 from .onnx_tensors import ExternalData, sparse_to_numpy, tensor_to_numpy
+from .proto import onnx_model_pb2 as _pb
 from .source_graph import (
     ABSENT_INPUT,
     FRAMEWORK_ONNX,
@@ -42,7 +46,11 @@ from .tf_attrs import text
 from .values import AttrPlaceholder
 from .wire import CUT, Cut, Path, Spec, WireError, strip
 
-__all__ = ["MODEL_SPEC", "onnx_graph_from_buffer", "graph_from_model"]
+__all__ = ["LATEST_DEFAULT_OPSET", "MODEL_SPEC", "onnx_graph_from_buffer", "graph_from_model"]
+
+# The newest opset of ONNX's default domain: the installed onnx package's, which the op schemas of the
+# ``onnx`` dialect are generated from (tools/gen_onnx_schemas.py); tests/parser/test_onnx_proto.py checks both.
+LATEST_DEFAULT_OPSET = 28
 
 _TENSOR = Spec({9: CUT})
 _GRAPH = Spec()
@@ -51,7 +59,7 @@ _NODE = Spec({5: _ATTR})
 _GRAPH.fields.update({1: _NODE, 5: _TENSOR})
 MODEL_SPEC = Spec({7: _GRAPH, 25: Spec({7: _NODE})})
 
-_A = onnx.AttributeProto
+_A = _pb.AttributeProto
 _RAW = ((9, 0),)
 
 
@@ -185,7 +193,7 @@ class _Builder:
         node_outputs = [list(node.output) for node in node_protos]
         defined = set(synthetic)
         for outs in node_outputs:
-            defined.update(o for o in outs if o)
+            defined.update(filter(None, outs))
         visible = outer | defined
 
         # Decode every node (subgraphs first, so their outer reads are known before naming).
@@ -212,8 +220,9 @@ class _Builder:
         # Tensors read here but defined in an enclosing graph.
         referenced: list[str] = []
         for (_, _, _, implicit), ins in zip(decoded, node_inputs):
-            referenced.extend(i for i in ins if i)
-            referenced.extend(implicit)
+            referenced.extend(filter(None, ins))
+            if implicit:
+                referenced.extend(implicit)
         out_names = list(proto.output) if is_function else [o.name for o in proto.output]
         referenced.extend(out_names)
         captures = []
@@ -248,7 +257,7 @@ class _Builder:
             while raw and not raw[-1]:
                 raw.pop()
             inputs_ = [producers[t] if t else ABSENT_INPUT for t in raw]
-            controls = list(dict.fromkeys(producers[t][0] for t in implicit))
+            controls = list(dict.fromkeys(producers[t][0] for t in implicit)) if implicit else []
             domain = node.domain
             if domain == "ai.onnx":
                 domain = ""
@@ -386,58 +395,59 @@ def _views(cuts: list[Cut], buffer) -> dict[Path, tuple[Any, int, int]]:
     return {cut.path: (buffer, cut.offset, cut.length) for cut in cuts}
 
 
-# The ModelProto schema declared proto3, whose parser checks that string fields are UTF-8; made on first use.
-_CHECKING_MODEL: list[Any] = []
+# The same schema without the UTF-8 check of string fields, to name a bad field; made on first use.
+_UNCHECKED_MODEL: list[Any] = []
+_OUR_PACKAGE = _pb.DESCRIPTOR.package
+_UNCHECKED_PACKAGE = "scopefusion_unchecked." + _OUR_PACKAGE
 
 
 def _strings_are_utf8(serialized: bytes) -> bool:
-    """Whether every string field of the serialized ModelProto is valid UTF-8, told at C speed by parsing
-    it again with the same schema declared proto3 (ONNX's own is proto2, whose parser does not check).
-    False also when that parse fails for another reason: :func:`_non_utf8_field` then looks field by field."""
-    if not _CHECKING_MODEL:
-        try:
-            _CHECKING_MODEL.append(_proto3_model_class())
-        except Exception:  # a schema this cannot redeclare (a later onnx): every string is looked at instead
-            _CHECKING_MODEL.append(None)
-    if _CHECKING_MODEL[0] is None:
-        return False
+    """Whether every string field of the serialized ModelProto is valid UTF-8 (False also when the bytes
+    do not parse for another reason: :func:`_non_utf8_field` then looks field by field)."""
     try:
-        _CHECKING_MODEL[0]().ParseFromString(serialized)
+        _pb.ModelProto.FromString(serialized)
     except _message.DecodeError:
         return False
     return True
 
 
-def _proto3_model_class() -> Any:
+def _unchecked_model_class() -> Any:
+    """The ModelProto class of :mod:`.proto.onnx_model_pb2`'s schema with UTF-8 checks off (as the onnx
+    package's proto2 schema parses), in a pool of its own."""
+    if _UNCHECKED_MODEL:
+        return _UNCHECKED_MODEL[0]
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     schema = descriptor_pb2.FileDescriptorProto()
-    onnx.ModelProto.DESCRIPTOR.file.CopyToProto(schema)
-    if schema.dependency:
-        raise ValueError("the ONNX schema imports other files")
-    package = schema.package
-    schema.name = "scopefusion_utf8/" + schema.name
-    schema.package = "scopefusion_utf8." + package
-    schema.syntax = "proto3"
+    _pb.DESCRIPTOR.CopyToProto(schema)
+    schema.name = "scopefusion_unchecked/" + schema.name
+    schema.package = _UNCHECKED_PACKAGE
+    schema.options.features.utf8_validation = descriptor_pb2.FeatureSet.NONE
     pending = list(schema.message_type)
     while pending:
         declared = pending.pop()
         pending.extend(declared.nested_type)
         for field in declared.field:
-            field.ClearField("default_value")
-            if field.label == field.LABEL_REQUIRED:
-                field.label = field.LABEL_OPTIONAL
-            if field.type_name.startswith(f".{package}."):
-                field.type_name = ".scopefusion_utf8" + field.type_name
+            if field.type_name.startswith(f".{_OUR_PACKAGE}."):
+                field.type_name = ".scopefusion_unchecked" + field.type_name
     pool = descriptor_pool.DescriptorPool()
     pool.Add(schema)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"scopefusion_utf8.{package}.ModelProto"))
+    found = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_UNCHECKED_PACKAGE}.ModelProto"))
+    _UNCHECKED_MODEL.append(found)
+    return found
 
 
-def graph_from_model(model: onnx.ModelProto, where: str, views: Mapping[Path, tuple[Any, int, int]] | None = None,
+def _decode_error_text(exc: _message.DecodeError) -> str:
+    """The decode error's text, naming the messages by their ONNX names (``onnx.ModelProto``)."""
+    text = str(exc) or "protobuf decode error"
+    return text.replace(f"'{_UNCHECKED_PACKAGE}.", "'onnx.").replace(f"'{_OUR_PACKAGE}.", "'onnx.")
+
+
+def graph_from_model(model: Any, where: str, views: Mapping[Path, tuple[Any, int, int]] | None = None,
                      base_dir: str | None = None, *, strings_checked: bool = False) -> SourceGraph:
-    """Converts a parsed ModelProto; ``views`` are cut raw data by wire path (see :mod:`.wire`);
-    ``strings_checked``: the model's string fields are known to be UTF-8 (:func:`_strings_are_utf8`).
+    """Converts a parsed ModelProto (of :mod:`.proto.onnx_model_pb2` or of the onnx package); ``views`` are
+    cut raw data by wire path (see :mod:`.wire`); ``strings_checked``: the model's string fields are known
+    to be UTF-8 (:func:`_strings_are_utf8`).
 
     Raises:
         ModelLoadError: no graph, or external data that cannot be read safely.
@@ -484,21 +494,26 @@ def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, thre
         small, cuts = strip(reader, 0, len(reader), MODEL_SPEC, threshold)
     except WireError as exc:
         raise ModelLoadError(f"{where}: not a valid ONNX model ({exc}); the file is truncated or another format") from None
-    model = onnx.ModelProto()
+    model = _pb.ModelProto()
+    strings_checked = True
     try:
         model.ParseFromString(small)
-    except _message.DecodeError as exc:
-        raise ModelLoadError(f"{where}: not a valid ONNX model ({exc or 'protobuf decode error'}); the file is truncated or another format") from None
-    return graph_from_model(model, where, _views(cuts, buffer), base_dir, strings_checked=_strings_are_utf8(small))
+    except _message.DecodeError:
+        # Corrupt, or a string field is not UTF-8: parsed again unchecked, the field walk names the field.
+        model = _unchecked_model_class()()
+        strings_checked = False
+        try:
+            model.ParseFromString(small)
+        except _message.DecodeError as exc:
+            raise ModelLoadError(f"{where}: not a valid ONNX model ({_decode_error_text(exc)}); the file is truncated or another format") from None
+    return graph_from_model(model, where, _views(cuts, buffer), base_dir, strings_checked=strings_checked)
 
 
 def _check_default_opset(opset: int | None, where: str) -> None:
     """The default domain's opset must be one the installed onnx knows (1..latest)."""
     if opset is None:
         return
-    from onnx import defs
-
-    latest = defs.onnx_opset_version()
+    latest = LATEST_DEFAULT_OPSET
     if opset < 1:
         raise ModelLoadError(f"{where}: the model imports ONNX opset {opset}; opsets start at 1, so the file is corrupt")
     if opset > latest:

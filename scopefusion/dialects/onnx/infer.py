@@ -89,7 +89,11 @@ def attach(opdef: OpDef, op: "OnnxOp") -> None:
 
     def infer_dtype(ctx: InferContext) -> None:
         # The one answer gives the shapes too: set here, the shape hook then has nothing left to do.
-        for i, (shape, dtype) in enumerate(_inferred(ctx, op)):
+        answer = native_answer(ctx, op)
+        if answer is None:
+            answer = _onnx_answer(ctx, op, answer_cache(ctx.opdef))
+        ctx.__dict__[_CACHE] = answer
+        for i, (shape, dtype) in enumerate(answer):
             ctx.set_output_dtype(i, dtype)
             ctx.set_output_shape(i, shape)
 
@@ -204,14 +208,15 @@ def _run_onnx(ctx: InferContext, op: "OnnxOp") -> list[tuple[tuple[int, ...] | N
             data[f"i{i}"] = tensor_proto(info.data, f"i{i}")
     node = node_proto(op.op_type, present, ctx.num_outputs, node_attrs(ctx, op), op.attr_kinds, op.domain)
     try:
+        schema = op.onnx_schema()
         answer = shape_inference.infer_node_outputs(
-            op.schema, node, types, data, opset_imports=[helper.make_opsetid(op.domain, op.opset)]
+            schema, node, types, data, opset_imports=[helper.make_opsetid(op.domain, op.opset)]
         )
     except (onnx.shape_inference.InferenceError, RuntimeError, ValueError) as e:
         reason = " ".join(str(e).split())
         raise InferenceError(ctx.describe(f"ONNX opset {op.opset} inference rejects the node: {reason}")) from None
-    if not op.schema.has_type_and_shape_inference_function:
-        answer.update(_function_inference(op, node, [types.get(name) for name in node.input]))
+    if not schema.has_type_and_shape_inference_function:
+        answer.update(_function_inference(schema, node, [types.get(name) for name in node.input]))
     out = []
     for i in range(ctx.num_outputs):
         t = answer.get(f"o{i}")
@@ -224,14 +229,13 @@ def _run_onnx(ctx: InferContext, op: "OnnxOp") -> list[tuple[tuple[int, ...] | N
     return out
 
 
-def _function_inference(op: "OnnxOp", node: Any, types: list[Any]) -> dict[str, Any]:
+def _function_inference(schema: Any, node: Any, types: list[Any]) -> dict[str, Any]:
     """Output types through the op's function body, for schemas (LessOrEqual-12...) with no inference
     function of their own; empty when the body cannot be had or inferred (dtypes then come from the
     schema's constraints)."""
     import onnx
     from onnx import shape_inference
 
-    schema = op.schema
     try:
         if schema.has_function:
             function = schema.function_body

@@ -162,7 +162,7 @@ def _num_outputs(op: "OnnxOp", inputs: Sequence[Any], attrs: dict[str, Any]) -> 
             return len(attrs["split"])
         raise ValueError("Split with neither a split input nor num_outputs needs its output count in attrs['_num_outputs']")
     last = schema.outputs[-1] if schema.outputs else None
-    if last is not None and last.option.name == "Variadic":
+    if last is not None and last.option == "Variadic":
         raise ValueError(f"{op.op_type} has variadic outputs; give their count in attrs['_num_outputs']")
     return len(schema.outputs)
 

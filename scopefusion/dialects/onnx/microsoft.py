@@ -17,7 +17,6 @@ are cached by the serialized model, so a repeated node costs one lookup.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -25,7 +24,8 @@ import numpy as np
 from ...errors import InferenceError
 from ...ir.opdef import InferContext, OpDef
 from . import MICROSOFT_DIALECT
-from .protos import dtype_of_type_str, input_type_proto, node_proto, tensor_proto
+from .protos import attr_payload, dtype_of_type_str, input_type_proto, node_proto, tensor_proto
+from .schema_table import NO_DEFAULT, AttrView, ConstraintView, ParamView, SchemaView, first_paragraph
 
 if TYPE_CHECKING:  # pragma: no cover
     from .schemas import OnnxOp
@@ -42,47 +42,8 @@ _SESSIONS: "OrderedDict[bytes, Any]" = OrderedDict()
 
 
 # ----------------------------------------------------------------------------- schemas
-@dataclass(frozen=True)
-class _Param:
-    name: str
-    option: Any
-    type_str: str
-
-
-@dataclass(frozen=True)
-class _Kind:
-    name: str
-
-
-@dataclass(frozen=True)
-class _Attr:
-    type: Any
-    required: bool
-    default_value: Any  # onnx.AttributeProto or None
-
-
-@dataclass(frozen=True)
-class _Constraint:
-    type_param_str: str
-    allowed_type_strs: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _OrtSchema:
-    """An onnxruntime schema seen through the attributes :func:`~.schemas.opdef_from_schema` reads."""
-
-    name: str
-    domain: str
-    since_version: int
-    doc: str
-    inputs: tuple[_Param, ...]
-    outputs: tuple[_Param, ...]
-    attributes: dict[str, _Attr]
-    type_constraints: tuple[_Constraint, ...]
-    deprecated: bool = False
-
-
-def _view(schema: Any) -> _OrtSchema:
+def _view(schema: Any) -> SchemaView:
+    """An onnxruntime schema as the view :func:`~.schemas.opdef_from_schema` reads."""
     import onnx
 
     attrs = {}
@@ -90,17 +51,18 @@ def _view(schema: Any) -> _OrtSchema:
         raw = getattr(a, "_default_value", b"")
         default = onnx.AttributeProto.FromString(raw) if raw else None
         # onnxruntime's binding leaves some kinds unnamed (TYPE_PROTO): name them by ONNX's enum
-        kind = _Kind(onnx.AttributeProto.AttributeType.Name(int(a.type)))
-        attrs[name] = _Attr(kind, bool(a.required), default if default is not None and default.type else None)
-    return _OrtSchema(
+        kind = onnx.AttributeProto.AttributeType.Name(int(a.type))
+        held = (attr_payload(default),) if default is not None and default.type else NO_DEFAULT
+        attrs[name] = AttrView(kind, bool(a.required), held)
+    return SchemaView(
         name=schema.name,
         domain=schema.domain,
         since_version=schema.since_version,
-        doc=schema.doc or "",
-        inputs=tuple(_Param(p.name, p.option, p.typeStr) for p in schema.inputs),
-        outputs=tuple(_Param(p.name, p.option, p.typeStr) for p in schema.outputs),
+        doc=first_paragraph(schema.doc),
+        inputs=tuple(ParamView(p.name, p.option.name, p.typeStr) for p in schema.inputs),
+        outputs=tuple(ParamView(p.name, p.option.name, p.typeStr) for p in schema.outputs),
         attributes=attrs,
-        type_constraints=tuple(_Constraint(c.type_param_str, tuple(c.allowed_type_strs)) for c in schema.type_constraints),
+        type_constraints=tuple(ConstraintView(c.type_param_str, tuple(c.allowed_type_strs)) for c in schema.type_constraints),
         deprecated=bool(schema.deprecated),
     )
 

@@ -33,10 +33,14 @@ MIN_OPSET = 13
 _PREPARED: dict[tuple[str, str, int], tuple[Callable[..., Answer], tuple[tuple[str, frozenset], ...]] | None] = {}
 
 
+_UNPREPARED = object()
+
+
 def _prepared(op: "OnnxOp") -> tuple[Callable[..., Answer], tuple[tuple[str, frozenset], ...]] | None:
     key = (op.op_type, op.domain, op.opset)
-    if key in _PREPARED:
-        return _PREPARED[key]
+    found = _PREPARED.get(key, _UNPREPARED)
+    if found is not _UNPREPARED:
+        return found  # type: ignore[return-value]
     fn = NATIVE_OPS.get(op.op_type)
     found = None
     if fn is not None and op.domain == "" and op.opset >= MIN_OPSET and op.input_types:
@@ -57,21 +61,18 @@ def native_answer(ctx: InferContext, op: "OnnxOp") -> Answer | None:
     if prepared is None:
         return None
     fn, types = prepared
-    inputs: list[InputInfo | None] = []
+    inputs = ctx.inputs
     bound: dict[str, DType] = {}
     last = len(types) - 1
-    for i in range(ctx.num_inputs):
-        if not ctx.has_input(i):
-            inputs.append(None)
+    for i, info in enumerate(inputs):
+        if info is None:
             continue
-        info = ctx.input(i)
         dtype = info.dtype
         if dtype is None or info.shape is None:
             return None
         type_str, allowed = types[i if i < last else last]
         if dtype not in allowed or bound.setdefault(type_str, dtype) != dtype:
             return None
-        inputs.append(info)
     kinds = op.attr_kinds
     try:
         return fn(inputs, lambda name: ctx.attr(name) if name in kinds else None, ctx.num_outputs, bound)
@@ -105,7 +106,7 @@ def _ints(info: InputInfo | None) -> list[int]:
     assert info is not None
     data = np.asarray(info.data)
     _need(data.ndim == 1 and data.dtype.kind in "iu")
-    return [int(v) for v in data]
+    return data.tolist()  # Python ints
 
 
 def _axis(axis: int, rank: int) -> int:

@@ -22,6 +22,7 @@ from ...dtypes import DType, from_onnx
 from ...ir import attrs as A
 from ...ir.attrs import AttrType
 from ...ir.opdef import InputInfo
+from .schema_table import data_type_code
 
 __all__ = [
     "ATTR_TYPES",
@@ -67,16 +68,19 @@ def _encode(s: str) -> bytes:
 
 def dtype_of_type_str(type_str: str) -> DType | None:
     """The element dtype of an ONNX type string (``tensor(float)``, ``seq(tensor(int64))``), or None."""
-    import onnx
-
+    found = _TYPE_STR_DTYPES.get(type_str, _UNKNOWN)
+    if found is not _UNKNOWN:
+        return found  # type: ignore[return-value]
     inner = type_str
     while "(" in inner:
         inner = inner[inner.index("(") + 1 : inner.rindex(")")]
-    try:
-        code = onnx.TensorProto.DataType.Value(inner.upper())
-    except ValueError:
-        return None
-    return from_onnx(code)
+    code = data_type_code(inner.upper())
+    found = _TYPE_STR_DTYPES[type_str] = None if code is None else from_onnx(code)
+    return found
+
+
+_UNKNOWN = object()
+_TYPE_STR_DTYPES: dict[str, DType | None] = {}  # NOTE: a pure cache of dtype_of_type_str
 
 
 def wrapper_of(type_strs: Iterable[str]) -> str:

@@ -1,5 +1,9 @@
 """Op definitions of the ``onnx`` dialect, made from ONNX's own operator schemas.
 
+The schemas come from the table :mod:`.schema_table` ships (generated from the onnx package's), as
+:class:`~.schema_table.SchemaView` objects; an ``onnx.defs.OpSchema`` given here is read through
+:func:`~.schema_table.schema_view`.
+
 For an opset version, every operator of ONNX's default domain that exists (and is not deprecated) at
 that version becomes one :class:`~scopefusion.ir.opdef.OpDef` named after the op type, dialect
 ``onnx``, ``open_attrs=True``:
@@ -26,12 +30,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ...ir import attrs as A
 from ...ir.opdef import OpDef, ParamType
 from . import control_flow, infer, kernels
-from .protos import ATTR_TYPES, TENSOR, attr_payload, dtype_of_type_str, wrapper_of
+from .protos import ATTR_TYPES, TENSOR, dtype_of_type_str, wrapper_of
+from .schema_table import SchemaView, schema_view, table_schemas
 
 __all__ = [
     "MEMORY_FORWARD",
@@ -94,7 +99,7 @@ class OnnxOp:
     op_type: str
     domain: str
     opset: int
-    schema: Any  # onnx.defs.OpSchema
+    schema: SchemaView
     attr_kinds: dict[str, str]  # attribute name -> ONNX kind name ("INTS"...)
     input_wrappers: tuple[str, ...]  # per formal input: tensor / seq / optional / optional_seq
     input_types: tuple[str, ...]  # per formal input: its type string ("T", "tensor(int64)")
@@ -106,7 +111,7 @@ class OnnxOp:
         """How many leading outputs are not optional."""
         n = 0
         for p in self.schema.outputs:
-            if p.option.name == "Optional":
+            if p.option == "Optional":
                 break
             n += 1
         return max(n, 1)
@@ -124,6 +129,12 @@ class OnnxOp:
     def allowed(self, type_str: str) -> tuple[str, ...]:
         return self.constraints.get(type_str, (type_str,))
 
+    def onnx_schema(self) -> Any:
+        """The onnx package's ``OpSchema`` of this op and opset (imports ``onnx``), for ONNX's own inference."""
+        from onnx import defs
+
+        return defs.get_schema(self.op_type, self.opset, self.domain)
+
 
 def _identifier(name: str) -> str:
     out = re.sub(r"\W", "_", name).strip("_") or "x"
@@ -136,6 +147,9 @@ def _dtypes(type_strs: tuple[str, ...]) -> frozenset | None:
 
 
 def onnx_op(schema: Any, opset: int) -> OnnxOp:
+    """What inference needs of a schema (a :class:`~.schema_table.SchemaView` or an ``onnx.defs.OpSchema``)."""
+    if not isinstance(schema, SchemaView):
+        schema = schema_view(schema)
     constraints = {tc.type_param_str: tuple(tc.allowed_type_strs) for tc in schema.type_constraints}
 
     def allowed(type_str: str) -> tuple[str, ...]:
@@ -146,7 +160,7 @@ def onnx_op(schema: Any, opset: int) -> OnnxOp:
         domain=schema.domain,
         opset=opset,
         schema=schema,
-        attr_kinds={name: a.type.name for name, a in schema.attributes.items()},
+        attr_kinds={name: a.kind for name, a in schema.attributes.items()},
         input_wrappers=tuple(wrapper_of(allowed(p.type_str)) for p in schema.inputs),
         input_types=tuple(p.type_str for p in schema.inputs),
         output_types=tuple(p.type_str for p in schema.outputs),
@@ -163,7 +177,8 @@ def opdef_from_schema(
     :mod:`.kernels`), or the bodies' for control flow.
     """
     op = onnx_op(schema, opset)
-    doc = (schema.doc or "").strip().split("\n\n")[0].strip()
+    schema = op.schema
+    doc = schema.doc
     opdef = OpDef(schema.name, dialect, doc=doc, open_attrs=True)
     attr_names = set(schema.attributes)
     depend = VALUE_DEPEND.get(schema.name, frozenset())
@@ -175,7 +190,7 @@ def opdef_from_schema(
         taken.add(name)
         opdef.input(
             name,
-            _PARAM[p.option.name],
+            _PARAM[p.option],
             dtypes=_dtypes(op.allowed(p.type_str)),
             value_depend=p.name in depend,
         )
@@ -184,13 +199,11 @@ def opdef_from_schema(
         if name in taken:
             name = f"{name}_output"
         taken.add(name)
-        opdef.output(name, _PARAM[p.option.name], dtypes=_dtypes(op.allowed(p.type_str)))
+        opdef.output(name, _PARAM[p.option], dtypes=_dtypes(op.allowed(p.type_str)))
     for name, a in sorted(schema.attributes.items()):
-        kind = a.type.name
-        type_id = ATTR_TYPES[kind]
-        default = a.default_value
-        if default is not None and default.type != 0:
-            opdef.attr(name, type_id, default=attr_payload(default))
+        type_id = ATTR_TYPES[a.kind]
+        if a.default:
+            opdef.attr(name, type_id, default=a.default[0])
         elif a.required and type_id not in (A.GRAPH, A.LIST_GRAPH):
             opdef.attr(name, type_id)
         else:
@@ -212,26 +225,11 @@ def default_domain_definitions(opset: int) -> list[OpDef]:
     return [opdef_from_schema(schema, opset) for schema in default_domain_schemas(opset).values()]
 
 
-def default_domain_schemas(opset: int) -> dict[str, Any]:
-    """The schema (``onnx.defs.OpSchema``) of each operator of ONNX's default domain that exists and is
-    not deprecated at ``opset``, by op type, sorted."""
-    import onnx
-    from onnx import defs
+def default_domain_schemas(opset: int) -> Mapping[str, SchemaView]:
+    """The schema of each operator of ONNX's default domain that exists and is not deprecated at ``opset``,
+    by op type, sorted (from the table of :mod:`.schema_table`).
 
-    latest = defs.onnx_opset_version()
-    if not 1 <= opset <= latest:
-        raise ValueError(f"ONNX opset {opset} is not known to the installed onnx {onnx.__version__} (1..{latest}); upgrade onnx")
-    # the latest schema of every operator names every op type there is, and is the one of ``opset`` when
-    # it is not newer (looking the others up one by one costs a schema object each)
-    latest_schemas = {s.name: s for s in defs.get_all_schemas() if s.domain == ""}
-    out = {}
-    for name in sorted(latest_schemas):
-        schema = latest_schemas[name]
-        if schema.since_version > opset:
-            if not defs.has(name, opset, ""):
-                continue  # introduced after this opset
-            schema = defs.get_schema(name, opset, "")
-        if schema.deprecated:
-            continue
-        out[name] = schema
-    return out
+    Raises:
+        ValueError: ``opset`` is not a version the table (the installed onnx) knows.
+    """
+    return table_schemas(opset)
