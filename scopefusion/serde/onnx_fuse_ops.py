@@ -195,7 +195,7 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
     node.input = [x, factor]
     index.readers[factor].append(node)
     del node.output[1:]
-    node.attribute = []
+    node.clear_attrs()
     return True
 
 
@@ -236,5 +236,7 @@ def _hard_sigmoid(index: "GraphIndex", clip) -> bool:
     scale.op_type = "HardSigmoid"  # the Add and the Clip, read no more, go as dead nodes
     scale.input = [x]
     index.readers[x].append(scale)
-    scale.attribute = [helper.make_attribute("alpha", float(np.float32(1 / 6))), helper.make_attribute("beta", 0.5)]
+    scale.clear_attrs()
+    scale.set_attr("alpha", float(np.float32(1 / 6)))
+    scale.set_attr("beta", 0.5)
     return True
