@@ -186,3 +186,31 @@ def test_random_ops_past_opset_21_fail_saying_which_opset_works(random_ops_pb):
     for op_type in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"):
         assert f"tf.{op_type} x" in message
     assert "have no onnxruntime kernel; export at --opset 21 or lower" in message
+
+
+def _special_values(dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of ±inf, ±0, ±1.5, ±1e-30, ±1e30 and NaN (no quotient is subnormal: TensorFlow flushes
+    those to zero on CPU, onnxruntime does not)."""
+    values = np.asarray([np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5, 1e-30, -1e-30, 1e30, -1e30, np.nan], dtype)
+    y, x = np.meshgrid(values, values, indexing="ij")
+    return y.astype(dtype), x.astype(dtype)
+
+
+@pytest.mark.parametrize("opset", [17, 23])
+@pytest.mark.parametrize("dtype", [np.float32])  # onnxruntime has no float64 Atan kernel
+def test_atan2_at_infinities_zeros_and_nan_is_tensorflows_atan2(dtype, opset, frozen):
+    import tensorflow as tf
+
+    y, x = _special_values(dtype)
+    path = frozen(f"atan2_special_{np.dtype(dtype).name}", lambda a, b: tf.math.atan2(a, b), (y, x), (0, 1))
+    proto = model_to_onnx(convert(path), opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (ours,) = session.run(None, {"in0": y, "in1": x})
+    theirs = tf.math.atan2(y, x).numpy()
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    for i, j in zip(*np.nonzero(~(np.isclose(ours, theirs, rtol=1e-6, atol=0, equal_nan=True)
+                                    & (np.signbit(ours) == np.signbit(theirs)) | np.isnan(theirs) & np.isnan(ours)))):
+        pytest.fail(f"atan2({y[i, j]}, {x[i, j]}) at opset {opset}: ours {ours[i, j]}, TensorFlow {theirs[i, j]}")
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs))
+    assert np.isclose(theirs[0, 0], np.pi / 4) and np.isclose(theirs[1, 1], -3 * np.pi / 4)  # the cases once wrong

@@ -3,8 +3,8 @@ InTopKV2, BroadcastGradientArgs.
 
 * ``Atan2(y, x)`` → ``Atan(y / x)``, plus ``π`` (``y`` positive) or ``-π`` (``y`` negative) where ``x`` is
   negative; the signs of zeros count as IEEE's ``atan2`` counts them (``-0`` is negative: its reciprocal is
-  ``-inf``), and ``y = ±0`` gives ``±0`` or ``±π``. Two infinite operands give NaN where C gives ``±π/4``
-  or ``±3π/4``.
+  ``-inf``). Two infinite operands are replaced by their signs first (``±π/4`` or ``±3π/4``, as in
+  TensorFlow), and ``x = ±0`` by ``±1`` where ``y = ±0`` too (``±0`` or ``±π``); NaN stays NaN.
 * ``Cumprod(x, axis)`` → ``ReduceProd`` over a masked copy: ``out[i] = ∏ x[j]`` for ``j ≤ i`` (``j < i``
   with ``exclusive``; ``≥`` / ``>`` with ``reverse``), the other factors replaced by 1. It holds ``n²``
   elements per scanned line (``n`` the axis length).
@@ -27,16 +27,26 @@ __all__ = ["LOWERINGS"]
 
 
 def _atan2(e: LoweringEmitter) -> None:
-    y, x = e.input(0), e.input(1)
+    # NOTE: onnxruntime's Where turns a -0 it takes from its second input into +0, so every Where here takes
+    # a zero only from its third input; the signed zeros then come out of Div and Atan.
     dtype = e.dtype(0)
-    zero = e.typed_scalar(0, dtype, "zero")
-    negative_x = e.op("Less", [e.op("Reciprocal", [x])[0], zero])[0]
-    negative_y = e.op("Less", [e.op("Reciprocal", [y])[0], zero])[0]
+    zero, one, minus_one = (e.typed_scalar(v, dtype, hint) for v, hint in ((0, "zero"), (1, "one"), (-1, "minus_one")))
+    y, x = e.input(0), e.input(1)
+    both_infinite = e.op("And", [e.op("IsInf", [y])[0], e.op("IsInf", [x])[0]])[0]
+    y = e.op("Where", [both_infinite, e.op("Sign", [y])[0], y])[0]  # atan2(±inf, ±inf) = atan2(±1, ±1)
+    x = e.op("Where", [both_infinite, e.op("Sign", [x])[0], x])[0]
+    negative_x = _negative(e, x, zero)
+    both_zero = e.op("And", [e.op("Equal", [y, zero])[0], e.op("Equal", [x, zero])[0]])[0]
+    x = e.op("Where", [both_zero, e.op("Where", [negative_x, minus_one, one])[0], x])[0]  # atan2(±0, ±0) = atan2(±0, ±1)
     angle = e.op("Atan", [e.op("Div", [y, x])[0]])[0]
-    angle = e.op("Where", [e.op("Equal", [y, zero])[0], y, angle])[0]
-    half_turn = e.op("Where", [negative_y, e.typed_scalar(-np.pi, dtype, "minus_pi"),
+    half_turn = e.op("Where", [_negative(e, y, zero), e.typed_scalar(-np.pi, dtype, "minus_pi"),
                                e.typed_scalar(np.pi, dtype, "pi")])[0]
-    e.result("Add", [angle, e.op("Where", [negative_x, half_turn, zero])[0]])
+    e.result("Where", [negative_x, e.op("Add", [angle, half_turn])[0], angle])
+
+
+def _negative(e: LoweringEmitter, v: str, zero: str) -> str:
+    """True where ``v`` is below zero or is ``-0`` (whose reciprocal is ``-inf``)."""
+    return e.op("Or", [e.op("Less", [v, zero])[0], e.op("Less", [e.op("Reciprocal", [v])[0], zero])[0]])[0]
 
 
 def _cumprod(e: LoweringEmitter) -> None:
