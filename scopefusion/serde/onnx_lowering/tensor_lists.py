@@ -13,8 +13,10 @@ handle only names the array, so it becomes a placeholder constant nothing comput
   ``TensorArrayScatterV3(indices, v)`` → ``ScatterND(…, indices[:, None], v)``.
 * ``TensorListGetItem(l, i)`` / ``TensorArrayReadV3`` → ``Gather(l, i)``; ``TensorListPushBack`` → ``Concat``;
   ``TensorListPopBack`` → ``Slice`` + ``Gather(l, -1)``; ``TensorListLength`` / ``TensorArraySizeV3`` →
-  ``Shape(l)[0]``; ``TensorListElementShape`` → ``Shape(l)[1:]`` (the elements' real dims, where TF may answer -1
-  for a dim the list leaves free).
+  ``Shape(l)[0]``; ``TensorListElementShape`` → the ``element_shape`` the list was made with, as TF answers
+  (-1 for a dim it leaves free), not the elements' real dims: the maker's input, followed back through list
+  ops and loops (:func:`declared_element_shape`). A list of unknown element rank is refused (TF answers a
+  scalar -1 where the op's output has rank 1).
 
 NOTE: the element rank must be known to allocate a list. :func:`list_element_type` finds it (and the dtype)
 from every op that touches the same list: the maker's ``element_shape``, the ``element_shape`` a read or a
@@ -38,13 +40,15 @@ from ...ir.graph import CONST_OP, DATA_OP, Node, Value
 from ...ir.types import TensorType
 from .emitter import LoweringEmitter
 
-__all__ = ["LOWERINGS", "holds_list", "list_element_type"]
+__all__ = ["LOWERINGS", "declared_element_array", "declared_element_shape", "holds_list", "list_element_type"]
 
 _PASS_THROUGH = frozenset({"Identity", "Enter", "Exit", "NextIteration", "Switch", "Merge"})
 _WHILE = frozenset({"While", "StatelessWhile"})
 #: list-valued input slot → list-valued output, per op
 _LIST_IN_OUT = {"TensorListSetItem": (0, 0), "TensorListPushBack": (0, 0), "TensorListPopBack": (0, 0),
                 "TensorArrayWriteV3": (3, 0), "TensorArrayScatterV3": (3, 0)}
+#: list makers → their element_shape input slot
+_MAKERS = {"TensorListReserve": 0, "EmptyTensorList": 0, "TensorListFromTensor": 1}
 #: ops that read a list (slot) without making a new one
 _LIST_READS = {"TensorListGetItem": 0, "TensorListStack": 0, "TensorListGather": 0, "TensorListLength": 0,
                "TensorListElementShape": 0, "TensorArrayReadV3": 2, "TensorArrayGatherV3": 2, "TensorArraySizeV3": 1}
@@ -169,6 +173,34 @@ def _merge(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, .
     return tuple(x if x >= 0 else y for x, y in zip(a, b))
 
 
+def declared_element_shape(value: Value | None) -> Value | np.ndarray | None:
+    """The ``element_shape`` the list ``value`` holds was made with (TF keeps it for the list's life): the
+    maker's input, or the array a body argument was given (``meta["list_declared_shape"]``); None when no
+    maker is found."""
+    seen: set[int] = set()
+    while value is not None and id(value) not in seen:
+        seen.add(id(value))
+        node = value.producer
+        op = node.op_type
+        if op in _MAKERS:
+            return node.inputs[_MAKERS[op]] if _MAKERS[op] < len(node.inputs) else None
+        if op in _PASS_THROUGH or op in _LIST_IN_OUT or (op in _WHILE and value.index < len(node.inputs)):
+            slot = 0 if op in _PASS_THROUGH else _LIST_IN_OUT[op][0] if op in _LIST_IN_OUT else value.index
+            value = node.inputs[slot] if slot < len(node.inputs) else None
+            continue
+        found = value.meta.get("list_declared_shape") if node.op == DATA_OP else None
+        return np.asarray(found) if found is not None else None
+    return None
+
+
+def declared_element_array(e: LoweringEmitter, value: Value | None) -> np.ndarray | None:
+    """:func:`declared_element_shape` of ``value`` when it is a list and that shape a constant, else None."""
+    if not holds_list(value):
+        return None
+    found = declared_element_shape(value)
+    return e.value_const(found) if isinstance(found, Value) else found
+
+
 def holds_list(value: Value | None) -> bool:
     """True when ``value`` is a TensorList handle or a TensorArray flow (followed back through identities,
     frame ops and loops)."""
@@ -280,7 +312,23 @@ def _length(lst: int) -> Callable[[LoweringEmitter], None]:
 
 
 def _element_shape(e: LoweringEmitter) -> None:
-    e.cast(e.op("Shape", [e.input(0)], start=1)[0], e.out_dtype(0), out=e.outputs[0])
+    declared = declared_element_shape(e.node.inputs[0])
+    if isinstance(declared, Value):
+        found = e.value_const(declared)
+        if found is None:
+            name = e.value_name(declared)
+            if name is None:
+                e.decline("the element_shape its list was made with is computed in another graph")
+            e.cast(name, e.out_dtype(0), out=e.outputs[0])
+            return
+        declared = found
+    if declared is None:
+        e.decline("the op that made its list is not found (through loops and list ops)")
+    if np.ndim(declared) != 1:
+        e.decline("its list was made with an unknown element rank, for which TensorFlow answers a scalar -1 that "
+                  "the op's rank-1 output cannot hold; make the list with an element_shape of known rank")
+    shape = np.where(np.asarray(declared) < 0, -1, declared).astype(e.out_dtype(0).numpy)  # -1: unknown
+    e.result("Identity", [e.const(shape, "element_shape")])
 
 
 def _from_tensor(e: LoweringEmitter) -> None:

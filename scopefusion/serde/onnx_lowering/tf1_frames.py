@@ -32,7 +32,7 @@ from ...errors import SerdeError
 from ...ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from .bodies import infer_again
-from .tensor_lists import holds_list, list_element_type
+from .tensor_lists import declared_element_shape, holds_list, list_element_type
 from .tf1_conds import conds_to_if
 
 __all__ = ["functional_loops"]
@@ -186,6 +186,9 @@ class _Body:
             element = list_element_type(operand) if holds_list(operand) else None
             if element is not None:
                 value.meta["list_element"] = element
+                declared = declared_element_shape(operand)
+                if isinstance(declared, Value) and declared.producer.op == CONST_OP:
+                    value.meta["list_declared_shape"] = declared.producer.attrs.as_tensor("value")
             for key, index in arguments.items():
                 if index == k:
                     self.mapped[key] = value
