@@ -11,6 +11,10 @@ handle only names the array, so it becomes a placeholder constant nothing comput
   or ``Gather(l, indices)``.
 * ``TensorListSetItem(l, i, x)`` / ``TensorArrayWriteV3`` → ``ScatterND(Expand(l, [n, *shape(x)]), [[i]], [x])``;
   ``TensorArrayScatterV3(indices, v)`` → ``ScatterND(…, indices[:, None], v)``.
+* ``TensorArraySplitV3(v, lengths)`` → ``Reshape(v, [n, L, *shape(v)[1:]])`` where the ``n`` lengths are
+  constants all equal to ``L``, or ``Fill([n], L)``; ``TensorArrayConcatV3(l)`` → ``Reshape(l, [-1, *shape(l)[2:]])`` and
+  lengths ``[L] * n``. Elements of unequal lengths (a ragged array) do not fit the one tensor: a split into
+  them is refused, a concatenation of them fails in onnxruntime where the elements are written.
 * ``TensorListGetItem(l, i)`` / ``TensorArrayReadV3`` → ``Gather(l, i)``; ``TensorListPushBack`` → ``Concat``;
   ``TensorListPopBack`` → ``Slice`` + ``Gather(l, -1)``; ``TensorListLength`` / ``TensorArraySizeV3`` →
   ``Shape(l)[0]``; ``TensorListElementShape`` → the ``element_shape`` the list was made with, as TF answers
@@ -46,12 +50,13 @@ _PASS_THROUGH = frozenset({"Identity", "Enter", "Exit", "NextIteration", "Switch
 _WHILE = frozenset({"While", "StatelessWhile"})
 #: list-valued input slot → list-valued output, per op
 _LIST_IN_OUT = {"TensorListSetItem": (0, 0), "TensorListPushBack": (0, 0), "TensorListPopBack": (0, 0),
-                "TensorArrayWriteV3": (3, 0), "TensorArrayScatterV3": (3, 0)}
+                "TensorArrayWriteV3": (3, 0), "TensorArrayScatterV3": (3, 0), "TensorArraySplitV3": (3, 0)}
 #: list makers → their element_shape input slot
 _MAKERS = {"TensorListReserve": 0, "EmptyTensorList": 0, "TensorListFromTensor": 1}
 #: ops that read a list (slot) without making a new one
 _LIST_READS = {"TensorListGetItem": 0, "TensorListStack": 0, "TensorListGather": 0, "TensorListLength": 0,
-               "TensorListElementShape": 0, "TensorArrayReadV3": 2, "TensorArrayGatherV3": 2, "TensorArraySizeV3": 1}
+               "TensorListElementShape": 0, "TensorArrayReadV3": 2, "TensorArrayGatherV3": 2, "TensorArraySizeV3": 1,
+               "TensorArrayConcatV3": 1}
 
 
 
@@ -96,6 +101,14 @@ def _facts(node: Node, slot: int) -> Iterator[tuple[DType | None, tuple[int, ...
         yield dtype, _rank_of(ins[2])
     elif op == "TensorArrayScatterV3" and slot == 3:
         yield dtype, _rank_of(ins[2], 1)
+    elif op == "TensorArraySplitV3" and slot == 3:
+        rest, lengths = _rank_of(ins[1], 1), _const(ins[2])
+        t = ins[1].type if ins[1] is not None else None
+        size = int(lengths[0]) if lengths is not None and lengths.size and np.all(lengths == lengths.flat[0]) else -1
+        yield (t.dtype if isinstance(t, TensorType) else None), (None if rest is None else (size, *rest))
+    elif op == "TensorArrayConcatV3":
+        rest = attrs.get("element_shape_except0")
+        yield dtype, (None if rest is None else (-1, *(int(d) if d >= 0 else -1 for d in rest)))
     elif op in ("TensorArrayV3", "TensorArrayGatherV3", "TensorArrayReadV3"):
         element = attrs.get("element_shape")
         shape = tuple(int(d) if d >= 0 else -1 for d in element) if element is not None and len(element) else None
@@ -331,6 +344,52 @@ def _element_shape(e: LoweringEmitter) -> None:
     e.result("Identity", [e.const(shape, "element_shape")])
 
 
+def _split(e: LoweringEmitter) -> None:
+    lengths = e.const_value(2)
+    rest = e.op("Shape", [e.input(1)], start=1)[0]
+    if lengths is None:
+        pieces = _filled(e, e.node.inputs[2])
+        if pieces is None:
+            e.decline("its lengths are not known at export time (nor made by a Fill), and the lowering holds an "
+                      "array as one tensor of equal-sized elements; split with constant, equal lengths")
+        e.result("Reshape", [e.input(1), e.op("Concat", [pieces, rest], axis=0)[0]])
+        return
+    lengths = np.asarray(lengths).reshape(-1)
+    if lengths.size and not np.all(lengths == lengths[0]):
+        e.decline(f"its lengths {lengths.tolist()} differ, and the lowering holds an array as one tensor of "
+                  "equal-sized elements; split into equal lengths, or concatenate the pieces yourself")
+    size = int(lengths[0]) if lengths.size else 0
+    e.result("Reshape", [e.input(1), e.op("Concat", [e.ints([lengths.size, size], "pieces"), rest], axis=0)[0]])
+
+
+def _filled(e: LoweringEmitter, lengths: Value | None) -> str | None:
+    """``[n, L]`` (int64) when ``lengths`` is ``Fill([n], L)`` (cast or not): equal lengths whose size is known
+    only when the model runs."""
+    fill = lengths.producer if lengths is not None else None
+    while fill is not None and fill.op_type in ("Cast", "Identity") and fill.inputs and fill.inputs[0] is not None:
+        fill = fill.inputs[0].producer  # TF casts the lengths to int64
+    if fill is None or fill.op_type != "Fill" or len(fill.inputs) != 2:
+        return None
+    names = []
+    for value in fill.inputs:
+        found = e.value_const(value) if value is not None else None
+        name = e.ints(found, "fill") if found is not None else e.value_name(value) if value is not None else None
+        if name is None:
+            return None
+        names.append(e.op("Reshape", [e.cast(name, np.int64), e.ints([-1], "flat")])[0])
+    return e.op("Concat", names, axis=0)[0]
+
+
+def _concat(e: LoweringEmitter) -> None:
+    lst = e.input(1)
+    if e.used(0):
+        flat = e.op("Concat", [e.ints([-1], "joined"), e.op("Shape", [lst], start=2)[0]], axis=0)[0]
+        e.result("Reshape", [lst, flat], 0)
+    if e.used(1):
+        count, size = e.op("Shape", [lst], start=0, end=1)[0], e.op("Shape", [lst], start=1, end=2)[0]
+        e.result("Expand", [size, count], 1)
+
+
 def _from_tensor(e: LoweringEmitter) -> None:
     e.result("Identity", [e.input(0)])
 
@@ -346,5 +405,5 @@ LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
     ("TensorListLength", _length(0)), ("TensorListElementShape", _element_shape),
     ("TensorArrayV3", _tensor_array), ("TensorArrayWriteV3", _set_item(3, 1, 2)), ("TensorArrayScatterV3", _scatter),
     ("TensorArrayReadV3", _read(2, 1)), ("TensorArrayGatherV3", _read(2, 1)), ("TensorArraySizeV3", _length(1)),
-    ("TensorArrayCloseV3", _close),
+    ("TensorArraySplitV3", _split), ("TensorArrayConcatV3", _concat), ("TensorArrayCloseV3", _close),
 ]  # fmt: skip
