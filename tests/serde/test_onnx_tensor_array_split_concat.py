@@ -1,7 +1,8 @@
 """TF1 ``TensorArray.split`` / ``.concat`` (``TensorArraySplitV3`` / ``TensorArrayConcatV3``) exported to ONNX
 against TensorFlow at opsets 17 and 23: outside loops, an array split before a ``while_loop`` that reads it,
 and an array a loop writes then concatenated. The one tensor an array becomes holds equal-sized elements, so
-a split into unequal or unknown lengths fails naming the op and what to do."""
+a split into unequal or unknown lengths, or a concatenation of elements of different sizes, fails naming the
+op and what to do."""
 
 from __future__ import annotations
 
@@ -78,10 +79,15 @@ def _unknown_split(tf: Any, x: Any) -> None:
     tf.identity(tf.TensorArray(tf.float32, size=2).split(x, lengths).read(1), name="last")
 
 
+def _ragged_concat(tf: Any, x: Any) -> None:
+    written = tf.TensorArray(tf.float32, size=2, infer_shape=False).write(0, x[:1]).write(1, x[1:3])
+    tf.identity(written.concat(), name="joined")
+
+
 # name -> (builder, x's shape, batches to run)
 MODELS = {"outside_loops": (_outside_loops, [6, 3], (6,)), "split_then_loop": (_split_then_loop, [None, 3], (1, 4)),
           "loop_then_concat": (_loop_then_concat, [None, 3], (1, 4)), "unequal_split": (_unequal_split, [6, 3], ()),
-          "unknown_split": (_unknown_split, [None, 3], ())}
+          "unknown_split": (_unknown_split, [None, 3], ()), "ragged_concat": (_ragged_concat, [6, 3], ())}
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +131,12 @@ def test_a_split_into_unequal_or_unknown_lengths_fails_saying_what_to_do(name, r
         model_to_onnx(convert(frozen(name)))
     message = str(info.value)
     assert "tf.TensorArraySplitV3 x1" in message and reason in message
+
+
+def test_a_concatenation_of_elements_of_different_sizes_fails_saying_what_to_do(frozen):
+    with pytest.raises(SerdeError) as info:
+        model_to_onnx(convert(frozen("ragged_concat")))
+    message = str(info.value)
+    assert "tf.TensorArrayConcatV3 x1" in message
+    assert ("its elements differ in their leading dim (1, 2), and the lowering holds an array as one tensor of "
+            "equal-sized elements; write elements of one size, or concatenate them yourself") in message

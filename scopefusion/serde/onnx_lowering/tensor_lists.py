@@ -14,7 +14,8 @@ handle only names the array, so it becomes a placeholder constant nothing comput
 * ``TensorArraySplitV3(v, lengths)`` → ``Reshape(v, [n, L, *shape(v)[1:]])`` where the ``n`` lengths are
   constants all equal to ``L``, or ``Fill([n], L)``; ``TensorArrayConcatV3(l)`` → ``Reshape(l, [-1, *shape(l)[2:]])`` and
   lengths ``[L] * n``. Elements of unequal lengths (a ragged array) do not fit the one tensor: a split into
-  them is refused, a concatenation of them fails in onnxruntime where the elements are written.
+  them is refused, and so is a concatenation of elements whose ops tell different leading dims (where the
+  sizes are known only when the model runs, onnxruntime fails where an element is written).
 * ``TensorListGetItem(l, i)`` / ``TensorArrayReadV3`` → ``Gather(l, i)``; ``TensorListPushBack`` → ``Concat``;
   ``TensorListPopBack`` → ``Slice`` + ``Gather(l, -1)``; ``TensorListLength`` / ``TensorArraySizeV3`` →
   ``Shape(l)[0]``; ``TensorListElementShape`` → the ``element_shape`` the list was made with, as TF answers
@@ -155,10 +156,20 @@ def _neighbours(value: Value) -> Iterator[tuple[Value | None, Node | None, int]]
 def list_element_type(value: Value) -> TensorType | None:
     """The type of the elements of the list ``value`` holds (dims merged over what each op says), or None
     when no op touching the list tells its dtype and rank."""
-    seen: set[int] = set()
-    todo = [value]
     dtype: DType | None = None
     shape: tuple[int, ...] | None = None
+    for found_dtype, found_shape in _list_facts(value):
+        dtype = dtype or found_dtype
+        shape = _merge(shape, found_shape)
+    if dtype is None or shape is None:
+        return None
+    return value.producer.graph.context.tensor(dtype, shape)
+
+
+def _list_facts(value: Value) -> Iterator[tuple[DType | None, tuple[int, ...] | None]]:
+    """What each op touching the list ``value`` holds tells of its elements: (dtype, shape)."""
+    seen: set[int] = set()
+    todo = [value]
     while todo:
         current = todo.pop()
         if id(current) in seen:
@@ -166,18 +177,12 @@ def list_element_type(value: Value) -> TensorType | None:
         seen.add(id(current))
         known = current.meta.get("list_element")  # set where a body is typed from its loop's operands
         if isinstance(known, TensorType):
-            dtype = dtype or known.dtype
-            shape = _merge(shape, known.shape if known.rank is not None else None)
+            yield known.dtype, (known.shape if known.rank is not None else None)
         for other, node, slot in _neighbours(current):
             if node is not None:
-                for found_dtype, found_shape in _facts(node, slot):
-                    dtype = dtype or found_dtype
-                    shape = _merge(shape, found_shape)
+                yield from _facts(node, slot)
             if other is not None and id(other) not in seen:
                 todo.append(other)
-    if dtype is None or shape is None:
-        return None
-    return value.producer.graph.context.tensor(dtype, shape)
 
 
 def _merge(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...] | None:
@@ -382,6 +387,13 @@ def _filled(e: LoweringEmitter, lengths: Value | None) -> str | None:
 
 def _concat(e: LoweringEmitter) -> None:
     lst = e.input(1)
+    source = e.node.inputs[1]
+    facts = _list_facts(source) if source is not None else iter(())
+    leading = sorted({shape[0] for _, shape in facts if shape and shape[0] >= 0})
+    if len(leading) > 1:
+        e.decline(f"its elements differ in their leading dim ({', '.join(map(str, leading))}), and the lowering "
+                  "holds an array as one tensor of equal-sized elements; write elements of one size, or "
+                  "concatenate them yourself")
     if e.used(0):
         flat = e.op("Concat", [e.ints([-1], "joined"), e.op("Shape", [lst], start=2)[0]], axis=0)[0]
         e.result("Reshape", [lst, flat], 0)
