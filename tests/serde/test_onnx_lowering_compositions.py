@@ -189,15 +189,17 @@ def test_random_ops_past_opset_21_fail_saying_which_opset_works(random_ops_pb):
 
 
 def _special_values(dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair of ±inf, ±0, ±1.5, ±1e-30, ±1e30 and NaN (no quotient is subnormal: TensorFlow flushes
-    those to zero on CPU, onnxruntime does not)."""
-    values = np.asarray([np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5, 1e-30, -1e-30, 1e30, -1e30, np.nan], dtype)
+    """Every pair of ±inf, ±0, ±1.5, ±1e-30, ±1e30 (±1e-3, ±1e3 in float16), NaN and a few others (no quotient is
+    subnormal: TensorFlow flushes those to zero on CPU, onnxruntime does not)."""
+    tiny, huge = (1e-3, 1e3) if dtype == np.float16 else (1e-30, 1e30)
+    values = np.asarray([np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5, tiny, -tiny, huge, -huge, np.nan,
+                         0.3, -0.7, 2.5, -123.0, 0.999, 1.001], dtype)
     y, x = np.meshgrid(values, values, indexing="ij")
     return y.astype(dtype), x.astype(dtype)
 
 
 @pytest.mark.parametrize("opset", [17, 23])
-@pytest.mark.parametrize("dtype", [np.float32])  # onnxruntime has no float64 Atan kernel
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_atan2_at_infinities_zeros_and_nan_is_tensorflows_atan2(dtype, opset, frozen):
     import tensorflow as tf
 
@@ -209,7 +211,8 @@ def test_atan2_at_infinities_zeros_and_nan_is_tensorflows_atan2(dtype, opset, fr
     (ours,) = session.run(None, {"in0": y, "in1": x})
     theirs = tf.math.atan2(y, x).numpy()
     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
-    for i, j in zip(*np.nonzero(~(np.isclose(ours, theirs, rtol=1e-6, atol=0, equal_nan=True)
+    rtol = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-14}[dtype]
+    for i, j in zip(*np.nonzero(~(np.isclose(ours, theirs, rtol=rtol, atol=0, equal_nan=True)
                                     & (np.signbit(ours) == np.signbit(theirs)) | np.isnan(theirs) & np.isnan(ours)))):
         pytest.fail(f"atan2({y[i, j]}, {x[i, j]}) at opset {opset}: ours {ours[i, j]}, TensorFlow {theirs[i, j]}")
     assert np.array_equal(np.isnan(ours), np.isnan(theirs))
