@@ -217,3 +217,15 @@ def test_atan2_at_infinities_zeros_and_nan_is_tensorflows_atan2(dtype, opset, fr
         pytest.fail(f"atan2({y[i, j]}, {x[i, j]}) at opset {opset}: ours {ours[i, j]}, TensorFlow {theirs[i, j]}")
     assert np.array_equal(np.isnan(ours), np.isnan(theirs))
     assert np.isclose(theirs[0, 0], np.pi / 4) and np.isclose(theirs[1, 1], -3 * np.pi / 4)  # the cases once wrong
+
+
+def test_float64_atan2_is_exact_to_a_few_ulps_over_many_magnitudes(frozen):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(11)
+    y, x = (rng.standard_normal(20_000) * 10 ** rng.uniform(-6, 6, 20_000) for _ in range(2))
+    path = frozen("atan2_float64_wide", lambda a, b: tf.math.atan2(a, b), (y, x), (0,))
+    session = ort.InferenceSession(model_to_onnx(convert(path)).SerializeToString(), providers=["CPUExecutionProvider"])
+    (ours,) = session.run(None, {"in0": y, "in1": x})
+    theirs = tf.math.atan2(y, x).numpy()
+    assert np.max(np.abs(ours - theirs) / np.spacing(np.abs(theirs))) <= 8
