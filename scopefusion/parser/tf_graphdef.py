@@ -5,7 +5,8 @@ Binary GraphDefs are read from a buffer (an ``mmap`` of the file): :mod:`.wire` 
 parsing costs memory in proportion to the graph's structure, not its weights.
 
 Graph inputs are the ``Placeholder`` nodes; graph outputs are the tensors named by ``outputs=`` or, by
-default, every output of each node nothing consumes (constants and ``NoOp`` excepted).
+default, every output of each node nothing consumes (constants and ``NoOp`` excepted, and the nodes inside a
+TF1 loop's body or condition: they run once per iteration and TensorFlow cannot fetch them).
 """
 
 from __future__ import annotations
@@ -119,8 +120,8 @@ def graph_from_graph_def(
         inputs: ``(input name, tensor name)`` pairs naming the graph inputs (a SavedModel signature's
             keys); default: every ``Placeholder``, named after the node.
         outputs: graph output tensor names (``"node"`` or ``"node:1"``), or ``(output name, tensor name)``
-            pairs; default: every output of each node nothing consumes, constants, placeholders and
-            ``NoOp`` excepted.
+            pairs; default: every output of each node nothing consumes, constants, placeholders,
+            ``NoOp`` and the nodes inside a TF1 loop excepted.
         inline_functions: inline ``PartitionedCall`` / ``StatefulPartitionedCall`` and direct function calls.
         metadata: extra entries for ``SourceGraph.metadata``.
 
@@ -180,11 +181,35 @@ def _sink_outputs(nodes: Iterable[SourceNode]) -> Iterable[GraphOutput]:
     nodes = list(nodes)
     consumed = {p for n in nodes for p, _ in n.inputs}
     consumed.update(p for n in nodes for p in n.control_inputs)
+    depth = _frame_depths(nodes) if any(n.op_type == "Enter" for n in nodes) else {}
     for node in nodes:
         if node.name in consumed or node.op_type in NON_OUTPUT_OPS:
             continue
+        if depth.get(node.name, 0) > 0:
+            continue  # inside a loop (an invariant's Enter included): it runs once per iteration, no single value
         for i in range(len(node.output_names)):
             yield GraphOutput(node.name if i == 0 else f"{node.name}:{i}", node.name, i)
+
+
+def _frame_depths(nodes: list[SourceNode]) -> dict[str, int]:
+    """How many TF1 loop frames each node runs inside: an ``Enter`` is one deeper than what it reads, an
+    ``Exit`` one shallower, any other node as deep as the first of its producers reached (data or control)
+    from the nodes that read nothing."""
+    readers: dict[str, list[str]] = {}
+    for node in nodes:
+        for producer in {p for p, _ in node.inputs} | set(node.control_inputs):
+            readers.setdefault(producer, []).append(node.name)
+    ops = {n.name: n.op_type for n in nodes}
+    depth = {n.name: 0 for n in nodes if not n.inputs and not n.control_inputs}
+    todo = list(depth)
+    while todo:
+        name = todo.pop()
+        for reader in readers.get(name, ()):
+            if reader not in depth:
+                step = {"Enter": 1, "Exit": -1}.get(ops.get(reader, ""), 0)
+                depth[reader] = max(depth[name] + step, 0)
+                todo.append(reader)
+    return depth
 
 
 def _dtype(value):

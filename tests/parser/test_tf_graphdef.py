@@ -191,3 +191,40 @@ def test_loading_twice_gives_identical_graphs(tf_mobilenet_pb):
         (n.name, n.inputs, n.control_inputs, n.output_names) for n in b
     ]
     assert list(a.nx.edges(keys=True, data=True)) == list(b.nx.edges(keys=True, data=True))
+
+
+def _loops_with_dropped_values() -> bytes:
+    """TF1 loops one in the other over ``x`` [2]; each body computes a value nothing reads."""
+    import tensorflow as tf
+
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+
+            def outer(i, h):
+                def inner(j, h):
+                    tf.identity(h * 3.0, name="inner_dropped")
+                    return j + 1, h * 0.5 + x
+
+                _, h = tf.compat.v1.while_loop(lambda j, h: j < i, inner, [0, h])
+                tf.identity(h, name="outer_dropped")
+                return i + 1, h
+
+            _, h = tf.compat.v1.while_loop(lambda i, h: i < 3, outer, [tf.constant(0), x])
+            tf.identity(h, name="h")
+            tf.identity(x * 2.0, name="after")
+        return graph.as_graph_def().SerializeToString()
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+
+
+def test_default_outputs_leave_out_the_values_inside_tf1_loops(model_store):
+    path = model_store.file("parser_loops_with_dropped_values.pb", _loops_with_dropped_values)
+    graph = load(path)
+    # the loop bodies' dropped values run once per iteration: TensorFlow cannot fetch them; the outer
+    # loop's counter Exit, read by nothing, is at the top level and stays an output
+    assert sorted(o.name for o in graph.outputs) == ["after", "h", "while/Exit"]
+    named = load(path, outputs=["while/while/inner_dropped"])  # named outputs are taken as given
+    assert [o.node for o in named.outputs] == ["while/while/inner_dropped"]

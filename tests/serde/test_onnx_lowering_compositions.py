@@ -188,3 +188,46 @@ def test_random_ops_past_opset_21_fail_saying_which_opset_works(random_ops_pb):
     for op_type in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"):
         assert f"tf.{op_type} x" in message
     assert "have no onnxruntime kernel; export at --opset 21 or lower" in message
+
+
+def _special_values(dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of ±inf, ±0, ±1.5, ±1e-30, ±1e30 (±1e-3, ±1e3 in float16), NaN and a few others (no quotient is
+    subnormal: TensorFlow flushes those to zero on CPU, onnxruntime does not)."""
+    tiny, huge = (1e-3, 1e3) if dtype == np.float16 else (1e-30, 1e30)
+    values = np.asarray([np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5, tiny, -tiny, huge, -huge, np.nan,
+                         0.3, -0.7, 2.5, -123.0, 0.999, 1.001], dtype)
+    y, x = np.meshgrid(values, values, indexing="ij")
+    return y.astype(dtype), x.astype(dtype)
+
+
+@pytest.mark.parametrize("opset", [17, 23])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_atan2_at_infinities_zeros_and_nan_is_tensorflows_atan2(dtype, opset, frozen):
+    import tensorflow as tf
+
+    y, x = _special_values(dtype)
+    path = frozen(f"atan2_special_{np.dtype(dtype).name}", lambda a, b: tf.math.atan2(a, b), (y, x), (0, 1))
+    proto = model_to_onnx(convert(path), opset=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (ours,) = session.run(None, {"in0": y, "in1": x})
+    theirs = tf.math.atan2(y, x).numpy()
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    rtol = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-14}[dtype]
+    for i, j in zip(*np.nonzero(~(np.isclose(ours, theirs, rtol=rtol, atol=0, equal_nan=True)
+                                    & (np.signbit(ours) == np.signbit(theirs)) | np.isnan(theirs) & np.isnan(ours)))):
+        pytest.fail(f"atan2({y[i, j]}, {x[i, j]}) at opset {opset}: ours {ours[i, j]}, TensorFlow {theirs[i, j]}")
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs))
+    assert np.isclose(theirs[0, 0], np.pi / 4) and np.isclose(theirs[1, 1], -3 * np.pi / 4)  # the cases once wrong
+
+
+def test_float64_atan2_is_exact_to_a_few_ulps_over_many_magnitudes(frozen):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(11)
+    y, x = (rng.standard_normal(20_000) * 10 ** rng.uniform(-6, 6, 20_000) for _ in range(2))
+    path = frozen("atan2_float64_wide", lambda a, b: tf.math.atan2(a, b), (y, x), (0,))
+    session = ort.InferenceSession(model_to_onnx(convert(path)).SerializeToString(), providers=["CPUExecutionProvider"])
+    (ours,) = session.run(None, {"in0": y, "in1": x})
+    theirs = tf.math.atan2(y, x).numpy()
+    assert np.max(np.abs(ours - theirs) / np.spacing(np.abs(theirs))) <= 8

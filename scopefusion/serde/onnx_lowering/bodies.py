@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ...errors import ScopeFusionError
 from ...ir.graph import CONST_OP, DATA_OP, Graph, Node
 from ...ir.inference import infer_node
@@ -24,9 +26,11 @@ __all__ = ["infer_again", "typed_body"]
 _ELEMENT_READS = frozenset({"TensorListGetItem", "TensorArrayReadV3", "TensorListPopBack"})
 
 
-def typed_body(body: Graph, types: Sequence[Type | None], elements: Sequence[TensorType | None] = ()) -> Graph:
+def typed_body(body: Graph, types: Sequence[Type | None], elements: Sequence[TensorType | None] = (),
+               declared: Sequence[np.ndarray | None] = ()) -> Graph:
     """A copy of ``body`` whose argument ``k`` (by its ``index``) has ``types[k]`` (when given) and, when it
-    is a list, elements of type ``elements[k]``; inferred again."""
+    is a list, elements of type ``elements[k]`` and the element shape ``declared[k]`` it was made with;
+    inferred again."""
     copy = body.clone()
     for node in copy.nodes:
         if node.op != DATA_OP or node.attrs.get("_outer_name") is not None:
@@ -39,6 +43,8 @@ def typed_body(body: Graph, types: Sequence[Type | None], elements: Sequence[Ten
             node.outputs[0].type = _best(node.outputs[0].type, types[k])
         if k < len(elements) and elements[k] is not None:
             node.outputs[0].meta["list_element"] = elements[k]
+        if k < len(declared) and declared[k] is not None:
+            node.outputs[0].meta["list_declared_shape"] = declared[k]
     infer_again(copy.nodes)
     return copy
 

@@ -3,8 +3,9 @@ InTopKV2, BroadcastGradientArgs.
 
 * ``Atan2(y, x)`` → ``Atan(y / x)``, plus ``π`` (``y`` positive) or ``-π`` (``y`` negative) where ``x`` is
   negative; the signs of zeros count as IEEE's ``atan2`` counts them (``-0`` is negative: its reciprocal is
-  ``-inf``), and ``y = ±0`` gives ``±0`` or ``±π``. Two infinite operands give NaN where C gives ``±π/4``
-  or ``±3π/4``.
+  ``-inf``). Two infinite operands are replaced by their signs first (``±π/4`` or ``±3π/4``, as in
+  TensorFlow), and ``x = ±0`` by ``±1`` where ``y = ±0`` too (``±0`` or ``±π``); NaN stays NaN. float64
+  has no ``Atan`` kernel in onnxruntime: its ``Atan`` is a series (:func:`_atan`).
 * ``Cumprod(x, axis)`` → ``ReduceProd`` over a masked copy: ``out[i] = ∏ x[j]`` for ``j ≤ i`` (``j < i``
   with ``exclusive``; ``≥`` / ``>`` with ``reverse``), the other factors replaced by 1. It holds ``n²``
   elements per scanned line (``n`` the axis length).
@@ -21,22 +22,56 @@ from typing import Callable
 
 import numpy as np
 
+from ...dtypes import DType
 from .emitter import LoweringEmitter
 
 __all__ = ["LOWERINGS"]
 
 
 def _atan2(e: LoweringEmitter) -> None:
-    y, x = e.input(0), e.input(1)
+    # NOTE: onnxruntime's Where turns a -0 it takes from its second input into +0, so every Where here takes
+    # a zero only from its third input; the signed zeros then come out of Div and Atan.
     dtype = e.dtype(0)
-    zero = e.typed_scalar(0, dtype, "zero")
-    negative_x = e.op("Less", [e.op("Reciprocal", [x])[0], zero])[0]
-    negative_y = e.op("Less", [e.op("Reciprocal", [y])[0], zero])[0]
-    angle = e.op("Atan", [e.op("Div", [y, x])[0]])[0]
-    angle = e.op("Where", [e.op("Equal", [y, zero])[0], y, angle])[0]
-    half_turn = e.op("Where", [negative_y, e.typed_scalar(-np.pi, dtype, "minus_pi"),
+    zero, one, minus_one = (e.typed_scalar(v, dtype, hint) for v, hint in ((0, "zero"), (1, "one"), (-1, "minus_one")))
+    y, x = e.input(0), e.input(1)
+    inf = e.typed_scalar(np.inf, dtype, "inf")  # Abs(v) = inf, not IsInf: onnxruntime has no float16 IsInf
+    both_infinite = e.op("And", [e.op("Equal", [e.op("Abs", [v])[0], inf])[0] for v in (y, x)])[0]
+    y = e.op("Where", [both_infinite, e.op("Sign", [y])[0], y])[0]  # atan2(±inf, ±inf) = atan2(±1, ±1)
+    x = e.op("Where", [both_infinite, e.op("Sign", [x])[0], x])[0]
+    negative_x = _negative(e, x, zero)
+    both_zero = e.op("And", [e.op("Equal", [y, zero])[0], e.op("Equal", [x, zero])[0]])[0]
+    x = e.op("Where", [both_zero, e.op("Where", [negative_x, minus_one, one])[0], x])[0]  # atan2(±0, ±0) = atan2(±0, ±1)
+    angle = _atan(e, e.op("Div", [y, x])[0], dtype)
+    half_turn = e.op("Where", [_negative(e, y, zero), e.typed_scalar(-np.pi, dtype, "minus_pi"),
                                e.typed_scalar(np.pi, dtype, "pi")])[0]
-    e.result("Add", [angle, e.op("Where", [negative_x, half_turn, zero])[0]])
+    e.result("Where", [negative_x, e.op("Add", [angle, half_turn])[0], angle])
+
+
+def _atan(e: LoweringEmitter, t: str, dtype: DType) -> str:
+    """``Atan(t)``; for float64 (onnxruntime has no float64 Atan kernel) a composition exact to a few ulps:
+    ``|t| > 1`` folded to ``±π/2 - atan(1/t)``, two half-angle steps ``u → u / (1 + √(1 + u²))`` bring ``|u|``
+    under ``tan(π/16)``, then 13 terms of ``u - u³/3 + u⁵/5 - …`` (the next is under 1e-19). Every step is
+    odd in ``u``, so ``-0`` stays ``-0``."""
+    if dtype.numpy != np.dtype(np.float64):
+        return e.op("Atan", [t])[0]
+    one = e.typed_scalar(1, dtype, "one")
+    folded = e.op("Greater", [e.op("Abs", [t])[0], one])[0]
+    u = e.op("Where", [folded, e.op("Reciprocal", [t])[0], t])[0]
+    for _ in range(2):
+        u = e.op("Div", [u, e.op("Add", [one, e.op("Sqrt", [e.op("Add", [one, e.op("Mul", [u, u])[0]])[0]])[0]])[0]])[0]
+    square = e.op("Mul", [u, u])[0]
+    series = e.typed_scalar(1 / 25, dtype, "term")
+    for k in range(11, -1, -1):  # Horner: Σ (-1)^k u^(2k+1) / (2k+1)
+        series = e.op("Add", [e.typed_scalar((-1) ** k / (2 * k + 1), dtype, "term"), e.op("Mul", [series, square])[0]])[0]
+    angle = e.op("Mul", [e.op("Mul", [series, u])[0], e.typed_scalar(4, dtype, "four")])[0]
+    quarter_turn = e.op("Where", [e.op("Less", [t, e.typed_scalar(0, dtype, "zero")])[0],
+                                  e.typed_scalar(-np.pi / 2, dtype, "minus_half_pi"), e.typed_scalar(np.pi / 2, dtype, "half_pi")])[0]
+    return e.op("Where", [folded, e.op("Sub", [quarter_turn, angle])[0], angle])[0]
+
+
+def _negative(e: LoweringEmitter, v: str, zero: str) -> str:
+    """True where ``v`` is below zero or is ``-0`` (whose reciprocal is ``-inf``)."""
+    return e.op("Or", [e.op("Less", [v, zero])[0], e.op("Less", [e.op("Reciprocal", [v])[0], zero])[0]])[0]
 
 
 def _cumprod(e: LoweringEmitter) -> None:

@@ -30,7 +30,7 @@ from ..onnx_node import append_nodes
 from .bodies import typed_body
 from .emitter import LoweringEmitter
 from .loop_scans import scanned_lists
-from .tensor_lists import holds_list, list_element_type
+from .tensor_lists import declared_element_array, holds_list, list_element_type
 
 __all__ = ["LOWERINGS"]
 
@@ -142,8 +142,9 @@ def _info(name: str, t: TensorType | None) -> onnx.ValueInfoProto:
 
 def _while(e: LoweringEmitter) -> None:
     arguments, elements, carried_types = _loop_variables(e, e.body("body"))
-    cond = typed_body(e.body("cond"), arguments, elements)
-    body = typed_body(e.body("body"), arguments, elements)
+    declared = [declared_element_array(e, v) for v in e.node.inputs]
+    cond = typed_body(e.body("cond"), arguments, elements, declared)
+    body = typed_body(e.body("body"), arguments, elements, declared)
     scans = scanned_lists(body, cond, list(e.node.inputs))
     # Loop invariants (returned unchanged) and scanned lists are not carried: the body reads the outer tensor.
     skipped = {s.index for s in scans} | _invariants(body)

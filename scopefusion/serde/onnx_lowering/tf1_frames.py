@@ -11,12 +11,14 @@ body (output 1) or out through ``Exit_k`` (output 0); loop invariants come in th
 * invariants (constant Enters) as further loop variables the body returns unchanged, a TensorArray's
   resource handle as a placeholder constant (its lowerings never read it); constants copied in;
 
-and ``Exit_k``'s readers read ``While:k``. The model's graph is not touched: the result is a copy.
+and ``Exit_k``'s readers read ``While:k``; a loop variable's ``Enter`` taken for a graph output gives the
+initial value (what TF fetches from it: it runs once, at the first iteration). The model's graph is not touched: the result is a copy.
 
 V1 conds are rebuilt first (:mod:`.tf1_conds`), and inner loops before the loops around them. A frame is
 left as it is (its ops then fail to lower, naming themselves) when it is no such loop: a loop variable whose
 Merge does not join one Enter and one NextIteration, a body that reads a frame op other than its
-arguments, a Switch no Merge joins.
+arguments, a Switch no Merge joins. A value of the body or condition (or an invariant's constant ``Enter``) taken for a graph
+output fails the export naming it: it has one value per iteration, and TensorFlow cannot fetch it either.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import SerdeError
 from ...ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from .bodies import infer_again
-from .tensor_lists import holds_list, list_element_type
+from .tensor_lists import declared_element_shape, holds_list, list_element_type
 from .tf1_conds import conds_to_if
 
 __all__ = ["functional_loops"]
@@ -183,6 +186,9 @@ class _Body:
             element = list_element_type(operand) if holds_list(operand) else None
             if element is not None:
                 value.meta["list_element"] = element
+                declared = declared_element_shape(operand)
+                if isinstance(declared, Value) and declared.producer.op == CONST_OP:
+                    value.meta["list_declared_shape"] = declared.producer.attrs.as_tensor("value")
             for key, index in arguments.items():
                 if index == k:
                     self.mapped[key] = value
@@ -233,8 +239,13 @@ def _members(frame: _Frame) -> list[Node]:
     for node in found.values():
         if node.op_type == "Exit" and id(node) not in exits:
             raise _NotALoop
-        if node.op_type != "Exit" and any(id(v) in outputs for v in node.outputs):
-            raise _NotALoop  # a value inside the loop taken for a graph output
+        fetchable = node.op_type == "Exit" or (node.op_type == "Enter" and not node.attrs.get("is_constant"))
+        if not fetchable and any(id(v) in outputs for v in node.outputs):
+            raise SerdeError(
+                f"graph output {node.outputs[0].name!r} is computed inside TF1 loop {frame.name!r} (node {node.name!r}, "
+                f"{node.op_type}) and takes one value per iteration, which TensorFlow cannot fetch either; take it off "
+                "the model's outputs or return it from the loop as a loop variable"
+            )
     return [n for n in graph.nodes if id(n) in found]
 
 
@@ -247,6 +258,9 @@ def _replace(graph: Graph, frame: _Frame, members: list[Node], cond: Graph, body
     for k, variable in enumerate(frame.variables):
         for exit_node in variable.exits:
             graph.replace_all_uses_with(exit_node.outputs[0], loop.outputs[k])
+    for node in members:  # a loop variable's Enter fetched as a graph output gives its initial value, as in TF
+        if node.op_type == "Enter" and node.inputs[0] is not None:
+            graph.outputs = [node.inputs[0] if v is node.outputs[0] else v for v in graph.outputs]
     for node in members:
         for slot in range(len(node.inputs)):
             node.replace_input_with(slot, None)
