@@ -5,7 +5,7 @@ InTopKV2, BroadcastGradientArgs.
   negative; the signs of zeros count as IEEE's ``atan2`` counts them (``-0`` is negative: its reciprocal is
   ``-inf``). Two infinite operands are replaced by their signs first (``±π/4`` or ``±3π/4``, as in
   TensorFlow), and ``x = ±0`` by ``±1`` where ``y = ±0`` too (``±0`` or ``±π``); NaN stays NaN. float64
-  has no ``Atan`` kernel in onnxruntime: its ``Atan`` is a series (:func:`_atan`).
+  has no ``Atan`` kernel in onnxruntime: its ``Atan`` is a series (:func:`atan`).
 * ``Cumprod(x, axis)`` → ``ReduceProd`` over a masked copy: ``out[i] = ∏ x[j]`` for ``j ≤ i`` (``j < i``
   with ``exclusive``; ``≥`` / ``>`` with ``reverse``), the other factors replaced by 1. It holds ``n²``
   elements per scanned line (``n`` the axis length).
@@ -25,7 +25,7 @@ import numpy as np
 from ...dtypes import DType
 from .emitter import LoweringEmitter
 
-__all__ = ["LOWERINGS"]
+__all__ = ["LOWERINGS", "atan"]
 
 
 def _atan2(e: LoweringEmitter) -> None:
@@ -41,13 +41,13 @@ def _atan2(e: LoweringEmitter) -> None:
     negative_x = _negative(e, x, zero)
     both_zero = e.op("And", [e.op("Equal", [y, zero])[0], e.op("Equal", [x, zero])[0]])[0]
     x = e.op("Where", [both_zero, e.op("Where", [negative_x, minus_one, one])[0], x])[0]  # atan2(±0, ±0) = atan2(±0, ±1)
-    angle = _atan(e, e.op("Div", [y, x])[0], dtype)
+    angle = atan(e, e.op("Div", [y, x])[0], dtype)
     half_turn = e.op("Where", [_negative(e, y, zero), e.typed_scalar(-np.pi, dtype, "minus_pi"),
                                e.typed_scalar(np.pi, dtype, "pi")])[0]
     e.result("Where", [negative_x, e.op("Add", [angle, half_turn])[0], angle])
 
 
-def _atan(e: LoweringEmitter, t: str, dtype: DType) -> str:
+def atan(e: LoweringEmitter, t: str, dtype: DType) -> str:
     """``Atan(t)``; for float64 (onnxruntime has no float64 Atan kernel) a composition exact to a few ulps:
     ``|t| > 1`` folded to ``±π/2 - atan(1/t)``, two half-angle steps ``u → u / (1 + √(1 + u²))`` bring ``|u|``
     under ``tan(π/16)``, then 13 terms of ``u - u³/3 + u⁵/5 - …`` (the next is under 1e-19). Every step is

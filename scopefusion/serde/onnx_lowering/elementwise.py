@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import missing_kernels
 from .emitter import LoweringEmitter
 from .registry import Lowering
 
@@ -45,7 +46,8 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804
 
 def _unary(onnx_op: str) -> Lowering:
     def lower(e: LoweringEmitter) -> None:
-        e.result(onnx_op, [e.input(0)])
+        op_type, inputs, attrs = missing_kernels.unary(e, onnx_op, e.input(0))
+        e.result(op_type, inputs, **attrs)
 
     return lower
 
@@ -76,7 +78,8 @@ def _relu6(e: LoweringEmitter) -> None:
 
 
 def _selu(e: LoweringEmitter) -> None:
-    e.result("Selu", [e.input(0)], alpha=_SELU_ALPHA, gamma=_SELU_SCALE)
+    op_type, inputs, attrs = missing_kernels.unary(e, "Selu", e.input(0), alpha=_SELU_ALPHA, gamma=_SELU_SCALE)
+    e.result(op_type, inputs, **attrs)
 
 
 def _leaky_relu(e: LoweringEmitter) -> None:
@@ -92,11 +95,11 @@ def _log1p(e: LoweringEmitter) -> None:
 
 
 def _erfc(e: LoweringEmitter) -> None:
-    e.result("Sub", [_one(e, 1), e.op("Erf", [e.input(0)])[0]])
+    e.result("Sub", [_one(e, 1), missing_kernels.unary_value(e, "Erf", e.input(0))])
 
 
 def _is_finite(e: LoweringEmitter) -> None:
-    bad = e.op("Or", [e.op("IsNaN", [e.input(0)])[0], e.op("IsInf", [e.input(0)])[0]])[0]
+    bad = e.op("Or", [e.op("IsNaN", [e.input(0)])[0], missing_kernels.unary_value(e, "IsInf", e.input(0))])[0]
     e.result("Not", [bad])
 
 
