@@ -67,9 +67,9 @@ __all__ = [
 
 # Arrays smaller than this stay in the message: their bytes are cheap, a piece of their own is not.
 DEFER_MIN_BYTES = 1 << 14
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20
 # Transposed blocks being copied or written at once (see _Ahead), each in a buffer of about CHUNK_BYTES.
-AHEAD_BUFFERS = 4
+AHEAD_BUFFERS = 3
 # A non-contiguous array (a transposed view) up to this size is copied to C order whole, larger ones in chunks.
 WHOLE_COPY_BYTES = 64 << 20
 _TILE = (64, 256)  # rows x columns of the source's last two axes copied at a time (see _c_order)
