@@ -205,14 +205,18 @@ class _Ahead:
         return index
 
     def _copy(self, index: int) -> None:
-        """Copies block ``index`` (without the lock: numpy releases the GIL) and records the outcome."""
+        """Copies block ``index`` (without the lock: numpy releases the GIL) and records the outcome. An error
+        reaches the caller when it gets to that block; an interrupt on the caller's own thread goes up at once."""
         try:
             result: tuple[bool, Any] = (True, self._blocks[index].c_order(self._scratch[index % len(self._scratch)]))
-        except BaseException as e:  # given to the caller by next()
+        except BaseException as e:
             result = (False, e)
         with self._lock:
             self._results[index] = result
             self._lock.notify_all()
+        ok, value = result
+        if not ok and not isinstance(value, Exception) and threading.current_thread() is not self._thread:
+            raise value
 
     def _work(self) -> None:
         while True:

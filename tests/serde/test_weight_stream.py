@@ -358,6 +358,25 @@ def test_a_writer_whose_next_block_is_not_ready_copies_blocks_itself(monkeypatch
     assert not _c_order_workers()
 
 
+def test_an_interrupt_while_the_writer_copies_a_block_ahead_goes_up_at_once(monkeypatch):
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    real = weight_stream._c_order
+
+    def interrupted_in_the_writer(array, into=None):
+        if threading.current_thread().name == "scopefusion-c-order":
+            time.sleep(0.002)
+        else:
+            raise KeyboardInterrupt
+        return real(array, into)
+
+    monkeypatch.setattr(weight_stream, "_c_order", interrupted_in_the_writer)
+    chunks = iter(ModelBytes([b"head", *(Weight(v) for v in _transposed_filters(4))]))
+    assert next(chunks) == b"head"
+    with pytest.raises(KeyboardInterrupt):
+        next(chunks)  # the worker is copying the first block: the writer copies the second, and is interrupted
+    assert not _c_order_workers()
+
+
 def _c_order_workers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "scopefusion-c-order"]
 
