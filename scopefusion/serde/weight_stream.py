@@ -171,8 +171,8 @@ class _Block:
 class _Ahead:
     """Puts ``blocks`` in C order, in order, on a worker thread and on the caller's thread together.
 
-    NOTE: why. A conv filter is written transposed (``HWIO`` → ``OIHW``): putting it in C order costs about
-    twice as much as writing it. numpy's copies and ``os.write`` / ``os.sendfile`` run without the GIL, so a
+    NOTE: why. A conv filter is written transposed (``HWIO`` → ``OIHW``): putting it in C order costs more
+    than writing it. numpy's copies and ``os.write`` / ``os.sendfile`` run without the GIL, so a
     worker copies the blocks ahead while the caller writes; a caller that finds its next block not yet copied
     copies one itself instead of waiting (the oldest not started, possibly a later one), so both cores copy.
     Block ``j`` goes into buffer ``j % len(buffers)`` (:data:`AHEAD_BUFFERS`, each reused for the whole write,
@@ -180,9 +180,9 @@ class _Ahead:
     caller has asked for the block after it (a chunk is valid until the next one is asked for). Blocks come
     out in order; an error while copying a block is raised when the caller reaches that block."""
 
-    def __init__(self, blocks: Sequence[_Block], buffers: int | None = None) -> None:
+    def __init__(self, blocks: Sequence[_Block]) -> None:
         self._blocks = blocks
-        self._scratch = [Scratch() for _ in range(max(1, AHEAD_BUFFERS if buffers is None else buffers))]
+        self._scratch = [Scratch() for _ in range(max(1, AHEAD_BUFFERS))]
         self._results: list[tuple[bool, Any] | None] = [None] * len(blocks)
         self._claimed = 0  # blocks a thread has started
         self._handed = 0  # blocks given to the caller
@@ -238,13 +238,13 @@ class _Ahead:
         while True:
             with self._lock:
                 result = self._results[wanted]
-                index = None if result is not None else self._claim()
-                if result is None and index is None:
+                if result is not None:
+                    break
+                index = self._claim()
+                if index is None:  # the block is being copied, and no other may start yet
                     self._lock.wait()
                     continue
-            if result is not None:
-                break
-            self._copy(index)  # type: ignore[arg-type]
+            self._copy(index)
         self._results[wanted] = None
         self._handed += 1
         ok, value = result
