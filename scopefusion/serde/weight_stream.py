@@ -23,8 +23,9 @@ make the whole file resident. So a contiguous view of a mapped file is not read 
 (found in ``/proc/self/maps``, checked by device and inode), which :mod:`scopefusion.files` copies in the
 kernel (``os.sendfile``). Any other array is written in chunks of :data:`CHUNK_BYTES`: a C-contiguous one
 as views of its own memory, a non-contiguous one (a transposed view) put in C order block by block, by a
-worker thread one block ahead of the write (:class:`_Ahead`), in two buffers reused for the whole write
-(:class:`Scratch`; new pages cost the kernel more than the copy);
+worker thread ahead of the write and by the writing thread when it would otherwise wait (:class:`_Ahead`), in
+:data:`AHEAD_BUFFERS` buffers reused for the whole write (:class:`Scratch`; new pages cost the kernel more than
+the copy);
 the mapped pages a chunk touched are then given back (``madvise(MADV_DONTNEED)``, harmless on a read-only
 file mapping: the data stays in the page cache, and a later read maps it again). ``os.pread`` into a
 buffer would not map pages either, but costs a copy of every byte through this process.
@@ -42,7 +43,6 @@ import sys
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
-from queue import SimpleQueue
 from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
@@ -67,7 +67,9 @@ __all__ = [
 
 # Arrays smaller than this stay in the message: their bytes are cheap, a piece of their own is not.
 DEFER_MIN_BYTES = 1 << 14
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20
+# Transposed blocks being copied or written at once (see _Ahead), each in a buffer of about CHUNK_BYTES.
+AHEAD_BUFFERS = 3
 # A non-contiguous array (a transposed view) up to this size is copied to C order whole, larger ones in chunks.
 WHOLE_COPY_BYTES = 64 << 20
 _TILE = (64, 256)  # rows x columns of the source's last two axes copied at a time (see _c_order)
@@ -167,65 +169,95 @@ class _Block:
 
 
 class _Ahead:
-    """A worker thread that puts ``blocks`` in C order, one block ahead of the caller.
+    """Puts ``blocks`` in C order, in order, on a worker thread and on the caller's thread together.
 
-    NOTE: why. A conv filter is written transposed (``HWIO`` → ``OIHW``): putting it in C order costs about
-    as much as writing it. numpy's copies and ``os.write`` / ``os.sendfile`` run without the GIL, so the
-    next block is copied on another core while the caller writes the current chunk. Two buffers alternate
-    (:class:`Scratch`): block ``i`` goes into buffer ``i % 2``, and block ``i + 1`` is started only when block
-    ``i`` is handed out, that is once the caller has asked for the chunk after block ``i - 1``, which is
-    then no longer in use (a chunk is valid until the next one is asked for). Blocks come out in order."""
+    NOTE: why. A conv filter is written transposed (``HWIO`` → ``OIHW``): putting it in C order costs more
+    than writing it. numpy's copies and ``os.write`` / ``os.sendfile`` run without the GIL, so a
+    worker copies the blocks ahead while the caller writes; a caller that finds its next block not yet copied
+    copies one itself instead of waiting (the oldest not started, possibly a later one), so both cores copy.
+    Block ``j`` goes into buffer ``j % len(buffers)`` (:data:`AHEAD_BUFFERS`, each reused for the whole write,
+    :class:`Scratch`) and is started only once block ``j - len(buffers)`` is given back, that is once the
+    caller has asked for the block after it (a chunk is valid until the next one is asked for). Blocks come
+    out in order; an error while copying a block is raised when the caller reaches that block."""
 
     def __init__(self, blocks: Sequence[_Block]) -> None:
         self._blocks = blocks
-        self._scratch = (Scratch(), Scratch())
-        self._started = 0
-        self._jobs: SimpleQueue = SimpleQueue()
-        self._done: SimpleQueue = SimpleQueue()
+        self._scratch = [Scratch() for _ in range(max(1, AHEAD_BUFFERS))]
+        self._results: list[tuple[bool, Any] | None] = [None] * len(blocks)
+        self._claimed = 0  # blocks a thread has started
+        self._handed = 0  # blocks given to the caller
+        self._released = 0  # blocks whose buffers are free again
+        self._stopped = False
+        self._lock = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = threading.Thread(target=self._work, name="scopefusion-c-order",
                                                                  daemon=True)
         try:
             self._thread.start()
         except RuntimeError:  # no thread can be started (the process is at its limit): the caller copies
             self._thread = None
-        self._start_next()
 
-    def _start_next(self) -> None:
-        if self._started < len(self._blocks):
-            job = (self._blocks[self._started], self._scratch[self._started % 2])
-            self._started += 1
-            if self._thread is None:
-                self._done.put(self._run(job))
-            else:
-                self._jobs.put(job)
+    def _claim(self) -> int | None:
+        """The next block to copy, now marked started, or None when none may start (call with the lock held)."""
+        index = self._claimed
+        if self._stopped or index >= len(self._blocks) or index >= self._released + len(self._scratch):
+            return None
+        self._claimed += 1
+        return index
+
+    def _copy(self, index: int) -> None:
+        """Copies block ``index`` (without the lock: numpy releases the GIL) and records the outcome. An error
+        reaches the caller when it gets to that block; an interrupt on the caller's own thread goes up at once."""
+        try:
+            result: tuple[bool, Any] = (True, self._blocks[index].c_order(self._scratch[index % len(self._scratch)]))
+        except BaseException as e:
+            result = (False, e)
+        with self._lock:
+            self._results[index] = result
+            self._lock.notify_all()
+        ok, value = result
+        if not ok and not isinstance(value, Exception) and threading.current_thread() is not self._thread:
+            raise value
 
     def _work(self) -> None:
         while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            self._done.put(self._run(job))
-
-    @staticmethod
-    def _run(job: "tuple[_Block, Scratch]") -> tuple[bool, Any]:
-        block, scratch = job
-        try:
-            return True, block.c_order(scratch)
-        except BaseException as e:  # given to the caller by next()
-            return False, e
+            with self._lock:
+                index = self._claim()
+                while index is None:
+                    if self._stopped or self._claimed >= len(self._blocks):
+                        return
+                    self._lock.wait()
+                    index = self._claim()
+            self._copy(index)
 
     def next(self) -> memoryview:
-        """The next block in C order (valid until the call after next)."""
-        ok, value = self._done.get()
+        """The next block in C order (valid until the next call)."""
+        with self._lock:
+            self._released = self._handed  # the block handed out last is written: its buffer is free
+            self._lock.notify_all()
+            wanted = self._handed
+        while True:
+            with self._lock:
+                result = self._results[wanted]
+                if result is not None:
+                    break
+                index = self._claim()
+                if index is None:  # the block is being copied, and no other may start yet
+                    self._lock.wait()
+                    continue
+            self._copy(index)
+        self._results[wanted] = None
+        self._handed += 1
+        ok, value = result
         if not ok:
             raise value
-        self._start_next()
         return value
 
     def close(self) -> None:
         """Stops the worker (after the block it is copying, if any)."""
+        with self._lock:
+            self._stopped = True
+            self._lock.notify_all()
         if self._thread is not None:
-            self._jobs.put(None)
             self._thread.join()
 
 
@@ -447,8 +479,8 @@ class ModelBytes:
     def __iter__(self) -> Iterator[bytes | memoryview | FileRange]:
         """The chunks to write; a chunk is valid only until the next one is asked for (write it first).
 
-        A transposed weight's blocks are put in C order by a worker thread one block ahead (see
-        :class:`_Ahead`), while the caller writes the chunks before it."""
+        A transposed weight's blocks are put in C order by a worker thread ahead of the caller, and by the
+        caller when its next block is not ready (see :class:`_Ahead`), while the caller writes the chunks before it."""
         sources = _FileSources()
         ahead: _Ahead | None = None
         try:

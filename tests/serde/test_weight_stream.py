@@ -317,7 +317,7 @@ def _transposed_filters(count: int = 3) -> list[np.ndarray]:
 
 
 def test_a_slow_writer_gets_each_transposed_chunk_intact_until_it_asks_for_the_next(monkeypatch):
-    # The blocks are put in C order by a worker one block ahead, in two alternating buffers: a chunk must not
+    # The blocks are put in C order by a worker ahead of the caller, in a ring of reused buffers: a chunk must not
     # change while the caller still writes it, however slowly.
     monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
     views = _transposed_filters()
@@ -333,6 +333,47 @@ def test_a_slow_writer_gets_each_transposed_chunk_intact_until_it_asks_for_the_n
                 np.ascontiguousarray(views[2]).tobytes()]
     assert b"".join(written) == b"".join(expected) == data.tobytes()
     assert len(written) > 20  # many blocks went through the worker
+    assert not _c_order_workers()
+
+
+def test_a_writer_whose_next_block_is_not_ready_copies_blocks_itself(monkeypatch):
+    # A slow worker: the writing thread copies the blocks it would otherwise wait for, in any order, and the
+    # chunks still come out in file order.
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    real = weight_stream._c_order
+    copied_by: list[str] = []
+
+    def slow_in_the_worker(array, into=None):
+        copied_by.append(threading.current_thread().name)
+        if threading.current_thread().name == "scopefusion-c-order":
+            time.sleep(0.002)
+        return real(array, into)
+
+    monkeypatch.setattr(weight_stream, "_c_order", slow_in_the_worker)
+    views = _transposed_filters(4)
+    data = ModelBytes([b"head", *(Weight(v) for v in views)])
+    written = b"".join(bytes(c) for c in data)
+    assert written == b"head" + b"".join(np.ascontiguousarray(v).tobytes() for v in views)
+    assert threading.current_thread().name in copied_by and "scopefusion-c-order" in copied_by
+    assert not _c_order_workers()
+
+
+def test_an_interrupt_while_the_writer_copies_a_block_ahead_goes_up_at_once(monkeypatch):
+    monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
+    real = weight_stream._c_order
+
+    def interrupted_in_the_writer(array, into=None):
+        if threading.current_thread().name == "scopefusion-c-order":
+            time.sleep(0.002)
+        else:
+            raise KeyboardInterrupt
+        return real(array, into)
+
+    monkeypatch.setattr(weight_stream, "_c_order", interrupted_in_the_writer)
+    chunks = iter(ModelBytes([b"head", *(Weight(v) for v in _transposed_filters(4))]))
+    assert next(chunks) == b"head"
+    with pytest.raises(KeyboardInterrupt):
+        next(chunks)  # the worker is copying the first block: the writer copies the second, and is interrupted
     assert not _c_order_workers()
 
 
