@@ -533,6 +533,16 @@ class InferContext:
         self._check_out(i)
         self._out_shapes[i] = None if shape is None else tuple(int(d) for d in shape)
 
+    def set_outputs(self, answers: Sequence[tuple[Iterable[int] | None, DType | None]]) -> None:
+        """Sets output ``i``'s shape and dtype from ``answers[i]``, as ``set_output_dtype`` then
+        ``set_output_shape`` would, output by output."""
+        if len(answers) > self.num_outputs:
+            self._check_out(self.num_outputs)
+        shapes, dtypes = self._out_shapes, self._out_dtypes
+        for i, (shape, dtype) in enumerate(answers):
+            dtypes[i] = dtype
+            shapes[i] = None if shape is None else tuple([int(d) for d in shape])
+
     def set_output_dtype(self, i: int, dtype: DType | None) -> None:
         self._check_out(i)
         self._out_dtypes[i] = dtype

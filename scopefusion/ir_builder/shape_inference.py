@@ -13,6 +13,12 @@ that node's output types, folded values and counts instead of being inferred aga
 of exactly those inputs, the node's attributes and its output count, which a clone shares; nodes with
 bodies or loop back edges are always inferred.
 
+Within one graph, a node that reads exactly what an earlier node of the same op definition read (the same
+interned input types, equal small known values, equal plain attributes, as many outputs) takes that node's
+output types and folded values (shared arrays) instead of being inferred again: a model repeats its shape
+arithmetic per layer. A node whose inference or folding said anything (an error, an unfolded note, a failed
+fold) is never remembered.
+
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
 """
@@ -102,6 +108,7 @@ def infer_graph(
         earlier_known = earlier[1].known_values
         earlier_outcomes = earlier[1].outcomes
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
+    repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
     collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
@@ -155,6 +162,18 @@ def infer_graph(
                 result.folded += was_folded
                 result.outcomes[id(node)] = outcome
                 continue
+        key = None if node.subgraphs else _node_key(node, known_values)
+        if key is not None:
+            answer = repeated.get(key)
+            if answer is not None:
+                types, shared, was_folded = answer
+                for value, t, array in zip(node.outputs, types, shared):
+                    value.type = t
+                    if array is not None:
+                        known_values[id(value)] = array
+                result.folded += was_folded
+                result.outcomes[id(node)] = (was_folded, None)
+                continue
         unfolded = len(result.unfolded)
         infos: list[InputInfo | None] = []
         plain: list[InputInfo | None] = []  # the same without data
@@ -175,7 +194,11 @@ def infer_graph(
         inferred = ctx.results()
         check_contradictions(node, infos, inferred)
         folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
+        if folded is _FOLD_FAILED:
+            folded = key = None
+        arrays: list[np.ndarray | None] = []
         for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
+            array = None
             if folded is not None and i < len(folded) and folded[i] is not None:
                 array = np.asarray(folded[i])
                 result.known_values[id(value)] = array
@@ -189,9 +212,13 @@ def infer_graph(
                     f"node {node.name!r} ({node.op}): output {i} would get shape {list(shape or ())}, which is "
                     f"impossible ({e}); the model's inputs contradict the op"
                 ) from None
+            arrays.append(array)
         if folded is not None:
             result.folded += 1
-        result.outcomes[id(node)] = (folded is not None, result.unfolded[-1] if len(result.unfolded) > unfolded else None)
+        note = result.unfolded[-1] if len(result.unfolded) > unfolded else None
+        result.outcomes[id(node)] = (folded is not None, note)
+        if key is not None and note is None:
+            repeated[key] = ([value.type for value in node.outputs], arrays, folded is not None)
     if progress is not None:
         progress(total, total)
     for node in graph.nodes:
@@ -204,6 +231,50 @@ def infer_graph(
             if dynamic:
                 result.dynamic_values.append(value.ref)
     return result
+
+
+# Largest known input value (in elements) whose bytes go into a node's key (see _node_key).
+MAX_KEYED_ELEMENTS = 64
+
+
+def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
+    """What ``node``'s inference and folding read: its op definition, output count, each input's interned
+    type and (small, numeric) known value, and its attributes' plain values; None when part of it cannot be
+    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute)."""
+    parts: list = [id(node.opdef), len(node.outputs)]
+    for value in node.inputs:
+        if value is None:
+            parts.append(None)
+            continue
+        if value.type is None:  # a loop back edge not inferred yet
+            return None
+        data = known.get(id(value))
+        if data is None:
+            parts.append(value.type)
+            continue
+        if data.size > MAX_KEYED_ELEMENTS or data.dtype.kind not in "biuf":
+            return None
+        parts.append((value.type, data.dtype.str, data.shape, data.tobytes()))
+    for name, attr in node.attrs._attrs.items():
+        plain = _plain(attr.value)
+        if plain is None:
+            return None
+        parts.append((name, attr.type_id, plain))
+    return tuple(parts)
+
+
+def _plain(value: object) -> object:
+    """A hashable stand-in for an attribute payload, equal only for equal payloads of the same Python types
+    (floats by their bits), or None for a payload that is not a plain value or a tuple or list of them."""
+    kind = type(value)
+    if kind is int or kind is str or kind is bool or kind is bytes:
+        return (kind, value)
+    if kind is float:
+        return (kind, value.hex())  # type: ignore[attr-defined]
+    if kind is tuple or kind is list:
+        items = [_plain(v) for v in value]  # type: ignore[attr-defined]
+        return None if any(v is None for v in items) else (kind, tuple(items))
+    return None
 
 
 def _same_inputs(node: Node, twin: Node, known: dict[int, np.ndarray], twin_known: dict[int, np.ndarray]) -> bool:
@@ -259,6 +330,9 @@ def _fold_fits(node: Node, inferred, result: InferenceResult, limit: int) -> boo
     return True
 
 
+_FOLD_FAILED: list = []  # _try_fold's answer when the op's kernel raised (logged)
+
+
 def _try_fold(node: Node, infos: list[InputInfo | None], attrs: dict[str, AttrValue]) -> list[np.ndarray | None] | None:
     opdef = node.opdef
     assert opdef is not None
@@ -271,7 +345,7 @@ def _try_fold(node: Node, infos: list[InputInfo | None], attrs: dict[str, AttrVa
         out = opdef.try_fold(infos, attrs)
     except Exception as e:  # a kernel that cannot handle this input is not a reason to stop converting
         _log().debug("folding %s (%s) failed: %s", node.name, node.op, e)
-        return None
+        return _FOLD_FAILED
     if out is None:
         return None
     return [None if o is None else np.asarray(o) for o in out]

@@ -93,9 +93,7 @@ def attach(opdef: OpDef, op: "OnnxOp") -> None:
         if answer is None:
             answer = _onnx_answer(ctx, op, answer_cache(ctx.opdef))
         ctx.__dict__[_CACHE] = answer
-        for i, (shape, dtype) in enumerate(answer):
-            ctx.set_output_dtype(i, dtype)
-            ctx.set_output_shape(i, shape)
+        ctx.set_outputs(answer)
 
     def infer_shape(ctx: InferContext) -> None:
         if _CACHE in ctx.__dict__:

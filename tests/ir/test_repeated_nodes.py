@@ -1,0 +1,115 @@
+"""Within one graph, a node that reads what an earlier node of the same op read takes that node's answer
+(``shape_inference``): the result is exactly what inferring every node gives, on TF and ONNX models, and the
+converted model's bytes are the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scopefusion.convert import convert
+from scopefusion.ir.graph import Graph
+from scopefusion.ir.types import TensorType
+from scopefusion.ir_builder import shape_inference
+from scopefusion.ir_builder.profiles import input_name
+from scopefusion.ir_builder.shape_inference import InferenceResult, infer_graph
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf_rnn_pb", "tf2_control_flow_pb", "torch_opset17", "torch_opset14"]
+
+
+@pytest.fixture(params=MODELS)
+def model_path(request) -> Path:
+    if request.param.startswith("torch_opset"):
+        return REPO / "testdata" / f"torch_encoder_opset{request.param[-2:]}.onnx"
+    return request.getfixturevalue(request.param)
+
+
+def fixed_shapes(graph: Graph) -> dict[str, list[int]]:
+    """Every graph input with a known rank, its unknown dims set to 2."""
+    out = {}
+    for value in graph.inputs:
+        t = value.type
+        if isinstance(t, TensorType) and t.rank is not None:
+            out[input_name(value)] = [2 if d < 0 else d for d in t.shape]
+    return out
+
+
+def from_scratch(graph: Graph, shapes: dict[str, list[int]]) -> tuple[Graph, InferenceResult]:
+    clone = graph.clone()
+    for value in clone.inputs:
+        name = input_name(value)
+        if name in shapes:
+            t = value.type
+            value.type = clone.context.tensor(t.element, tuple(shapes[name]), t.format)
+    return clone, infer_graph(clone)
+
+
+def assert_same_inference(got: Graph, got_result: InferenceResult, want: Graph, want_result: InferenceResult) -> None:
+    for value, expected in zip(got.values(), want.values(), strict=True):
+        assert value.type is expected.type, f"{value.ref}: {value.type} != {expected.type}"
+        assert value.meta.get("dynamic") == expected.meta.get("dynamic"), value.ref
+        known, expected_known = got_result.known(value), want_result.known(expected)
+        assert (known is None) == (expected_known is None), value.ref
+        if known is not None:
+            assert known.dtype == expected_known.dtype and known.shape == expected_known.shape, value.ref
+            assert np.array_equal(known, expected_known, equal_nan=known.dtype.kind in "fc"), value.ref
+    assert got_result.folded == want_result.folded
+    assert got_result.unfolded == want_result.unfolded
+    assert got_result.dynamic_values == want_result.dynamic_values
+    assert got_result.uninferred == want_result.uninferred
+    assert list(got_result.outcomes.values()) == list(want_result.outcomes.values())
+
+
+def _every_node_inferred(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shape_inference, "_node_key", lambda node, known: None)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["model_shapes", "static_shapes"])
+def test_repeated_nodes_give_what_inferring_each_gives(model_path, static, monkeypatch):
+    graph = convert(model_path).graph
+    shapes = fixed_shapes(graph) if static else {}
+    keys = []
+    node_key = shape_inference._node_key
+
+    def counted(node, known):
+        key = node_key(node, known)
+        keys.append(key)
+        return key
+
+    monkeypatch.setattr(shape_inference, "_node_key", counted)
+    got, got_result = from_scratch(graph, shapes)
+    _every_node_inferred(monkeypatch)
+    want, want_result = from_scratch(graph, shapes)
+    assert_same_inference(got, got_result, want, want_result)
+    assert keys  # nodes were keyed
+
+
+def test_the_encoder_repeats_its_shape_arithmetic(monkeypatch):
+    repeats = []
+    node_key = shape_inference._node_key
+    seen = set()
+
+    def counted(node, known):
+        key = node_key(node, known)
+        if key is not None:
+            repeats.append(key in seen)
+            seen.add(key)
+        return key
+
+    monkeypatch.setattr(shape_inference, "_node_key", counted)
+    convert(REPO / "testdata" / "torch_encoder_opset17.onnx", input_shapes={"input_ids": [2, 16]})
+    assert sum(repeats) > len(repeats) // 3
+
+
+@pytest.mark.parametrize("name", ["torch_encoder_opset17.onnx", "torch_encoder_opset14.onnx"])
+def test_converted_bytes_are_the_same(name, monkeypatch):
+    path = REPO / "testdata" / name
+    shapes = {"input_ids": [2, 16]}
+    fast = convert(path, input_shapes=shapes)
+    _every_node_inferred(monkeypatch)
+    slow = convert(path, input_shapes=shapes)
+    for fmt in ("ge", "ge-text", "onnx"):
+        assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
