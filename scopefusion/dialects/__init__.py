@@ -15,7 +15,7 @@ from ..ir.opdef import OpDef, OpRegistry
 if TYPE_CHECKING:  # pragma: no cover
     from ...parser.source_graph import SourceGraph
 
-__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names"]
+__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names", "registered_defs"]
 
 DEFAULT_ONNX_OPSET = 17
 _ONNX_DIALECT = "onnx"
@@ -77,12 +77,21 @@ class OpName(NamedTuple):
     dialect: str
 
 
-def op_names(registry: OpRegistry) -> list[OpName]:
+def op_names(registry: OpRegistry) -> tuple[OpName, ...]:
     """The name and dialect of every definition in ``registry``, in its order; for a registry of
-    :func:`default_op_registry`, without copying in the definitions not looked up yet."""
+    :func:`default_op_registry`, without copying in the definitions not looked up yet (and, while nothing
+    was registered in it, the same tuple for every registry of its kind)."""
     if isinstance(registry, _CopiedOnUseRegistry):
         return registry.op_names()
-    return [OpName(d.name, d.dialect) for d in registry]
+    return tuple(OpName(d.name, d.dialect) for d in registry)
+
+
+def registered_defs(registry: OpRegistry) -> list[OpDef]:
+    """The definitions of ``registry`` in its order; for a registry of :func:`default_op_registry`, only
+    those copied in or registered so far (a builtin not looked up yet is left out, and not copied in)."""
+    if isinstance(registry, _CopiedOnUseRegistry):
+        return registry.copied_in()
+    return list(registry)
 
 
 class _Pending(NamedTuple):
@@ -112,13 +121,16 @@ class _CopiedOnUseRegistry(OpRegistry):
         self._in_order = False
         return opdef
 
-    def op_names(self) -> list[OpName]:
+    def op_names(self) -> tuple[OpName, ...]:
         if self._names is not None:
-            return list(self._names)
-        return [
+            return self._names
+        return tuple(
             self._pending[n].name if n in self._pending else OpName(self._defs[n].name, self._defs[n].dialect)
             for n in self._order
-        ]
+        )
+
+    def copied_in(self) -> list[OpDef]:
+        return [self._defs[n] for n in self._order if n not in self._pending]
 
     def _copy_all(self) -> None:
         for name in list(self._pending):
