@@ -77,20 +77,20 @@ class OpName(NamedTuple):
     dialect: str
 
 
-def op_names(registry: OpRegistry) -> tuple[OpName, ...]:
+def op_names(registry: OpRegistry) -> list[OpName]:
     """The name and dialect of every definition in ``registry``, in its order; for a registry of
-    :func:`default_op_registry`, without copying in the definitions not looked up yet (and, while nothing
-    was registered in it, the same tuple for every registry of its kind)."""
+    :func:`default_op_registry`, without copying in the definitions not looked up yet."""
     if isinstance(registry, _CopiedOnUseRegistry):
         return registry.op_names()
-    return tuple(OpName(d.name, d.dialect) for d in registry)
+    return [OpName(d.name, d.dialect) for d in registry]
 
 
 def registered_defs(registry: OpRegistry) -> list[OpDef]:
-    """The definitions of ``registry`` in its order; for a registry of :func:`default_op_registry`, only
-    those copied in or registered so far (a builtin not looked up yet is left out, and not copied in)."""
+    """The definitions of ``registry`` that may not be builtin ones: for a registry of
+    :func:`default_op_registry`, those registered in it after it was made (``extra`` included), in the
+    order of registration, without copying in any builtin; for another registry, every definition."""
     if isinstance(registry, _CopiedOnUseRegistry):
-        return registry.copied_in()
+        return registry.registered()
     return list(registry)
 
 
@@ -112,6 +112,7 @@ class _CopiedOnUseRegistry(OpRegistry):
         self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
         self._in_order = True  # whether self._defs holds its definitions in that order
         self._names = names  # the names of ``pending`` in order, while nothing else is registered
+        self._registered: dict[str, None] = {}  # the names registered after the builtins, in order
 
     def _copy_in(self, qualified_name: str) -> OpDef | None:
         entry = self._pending.pop(qualified_name, None)
@@ -121,16 +122,16 @@ class _CopiedOnUseRegistry(OpRegistry):
         self._in_order = False
         return opdef
 
-    def op_names(self) -> tuple[OpName, ...]:
+    def op_names(self) -> list[OpName]:
         if self._names is not None:
-            return self._names
-        return tuple(
+            return list(self._names)
+        return [
             self._pending[n].name if n in self._pending else OpName(self._defs[n].name, self._defs[n].dialect)
             for n in self._order
-        )
+        ]
 
-    def copied_in(self) -> list[OpDef]:
-        return [self._defs[n] for n in self._order if n not in self._pending]
+    def registered(self) -> list[OpDef]:
+        return [self._defs[n] for n in self._registered]
 
     def _copy_all(self) -> None:
         for name in list(self._pending):
@@ -145,9 +146,11 @@ class _CopiedOnUseRegistry(OpRegistry):
             if not replace:
                 raise ValueError(f"op {name} is already registered")
             del self._pending[name]
+        registered = super().register(opdef, replace=replace)
         self._order[name] = None
         self._names = None
-        return super().register(opdef, replace=replace)
+        self._registered[name] = None
+        return registered
 
     def get(self, qualified_name: str) -> OpDef:
         found = self.lookup(qualified_name)

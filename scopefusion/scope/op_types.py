@@ -50,9 +50,10 @@ class KnownOpTypes:
     def from_op_registry(cls, ops: Iterable[OpDefinitionLike], dialect: str = "") -> KnownOpTypes:
         """The fused types of an op registry, and the types of its ``dialect`` (the framework's).
 
-        A tuple (of ``(name, dialect)`` tuples, as ``scopefusion.dialects.op_names`` gives) is read once
-        per process: an equal tuple gives the same (unchangeable) object again."""
-        if cls is KnownOpTypes and type(ops) is tuple:
+        A tuple (of ``(name, dialect)`` tuples, as :class:`~.manager.PassManager` keeps the names
+        ``scopefusion.dialects.op_names`` gives) is read once per process: an equal tuple gives the same
+        (unchangeable) object again."""
+        if cls is KnownOpTypes and type(ops) is tuple and ops and isinstance(ops[0], tuple):
             try:
                 return _known_from_names(ops, dialect)
             except TypeError:  # unhashable definitions
