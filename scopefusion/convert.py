@@ -196,12 +196,18 @@ _FORMAT_MODULES = {
 }
 
 
+_IMPORTED_FOR: set[str] = set()  # the formats whose modules were imported here once (later imports find them)
+
+
 def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
     from .parser.detect import format_from_path
 
-    fmt = model_format or format_from_path(str(path))
-    for name in _CONVERSION_MODULES + _FORMAT_MODULES.get(fmt or "", ()):
+    fmt = model_format or format_from_path(str(path)) or ""
+    if fmt in _IMPORTED_FOR:
+        return
+    for name in _CONVERSION_MODULES + _FORMAT_MODULES.get(fmt, ()):
         importlib.import_module(name)
+    _IMPORTED_FOR.add(fmt)
 
 
 def _promote_tracked_objects() -> None:

@@ -15,7 +15,7 @@ from ..ir.opdef import OpDef, OpRegistry
 if TYPE_CHECKING:  # pragma: no cover
     from ...parser.source_graph import SourceGraph
 
-__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names"]
+__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names", "registered_defs"]
 
 DEFAULT_ONNX_OPSET = 17
 _ONNX_DIALECT = "onnx"
@@ -85,6 +85,15 @@ def op_names(registry: OpRegistry) -> list[OpName]:
     return [OpName(d.name, d.dialect) for d in registry]
 
 
+def registered_defs(registry: OpRegistry) -> list[OpDef]:
+    """The definitions of ``registry`` that may not be builtin ones: for a registry of
+    :func:`default_op_registry`, those registered in it after it was made (``extra`` included), in the
+    order of registration, without copying in any builtin; for another registry, every definition."""
+    if isinstance(registry, _CopiedOnUseRegistry):
+        return registry.registered()
+    return list(registry)
+
+
 class _Pending(NamedTuple):
     """A builtin definition not copied into a registry yet: its name, and its prototype."""
 
@@ -103,6 +112,7 @@ class _CopiedOnUseRegistry(OpRegistry):
         self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
         self._in_order = True  # whether self._defs holds its definitions in that order
         self._names = names  # the names of ``pending`` in order, while nothing else is registered
+        self._registered: dict[str, None] = {}  # the names registered after the builtins, in order
 
     def _copy_in(self, qualified_name: str) -> OpDef | None:
         entry = self._pending.pop(qualified_name, None)
@@ -120,6 +130,9 @@ class _CopiedOnUseRegistry(OpRegistry):
             for n in self._order
         ]
 
+    def registered(self) -> list[OpDef]:
+        return [self._defs[n] for n in self._registered]
+
     def _copy_all(self) -> None:
         for name in list(self._pending):
             self._copy_in(name)
@@ -133,9 +146,11 @@ class _CopiedOnUseRegistry(OpRegistry):
             if not replace:
                 raise ValueError(f"op {name} is already registered")
             del self._pending[name]
+        registered = super().register(opdef, replace=replace)
         self._order[name] = None
         self._names = None
-        return super().register(opdef, replace=replace)
+        self._registered[name] = None
+        return registered
 
     def get(self, qualified_name: str) -> OpDef:
         found = self.lookup(qualified_name)

@@ -127,18 +127,19 @@ class OpDef:
         # otherwise); None when not foldable. Ops like Shape fold from static input shapes alone.
         self.fold: Callable[..., Any] | None = None
         self.memory_forward: int | None = None  # output 0 may alias this input's buffer
-        # bind_inputs / bind_outputs answers by (kind, count); emptied whenever a spec is declared or changed
+        # bind_inputs / bind_outputs answers by (kind, count); a new empty one whenever a spec is declared or
+        # changed, so copies (which share it while their specs are the same) never see another's answers
         self._bindings: dict[tuple[str, int], tuple[Any, ...]] = {}
 
     def copy(self) -> "OpDef":
         """A definition equal to this one that can be declared further without changing this one: the
-        spec lists and attribute map are new, the frozen specs and the functions are shared."""
+        spec lists and attribute map are new, the frozen specs, the functions and the binding answers
+        (until either declares further) are shared."""
         clone = OpDef.__new__(OpDef)
         clone.__dict__.update(self.__dict__)
         clone.inputs = list(self.inputs)
         clone.outputs = list(self.outputs)
         clone.attrs = dict(self.attrs)
-        clone._bindings = {}
         return clone
 
     @property
@@ -166,7 +167,7 @@ class OpDef:
         if self.inputs and self.inputs[-1].param is ParamType.DYNAMIC and param is ParamType.DYNAMIC:
             raise ValueError(f"{self.qualified_name}: two dynamic inputs in a row cannot be told apart")
         self.inputs.append(InputSpec(name, param, _frozen(dtypes), _frozen(formats), value_depend))
-        self._bindings.clear()
+        self._bindings = {}
         return self
 
     def output(
@@ -184,7 +185,7 @@ class OpDef:
         if follow is not None:
             self._input_index(follow[0], "follow")
         self.outputs.append(OutputSpec(name, param, _frozen(dtypes), _frozen(formats), follow))
-        self._bindings.clear()
+        self._bindings = {}
         return self
 
     def follow(self, output: str, input: str, how: FollowType = FollowType.ALL) -> "OpDef":
@@ -193,7 +194,7 @@ class OpDef:
         for i, spec in enumerate(self.outputs):
             if spec.name == output:
                 self.outputs[i] = OutputSpec(spec.name, spec.param, spec.dtypes, spec.formats, (input, how))
-                self._bindings.clear()
+                self._bindings = {}
                 return self
         raise ValueError(f"{self.qualified_name}: follow names output {output!r}, which is not declared")
 
@@ -202,7 +203,7 @@ class OpDef:
         i = self._input_index(input, "value_depend")
         spec = self.inputs[i]
         self.inputs[i] = InputSpec(spec.name, spec.param, spec.dtypes, spec.formats, True)
-        self._bindings.clear()
+        self._bindings = {}
         return self
 
     def attr(self, name: str, type_id: AttrType, *, default: Any = ..., optional: bool = False) -> "OpDef":

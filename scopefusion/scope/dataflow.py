@@ -241,7 +241,7 @@ class DataflowPattern:
         types = graph.memo.get(key)
         if types is None:
             types = graph.memo[key] = _upstream_op_types(graph, node, self._reach)
-        return all(any(t in types for t in alternatives) for alternatives in self._required)
+        return all(not types.isdisjoint(alternatives) for alternatives in self._required)
 
     @property
     def anchor_types(self) -> tuple[str, ...]:
@@ -255,7 +255,7 @@ class DataflowPattern:
         """False when ``graph`` lacks every op type of some op of the pattern, so that no anchor can match
         (a cheap test from the op-type index; True says nothing about a match)."""
         present = graph.present_types
-        return all(any(t in present for t in types) for types in self._op_type_alternatives)
+        return all(not present.isdisjoint(types) for types in self._op_type_alternatives)
 
     # ------------------------------------------------------------------ search
     def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:

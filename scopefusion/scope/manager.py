@@ -176,7 +176,7 @@ class PassManager:
     ) -> None:
         self.registry = registry
         self.strict = strict
-        self._ops = list(ops) if ops is not None else None
+        self._ops = tuple(ops) if ops is not None else None
         self._known: Callable[[str], bool] | None
         if known_types is None or callable(known_types):
             self._known = known_types

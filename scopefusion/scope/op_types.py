@@ -8,6 +8,7 @@ An unknown type is refused with the nearest known names, so a typo reads as one.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Iterable, Protocol
 
 from ..parser.source_graph import SourceGraph
@@ -47,7 +48,20 @@ class KnownOpTypes:
 
     @classmethod
     def from_op_registry(cls, ops: Iterable[OpDefinitionLike], dialect: str = "") -> KnownOpTypes:
-        """The fused types of an op registry, and the types of its ``dialect`` (the framework's)."""
+        """The fused types of an op registry, and the types of its ``dialect`` (the framework's).
+
+        A tuple (of ``(name, dialect)`` tuples, as :class:`~.manager.PassManager` keeps the names
+        ``scopefusion.dialects.op_names`` gives) is read once per process: an equal tuple gives the same
+        (unchangeable) object again."""
+        if cls is KnownOpTypes and type(ops) is tuple and ops and isinstance(ops[0], tuple):
+            try:
+                return _known_from_names(ops, dialect)
+            except TypeError:  # unhashable definitions
+                pass
+        return cls._from_defs(ops, dialect)
+
+    @classmethod
+    def _from_defs(cls, ops: Iterable[OpDefinitionLike], dialect: str) -> KnownOpTypes:
         defs = list(ops)
         return cls(
             (d.name for d in defs if d.dialect == FUSED_DIALECT),
@@ -83,6 +97,11 @@ class KnownOpTypes:
         near = difflib.get_close_matches(op_type, sorted(names), n=_SUGGESTIONS, cutoff=0.0)
         shown = " or ".join(repr(n) for n in near)
         return f"did you mean {shown}? Fix result.type, or define the op in the conversion's op registry"
+
+
+@lru_cache(maxsize=8)
+def _known_from_names(names: tuple[OpDefinitionLike, ...], dialect: str) -> KnownOpTypes:
+    return KnownOpTypes._from_defs(names, dialect)
 
 
 class _PredicateOpTypes(KnownOpTypes):

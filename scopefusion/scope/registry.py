@@ -297,6 +297,8 @@ class PassRegistry:
     def configure(self, enable: Iterable[str] = (), disable: Iterable[str] = ()) -> None:
         """``enable`` then ``disable``, checking every name first (nothing changes on an error)."""
         enable, disable = list(enable), list(disable)
+        if not enable and not disable:
+            return
         self._lookup(enable + disable, "configure")
         self.enable(*enable)
         self.disable(*disable)

@@ -169,5 +169,8 @@ def op_registry_for(source: "SourceGraph | None", declared: Sequence[DeclaredFus
 
 
 def declared_ops_of(registry: OpRegistry) -> list[FusedOpDef]:
-    """The declared (non-builtin) fused ops in ``registry``."""
-    return [d for d in registry if isinstance(d, FusedOpDef)]
+    """The declared (non-builtin) fused ops in ``registry``, without copying in its builtins (no builtin
+    definition is a :class:`FusedOpDef`, and declared ones are registered after the builtins)."""
+    from .. import registered_defs
+
+    return [d for d in registered_defs(registry) if isinstance(d, FusedOpDef)]

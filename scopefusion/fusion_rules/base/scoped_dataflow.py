@@ -88,11 +88,11 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         return ()
 
     # ------------------------------------------------------------------ candidates
-    def _required_by_pattern(self) -> tuple[tuple[DataflowPattern, tuple[str, ...]], ...]:
+    def _required_by_pattern(self) -> tuple[tuple[DataflowPattern, frozenset[str]], ...]:
         """``(pattern, required_ops(pattern))`` for each pattern, asked once per pass and tuple of patterns."""
         cached = self.__dict__.get("_required_cache")
         if cached is None or cached[0] is not self.patterns:
-            pairs = tuple((pattern, tuple(self.required_ops(pattern))) for pattern in self.patterns)
+            pairs = tuple((pattern, frozenset(self.required_ops(pattern))) for pattern in self.patterns)
             cached = self.__dict__["_required_cache"] = (self.patterns, pairs)
         return cached[1]
 
@@ -104,7 +104,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         present = graph.present_types
         for pattern, needed in self._required_by_pattern():
             if root:
-                if any(t not in present for t in needed):
+                if not present >= needed:
                     continue
             elif any(within.op_count(t) < 0 for t in needed):  # type: ignore[union-attr]
                 continue
