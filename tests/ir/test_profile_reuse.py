@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from scopefusion.convert import convert
 from scopefusion.ir.graph import Graph
-from scopefusion.ir.types import TensorType
-from scopefusion.ir_builder.profiles import input_name
-from scopefusion.ir_builder.shape_inference import InferenceResult, infer_graph
+from scopefusion.ir_builder.shape_inference import InferenceResult
+from tests.ir.inference_checks import assert_same_values, fixed_shapes, from_scratch
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf_rnn_pb", "tf2_control_flow_pb", "torch_encoder"]
@@ -25,39 +23,9 @@ def model_path(request) -> Path:
     return request.getfixturevalue(request.param)
 
 
-def fixed_shapes(graph: Graph) -> dict[str, list[int]]:
-    """Every graph input with a known rank, its unknown dims set to 2."""
-    out = {}
-    for value in graph.inputs:
-        t = value.type
-        if isinstance(t, TensorType) and t.rank is not None:
-            out[input_name(value)] = [2 if d < 0 else d for d in t.shape]
-    return out
-
-
-def from_scratch(graph: Graph, shapes: dict[str, list[int]]) -> tuple[Graph, InferenceResult]:
-    clone = graph.clone()
-    for value in clone.inputs:
-        name = input_name(value)
-        if name in shapes:
-            t = value.type
-            value.type = clone.context.tensor(t.element, tuple(shapes[name]), t.format)
-    return clone, infer_graph(clone)
-
-
 def assert_same_inference(got: Graph, got_result: InferenceResult, want: Graph, want_result: InferenceResult) -> None:
     assert [n.name for n in got.nodes] == [n.name for n in want.nodes]
-    for value, expected in zip(got.values(), want.values()):
-        assert value.type is expected.type, f"{value.ref}: {value.type} != {expected.type}"
-        assert value.meta.get("dynamic") == expected.meta.get("dynamic"), value.ref
-        known, expected_known = got_result.known(value), want_result.known(expected)
-        assert (known is None) == (expected_known is None), value.ref
-        if known is not None:
-            assert known.dtype == expected_known.dtype and np.array_equal(known, expected_known), value.ref
-    assert got_result.folded == want_result.folded
-    assert got_result.unfolded == want_result.unfolded
-    assert got_result.dynamic_values == want_result.dynamic_values
-    assert got_result.uninferred == want_result.uninferred
+    assert_same_values(got, got_result, want, want_result)
     assert got_result.uninferred_nodes == want_result.uninferred_nodes
 
 
