@@ -27,7 +27,7 @@ OUTPUT = REPO / "scopefusion" / "dialects" / "onnx" / "onnx_schemas.jsonl"
 
 def build_table() -> dict:
     import onnx
-    from onnx import defs
+    from onnx import defs, helper
 
     by_op: dict[str, list] = {}
     for schema in defs.get_all_schemas_with_history():
@@ -45,6 +45,9 @@ def build_table() -> dict:
         "onnx_version": onnx.__version__,
         "latest_opset": int(defs.onnx_opset_version()),
         "data_types": data_types,
+        "ir_version": int(onnx.IR_VERSION),
+        # (IR version, ai.onnx opset, ai.onnx.ml opset, ai.onnx.training opset) per onnx release, oldest first
+        "release_versions": [[int(v) for v in row[1:]] for row in helper.VERSION_TABLE],
         "versions": versions,
         "schemas": schemas,
     }
@@ -60,7 +63,7 @@ def render(table: dict) -> str:
         lines[name] = [offset, len(line) - 1]
         offset += len(line)
         body.append(text)
-    header = {key: table[key] for key in ("onnx_version", "latest_opset", "data_types", "versions")}
+    header = {key: table[key] for key in ("onnx_version", "latest_opset", "data_types", "ir_version", "release_versions", "versions")}
     header["lines"] = lines
     return "\n".join([json.dumps(header, separators=(",", ":"))] + body) + "\n"
 

@@ -25,14 +25,22 @@ import sys
 from typing import Any, Callable, cast
 
 import numpy as np
-import onnx
-from onnx import AttributeProto, helper, numpy_helper
 
+from ..dialects.onnx.schema_table import AttrView
 from ..dtypes import DType
 from ..errors import SerdeError
 from ..ir import attrs as A
 from ..ir.attrs import AttrType, AttrValue, values_equal
 from ..ir.types import TensorType
+from .onnx_proto import (
+    AttributeProto,
+    GraphProto,
+    TensorProto,
+    TypeProto,
+    from_array,
+    np_dtype_to_tensor_dtype,
+    to_array,
+)
 from .weight_stream import active_weights, defer_array
 
 __all__ = ["KIND_OF_TYPE", "attribute_proto", "initializer_array", "is_schema_default", "onnx_elem_type", "tensor_into", "tensor_proto", "type_proto"]
@@ -63,7 +71,7 @@ KIND_OF_TYPE: dict[AttrType, int] = {
     A.LIST_LIST_FLOAT: _K.TENSORS,
 }
 
-WriteBody = Callable[[Any], onnx.GraphProto]
+WriteBody = Callable[[Any], GraphProto]
 
 
 def attribute_proto(
@@ -208,22 +216,22 @@ def _tensor_type(v: Any) -> TensorType:
     return v
 
 
-def tensor_proto(array: np.ndarray, name: str) -> onnx.TensorProto:
+def tensor_proto(array: np.ndarray, name: str) -> TensorProto:
     """``array`` as a ``TensorProto`` named ``name`` (str arrays as ONNX strings)."""
     array = np.asarray(array)
     if array.dtype.kind in "SU":
         array = array.astype(object)
     if _raw_code(array) is not None:
-        tensor = onnx.TensorProto()
+        tensor = TensorProto()
         tensor_into(array, name, tensor)
         return tensor
     try:
-        return numpy_helper.from_array(array, name)
+        return from_array(array, name)
     except (TypeError, ValueError, KeyError) as e:
         raise SerdeError(f"tensor {name or '(attribute)'!r} of numpy dtype {array.dtype} has no ONNX form ({e})") from None
 
 
-def tensor_into(array: np.ndarray, name: str, target: onnx.TensorProto) -> None:
+def tensor_into(array: np.ndarray, name: str, target: TensorProto) -> None:
     """Fills the empty ``target`` as :func:`tensor_proto` makes it, writing a plain numeric array's bytes
     straight into it instead of into a message that is then copied; while a writer streams the model, a
     large array's bytes are left out (:mod:`.weight_stream`)."""
@@ -242,18 +250,18 @@ def tensor_into(array: np.ndarray, name: str, target: onnx.TensorProto) -> None:
     target.data_type = code
 
 
-def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
+def initializer_array(tensor: TensorProto) -> np.ndarray:
     """The values of an initializer, also one whose bytes a streaming writer left out."""
     weights = active_weights()
-    if weights is not None and tensor.data_location != onnx.TensorProto.EXTERNAL and tensor.HasField("raw_data"):
+    if weights is not None and tensor.data_location != TensorProto.EXTERNAL and tensor.HasField("raw_data"):
         found = weights.array(tensor.raw_data)
         if found is not None:
             return found
-    return numpy_helper.to_array(tensor)
+    return to_array(tensor)
 
 
 def _raw_code(array: np.ndarray) -> int | None:
-    """The ONNX element type of an array ``numpy_helper.from_array`` writes as its raw bytes, else None."""
+    """The ONNX element type of an array ``from_array`` writes as its raw bytes, else None."""
     dtype = array.dtype
     try:
         return _RAW_CODES[dtype]
@@ -263,7 +271,7 @@ def _raw_code(array: np.ndarray) -> int | None:
         code = None
     else:
         try:
-            code = helper.np_dtype_to_tensor_dtype(dtype)
+            code = np_dtype_to_tensor_dtype(dtype)
         except (TypeError, ValueError, KeyError):
             code = None
     _RAW_CODES[dtype] = code = None if code in _PACKED else code
@@ -273,23 +281,20 @@ def _raw_code(array: np.ndarray) -> int | None:
 _RAW_CODES: dict[np.dtype, int | None] = {}  # by numpy dtype, found once
 
 
-# Element types numpy_helper.from_array packs (sub-byte and 6-bit codes): written through tensor_proto.
-_PACKED = frozenset(
-    getattr(onnx.TensorProto, name)
-    for name in ("INT4", "UINT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2")
-    if hasattr(onnx.TensorProto, name)
-)
+# Element types from_array packs (sub-byte and 6-bit codes): written through tensor_proto.
+_PACKED = frozenset((TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1, TensorProto.UINT2, TensorProto.INT2,
+                     TensorProto.FLOAT6E2M3, TensorProto.FLOAT6E3M2))
 
 
-def type_proto(t: TensorType | None, dim_params: tuple[str, ...] = ()) -> onnx.TypeProto:
+def type_proto(t: TensorType | None, dim_params: tuple[str, ...] = ()) -> TypeProto:
     """The ``TypeProto`` of an IR tensor type: unknown dims unset (or named by ``dim_params``), unknown
     rank without a shape, unknown or ONNX-less dtype as ``UNDEFINED``."""
-    out = onnx.TypeProto()
+    out = TypeProto()
     type_into(out, t, dim_params)
     return out
 
 
-def type_into(target: onnx.TypeProto, t: TensorType | None, dim_params: tuple[str, ...] = ()) -> None:
+def type_into(target: TypeProto, t: TensorType | None, dim_params: tuple[str, ...] = ()) -> None:
     """Fills the empty ``target`` as :func:`type_proto` makes it."""
     tensor = target.tensor_type
     tensor.elem_type = onnx_elem_type(t.dtype) if t is not None else 0
@@ -318,17 +323,11 @@ def onnx_elem_type(dtype: DType | None) -> int:
     return carrier.onnx if carrier is not None and carrier.onnx is not None else 0
 
 
-def is_schema_default(value: AttrValue, schema_attr: Any) -> bool:
+def is_schema_default(value: AttrValue, schema_attr: AttrView) -> bool:
     """True when ``value`` equals the schema attribute's default (so writing it changes nothing)."""
-    default = getattr(schema_attr, "default_value", None)
-    if default is None or default.type == _K.UNDEFINED:
+    if not schema_attr.default:
         return False
-    from ..dialects.onnx.protos import attr_payload
-
-    try:
-        expected = attr_payload(default)
-    except ValueError:
-        return False
+    expected = schema_attr.default[0]
     payload = value.value
     if isinstance(payload, DType):
         payload = payload.onnx

@@ -29,10 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-import onnx
-from onnx import helper
-
 from ..collector import collector_paused
+from ..dialects.onnx.schema_table import table_onnx_version
 from ..errors import ScopeFusionError, SerdeError
 from ..ir.graph import DATA_OP, Graph
 from ..ir.types import TensorType
@@ -43,9 +41,26 @@ from .onnx_lowering import LoweringRegistry, default_lowerings
 from .onnx_lowering.tf1_frames import functional_loops
 from .onnx_node import append_initializers, append_nodes
 from .onnx_optimize import optimize_nodes
+from .onnx_proto import (
+    AttributeProto,
+    FunctionProto,
+    GraphProto,
+    ModelProto,
+    TypeProto,
+    from_onnx,
+    infer_shapes,
+    ir_version,
+    make_opsetid,
+    min_ir_version_for,
+    onnx_errors,
+    opset_version,
+    to_onnx,
+)
 from .weight_stream import DeferredWeights, ModelBytes, deferring, frame
 
 if TYPE_CHECKING:  # pragma: no cover
+    import onnx
+
     from ..model import Model
 
 __all__ = [
@@ -76,13 +91,14 @@ def model_to_onnx_bytes(model: "Model", **options: Any) -> bytes:
     return model_to_onnx_model_bytes(model, **options)[0].tobytes()
 
 
-def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelBytes, onnx.ModelProto]:
+def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelBytes, ModelProto]:
     """The serialized ONNX model as pieces that stream the large tensors from their arrays
     (:mod:`.weight_stream`; the same bytes as :func:`model_to_onnx_bytes`), and the model without those
-    tensors' data (for :func:`onnx_summary`)."""
+    tensors' data (for :func:`onnx_summary`), as scopefusion's own message (:mod:`.onnx_proto`): writing
+    a model does not import the onnx package."""
     weights = DeferredWeights()
     with deferring(weights), collector_paused():
-        skeleton = model_to_onnx(model, **options)
+        skeleton = _model_proto(model, **options)
     try:
         serialized = skeleton.SerializeToString(deterministic=True)
     except ValueError as e:  # protobuf's 2 GiB limit, reached by the graph itself
@@ -109,8 +125,8 @@ def model_to_onnx(
     keep_tf_ops: bool = False,
     optimize: bool = True,
     target: str = "standard",
-) -> onnx.ModelProto:
-    """The ONNX ``ModelProto`` of ``model``'s main graph.
+) -> "onnx.ModelProto":
+    """The ONNX ``ModelProto`` of ``model``'s main graph, as the onnx package's message (imports onnx).
 
     Args:
         model: a converted model.
@@ -128,6 +144,21 @@ def model_to_onnx(
     Raises:
         SerdeError: something in the IR has no ONNX form; the message names it.
     """
+    return to_onnx(_model_proto(model, opset=opset, exporters=exporters, lowerings=lowerings, keep_tf_ops=keep_tf_ops,
+                                optimize=optimize, target=target))
+
+
+def _model_proto(
+    model: "Model",
+    *,
+    opset: int | None = None,
+    exporters: FusedExporterRegistry | None = None,
+    lowerings: LoweringRegistry | None = None,
+    keep_tf_ops: bool = False,
+    optimize: bool = True,
+    target: str = "standard",
+) -> ModelProto:
+    """:func:`model_to_onnx`'s model as scopefusion's own message."""
     if target not in ONNX_TARGETS:
         raise SerdeError(f"ONNX target {target!r} is not one of {', '.join(ONNX_TARGETS)}")
     source = model.source
@@ -145,7 +176,7 @@ def model_to_onnx(
         functions = _guard(lambda: function_protos(source.functions), "the model's local functions")
         for f in functions:
             versions.setdefault(f.domain, 1)
-    proto = graph_to_onnx(
+    proto = _graph_model(
         model.graph,
         opset=own if own is not None else opset,
         exporters=exporters,
@@ -174,14 +205,15 @@ def graph_to_onnx(
     exporters: FusedExporterRegistry | None = None,
     domain_versions: Mapping[str, int] | None = None,
     dim_params: Mapping[str, tuple[str, ...]] | None = None,
-    functions: Iterable[onnx.FunctionProto] = (),
+    functions: "Iterable[onnx.FunctionProto | FunctionProto]" = (),
     graph_name: str | None = None,
     profiles: Iterable[Graph] = (),
     lowerings: LoweringRegistry | None = None,
     keep_tf_ops: bool = False,
     optimize: bool = False,
-) -> onnx.ModelProto:
-    """An ONNX ``ModelProto`` of one IR graph (what :func:`model_to_onnx` does without a ``Model``).
+) -> "onnx.ModelProto":
+    """An ONNX ``ModelProto`` of one IR graph (what :func:`model_to_onnx` does without a ``Model``), as the
+    onnx package's message (imports onnx).
 
     Args:
         graph: the main graph.
@@ -200,10 +232,30 @@ def graph_to_onnx(
     Raises:
         SerdeError: something in the graph has no ONNX form; the message names it.
     """
+    return to_onnx(_graph_model(graph, opset=opset, exporters=exporters, domain_versions=domain_versions,
+                                dim_params=dim_params, functions=[from_onnx(f) for f in functions], graph_name=graph_name,
+                                profiles=profiles, lowerings=lowerings, keep_tf_ops=keep_tf_ops, optimize=optimize))
+
+
+def _graph_model(
+    graph: Graph,
+    *,
+    opset: int | None = None,
+    exporters: FusedExporterRegistry | None = None,
+    domain_versions: Mapping[str, int] | None = None,
+    dim_params: Mapping[str, tuple[str, ...]] | None = None,
+    functions: Iterable[FunctionProto] = (),
+    graph_name: str | None = None,
+    profiles: Iterable[Graph] = (),
+    lowerings: LoweringRegistry | None = None,
+    keep_tf_ops: bool = False,
+    optimize: bool = False,
+) -> ModelProto:
+    """:func:`graph_to_onnx`'s model as scopefusion's own message."""
     opset = DEFAULT_EXPORT_OPSET if opset is None else opset
-    latest = onnx.defs.onnx_opset_version()
+    latest = opset_version()
     if not isinstance(opset, int) or not 1 <= opset <= latest:
-        raise SerdeError(f"ONNX opset {opset!r} is not one the installed onnx {onnx.__version__} knows (1..{latest}); pick one in that range")
+        raise SerdeError(f"ONNX opset {opset!r} is not one the installed onnx {table_onnx_version()} knows (1..{latest}); pick one in that range")
     if not 17 <= opset and _has_tf_ops(graph):
         raise SerdeError(f"ONNX opset {opset} is below 17, the lowest a TensorFlow model is exported at; pick 17..{latest}")
     writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry),
@@ -211,8 +263,8 @@ def graph_to_onnx(
     if writer.lowerings is not None and len(writer.lowerings):
         graph = functional_loops(graph)  # TF1 loop frames as While nodes (a copy; the model's graph stays)
     # The graph is written in place into the model (helper.make_model would copy it, weights and all).
-    proto = onnx.ModelProto()
-    proto.ir_version = onnx.IR_VERSION
+    proto = ModelProto()
+    proto.ir_version = ir_version()
     body, nodes, value_infos, initializers = _guard(
         lambda: writer.write_nodes(graph, dim_params=dim_params, into=proto.graph), f"graph {graph.name!r}")
     if writer.unlowered and not keep_tf_ops:
@@ -226,11 +278,11 @@ def graph_to_onnx(
     if graph_name:
         body.name = graph_name
     functions = list(functions)
-    imports = [helper.make_opsetid(d, v) for d, v in sorted(writer.domains.items())]
+    imports = [make_opsetid(d, v) for d, v in sorted(writer.domains.items())]
     known = {d for d, _ in writer.domains.items()}
     for f in functions:
         if f.domain not in known:
-            imports.append(helper.make_opsetid(f.domain, (domain_versions or {}).get(f.domain, 1)))
+            imports.append(make_opsetid(f.domain, (domain_versions or {}).get(f.domain, 1)))
             known.add(f.domain)
     proto.opset_import.extend(imports)
     proto.functions.extend(functions)
@@ -238,7 +290,7 @@ def graph_to_onnx(
     from .. import __version__
 
     proto.producer_version = __version__
-    proto.ir_version = max(helper.find_min_ir_version_for(imports, ignore_unknown=True), 8 if functions else 3)
+    proto.ir_version = max(min_ir_version_for(imports), 8 if functions else 3)
     _complete_io_types(proto, graph, profiles)
     return proto
 
@@ -247,22 +299,23 @@ def graph_to_onnx(
 NOT_RUNNABLE = "the file has nodes in domain 'tf', which onnxruntime and other ONNX runtimes will not run"
 
 
-def onnx_summary(data: "bytes | onnx.ModelProto") -> dict[str, Any]:
+def onnx_summary(data: "bytes | ModelProto | onnx.ModelProto") -> dict[str, Any]:
     """The report's ``onnx`` field: opset, nodes per domain (bodies included), Transpose count, node count;
-    ``warning`` in words when a node is in domain ``tf``."""
-    proto = onnx.load_from_string(data) if isinstance(data, bytes) else data
+    ``warning`` in words when a node is in domain ``tf``. ``data`` is the serialized model or its message
+    (scopefusion's own or the onnx package's)."""
+    proto = ModelProto.FromString(data) if isinstance(data, bytes) else data
     domains: Counter = Counter()
     transposes = 0
     nodes = 0
 
-    def walk(graph: onnx.GraphProto) -> None:
+    def walk(graph: GraphProto) -> None:
         nonlocal transposes, nodes
         for node in graph.node:
             nodes += 1
             domains[node.domain or "ai.onnx"] += 1
             transposes += node.op_type == "Transpose" and node.domain in ("", "ai.onnx")
             for attr in node.attribute:
-                for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                for body in [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs):
                     walk(body)
 
     walk(proto.graph)
@@ -322,17 +375,19 @@ def _guard(fn, what: str):
         return fn()
     except ScopeFusionError:
         raise
-    except (ValueError, TypeError, KeyError, onnx.checker.ValidationError) as e:
+    except Exception as e:
+        if not isinstance(e, (ValueError, TypeError, KeyError) + onnx_errors()):
+            raise
         detail = " ".join(str(e).split())
         raise SerdeError(f"cannot write {what} as ONNX ({type(e).__name__}: {detail}); report this with the model") from None
 
 
-def _complete(t: onnx.TypeProto) -> bool:
+def _complete(t: TypeProto) -> bool:
     kind = t.WhichOneof("value")
     return kind == "tensor_type" and t.tensor_type.elem_type != 0 and t.tensor_type.HasField("shape")
 
 
-def _complete_io_types(proto: onnx.ModelProto, graph: Graph, profiles: Iterable[Graph]) -> None:
+def _complete_io_types(proto: ModelProto, graph: Graph, profiles: Iterable[Graph]) -> None:
     """Completes the main graph's input and output types (see the module docstring), or raises. The
     profiles are read only for a type the main graph leaves incomplete."""
     pending = []
@@ -351,13 +406,11 @@ def _complete_io_types(proto: onnx.ModelProto, graph: Graph, profiles: Iterable[
                 pending.append((kind, info))
     if not pending:
         return
-    inferred: dict[str, onnx.TypeProto] = {}
-    try:
-        result = onnx.shape_inference.infer_shapes(proto)
+    inferred: dict[str, TypeProto] = {}
+    result = infer_shapes(proto)
+    if result is not None:
         for info in list(result.graph.output) + list(result.graph.value_info):
             inferred[info.name] = info.type
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError):
-        pass
     for kind, info in pending:
         found = inferred.get(info.name)
         if found is None or not _complete(found):

@@ -12,25 +12,24 @@ from __future__ import annotations
 from typing import Any, Mapping, cast
 
 import numpy as np
-import onnx
-from onnx import AttributeProto, defs, helper
 
 from ..errors import SerdeError
 from ..parser.source_graph import ABSENT_INPUT, INPUT_OP, SourceGraph, SourceNode
 from ..parser.values import AttrPlaceholder
 from .onnx_attrs import tensor_proto, type_proto
+from .onnx_proto import AttributeProto, FunctionProto, NodeProto, TypeProto, get_schema, make_node, make_opsetid
 
 __all__ = ["function_protos"]
 
 _K = AttributeProto
 
 
-def function_protos(functions: Mapping[str, SourceGraph]) -> list[onnx.FunctionProto]:
+def function_protos(functions: Mapping[str, SourceGraph]) -> list[FunctionProto]:
     """One ``FunctionProto`` per source function, in the source's order."""
     return [_function(key, graph) for key, graph in functions.items()]
 
 
-def _function(key: str, graph: SourceGraph) -> onnx.FunctionProto:
+def _function(key: str, graph: SourceGraph) -> FunctionProto:
     parts = key.split("::")
     domain = graph.metadata.get("domain", parts[0])
     where = f"function {key!r}"
@@ -38,7 +37,7 @@ def _function(key: str, graph: SourceGraph) -> onnx.FunctionProto:
         raise SerdeError(f"{where}: a function key is 'domain::name' or 'domain::name::overload'; the source is malformed")
     defaults: dict[str, Any] = dict(graph.metadata.get("attribute_defaults", {}))
     opsets = dict(graph.opset_imports)
-    proto = onnx.FunctionProto(name=parts[1], domain=domain)
+    proto = FunctionProto(name=parts[1], domain=domain)
     if len(parts) > 2:
         proto.overload = parts[2]
     proto.input.extend(i.name for i in graph.inputs)
@@ -52,11 +51,11 @@ def _function(key: str, graph: SourceGraph) -> onnx.FunctionProto:
         if node.op_type == INPUT_OP and node.synthetic:
             continue
         proto.node.append(_node(node, graph, opsets, defaults, where))
-    proto.opset_import.extend(helper.make_opsetid(d, v) for d, v in sorted(opsets.items()))
+    proto.opset_import.extend(make_opsetid(d, v) for d, v in sorted(opsets.items()))
     return proto
 
 
-def _node(node: SourceNode, graph: SourceGraph, opsets: dict[str, int], defaults: dict[str, Any], where: str) -> onnx.NodeProto:
+def _node(node: SourceNode, graph: SourceGraph, opsets: dict[str, int], defaults: dict[str, Any], where: str) -> NodeProto:
     inputs = []
     for producer, index in node.inputs:
         if (producer, index) == ABSENT_INPUT:
@@ -64,16 +63,12 @@ def _node(node: SourceNode, graph: SourceGraph, opsets: dict[str, int], defaults
             continue
         names = graph.node(producer).output_names
         inputs.append(names[index] if index < len(names) else producer)
-    proto = helper.make_node(node.op_type, inputs, list(node.output_names), name=node.name, domain=node.domain or None)
-    schema = None
-    try:
-        schema = defs.get_schema(node.op_type, opsets.get(node.domain, 1), node.domain)
-    except defs.SchemaError:
-        pass
+    proto = make_node(node.op_type, inputs, list(node.output_names), name=node.name, domain=node.domain or None)
+    schema = get_schema(node.op_type, opsets.get(node.domain, 1), node.domain)
     node_where = f"{where} node {node.name!r} ({node.op_type})"
     for name, value in sorted(node.attrs.items()):
         spec = schema.attributes.get(name) if schema is not None else None
-        kind = int(spec.type.value) if spec is not None else None  # type: ignore[attr-defined]  # onnx's stub omits .value
+        kind = AttributeProto.AttributeType.Value(spec.kind) if spec is not None else None
         proto.attribute.append(_attribute(name, value, kind, node_where, defaults))
     return proto
 
@@ -142,11 +137,11 @@ def _kind_of(value: Any) -> int | None:
     return None
 
 
-def _type(value: Any) -> onnx.TypeProto:
+def _type(value: Any) -> TypeProto:
     """A frontend's decoded type proto, ``(dtype, shape)``, back to a ``TypeProto``."""
     from ..ir.types import IRContext
 
     dtype, shape = value
     if dtype is None:
-        return onnx.TypeProto()
+        return TypeProto()
     return type_proto(IRContext().tensor(dtype, shape))

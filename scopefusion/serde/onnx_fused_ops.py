@@ -47,9 +47,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnx import TensorProto
 
 from .onnx_fused import FusedEmitter, FusedExporter
+from .onnx_proto import TensorProto
 
 __all__ = [
     "BUILTIN_EXPORTERS",

@@ -29,9 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, cast
 
-import onnx
-from onnx import AttributeProto, defs, helper
-
 from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
@@ -49,6 +46,7 @@ from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
+from .onnx_proto import AttributeProto, GraphProto, ValueInfoProto, get_schema, make_node
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
 
@@ -124,7 +122,7 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ graphs
     def write(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
-              parent: _Scope | None = None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
+              parent: _Scope | None = None, into: GraphProto | None = None) -> GraphProto:
         """The ``GraphProto`` of ``graph``; ``dim_params`` names unknown input dims, by input node name.
         With ``into`` (an empty ``GraphProto``, such as a new model's ``graph``), written there and returned."""
         proto, nodes, value_infos, initializers = self.write_nodes(graph, dim_params=dim_params, parent=parent,
@@ -136,8 +134,8 @@ class GraphWriter:
 
     def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
                     parent: _Scope | None = None,
-                    into: onnx.GraphProto | None = None,
-                    ) -> tuple[onnx.GraphProto, list[OnnxNode], list[ValueType], list[Initializer]]:
+                    into: GraphProto | None = None,
+                    ) -> tuple[GraphProto, list[OnnxNode], list[ValueType], list[Initializer]]:
         """As :meth:`write`, with the nodes, the value infos and the initializers left out of the ``GraphProto``
         and returned (in order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name,
         IR type) of a type ONNX can say, the initializers as :class:`~.onnx_node.Initializer` objects; for the
@@ -145,7 +143,7 @@ class GraphWriter:
         :func:`.append_initializers`)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
-        proto = into if into is not None else onnx.GraphProto()
+        proto = into if into is not None else GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
         defined: set[int] = {id(v) for v in graph.inputs}
@@ -199,7 +197,7 @@ class GraphWriter:
         return {id(n) for n in graph.nodes
                 if n.outputs and all(id(v) in scope.folded and id(v) not in outputs for v in n.outputs)}
 
-    def _name_values(self, scope: _Scope, proto: onnx.GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
+    def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
         graph, names, claim = scope.graph, scope.names, self._tensors.claim
         listed = {id(v) for v in graph.inputs}
@@ -292,7 +290,7 @@ class GraphWriter:
         if not inputs and not outputs:
             # ONNX wants an input or an output on every node; a TF NoOp has neither, only control inputs.
             outputs = [self._tensors.claim(f"{node.name}:control")]
-        proto = helper.make_node(node.op_type, inputs, outputs, name=self._nodes.claim(node.name), domain=domain or None)
+        proto = make_node(node.op_type, inputs, outputs, name=self._nodes.claim(node.name), domain=domain or None)
         where = _where(node, scope)
         attributes = self._attributes(node, scope, domain, where)
         if not standard:
@@ -335,7 +333,7 @@ class GraphWriter:
             spec = schema.attributes.get(name) if schema is not None else None
             if spec is not None and is_schema_default(value, spec):
                 continue
-            kind = int(spec.type.value) if spec is not None else None
+            kind = AttributeProto.AttributeType.Value(spec.kind) if spec is not None else None
             out.append(attribute_proto(name, value, where, schema_kind=kind, write_body=lambda g: self.write(g, parent=scope)))
         for name, body in sorted(bodies.items()):
             attr = AttributeProto(name=name)
@@ -353,10 +351,7 @@ class GraphWriter:
         key = (op_type, domain)
         if key not in self._schemas:
             version = self.opset if domain == "" else self.domain_versions.get(domain, 1)
-            try:
-                self._schemas[key] = defs.get_schema(op_type, version, domain)
-            except defs.SchemaError:
-                self._schemas[key] = None
+            self._schemas[key] = get_schema(op_type, version, domain)
         return self._schemas[key]
 
     # ------------------------------------------------------------------ fused ops
@@ -436,7 +431,7 @@ def _provenance(node: Node) -> str:
 
 def _optional_output(schema: Any, index: int) -> bool:
     formal = schema.outputs[min(index, len(schema.outputs) - 1)] if schema.outputs else None
-    return formal is not None and formal.option.name == "Optional"
+    return formal is not None and formal.option == "Optional"
 
 
 def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
@@ -462,7 +457,7 @@ def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
 ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name, a type ONNX can say
 
 
-def append_value_infos(graph: onnx.GraphProto, infos: list[ValueType]) -> None:
+def append_value_infos(graph: GraphProto, infos: list[ValueType]) -> None:
     """Appends the value infos ``infos`` to ``graph``, each written in place."""
     add = graph.value_info.add
     for name, t in infos:
@@ -471,9 +466,9 @@ def append_value_infos(graph: onnx.GraphProto, infos: list[ValueType]) -> None:
         type_into(info.type, t)
 
 
-def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> onnx.ValueInfoProto:
+def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> ValueInfoProto:
     """A ``ValueInfoProto``; without a type when the IR has none ONNX can say (unknown, a TF resource)."""
-    info = onnx.ValueInfoProto(name=name)
+    info = ValueInfoProto(name=name)
     if _typed(t):
         info.type.CopyFrom(type_proto(t, dim_params))
     return info

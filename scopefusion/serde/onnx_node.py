@@ -20,10 +20,19 @@ from collections.abc import Iterable
 from typing import Any, Iterator
 
 import numpy as np
-import onnx
-from onnx import AttributeProto, GraphProto, TensorProto, helper, numpy_helper
 
 from .onnx_attrs import _raw_code, tensor_into, tensor_proto
+from .onnx_proto import (
+    AttributeProto,
+    GraphProto,
+    NodeProto,
+    SparseTensorProto,
+    TensorProto,
+    TypeProto,
+    get_attribute_value,
+    make_attribute,
+    to_array,
+)
 from .weight_stream import defer_array
 
 __all__ = ["Initializer", "Node", "append_initializers", "append_nodes", "attribute_entry"]
@@ -63,7 +72,7 @@ def attribute_entry(name: str, value: Any) -> Entry:
         return (name, _TENSOR, value)
     if isinstance(value, GraphProto):
         return (name, _GRAPH, value)
-    if isinstance(value, Iterable) and not isinstance(value, (onnx.SparseTensorProto, onnx.TypeProto)):
+    if isinstance(value, Iterable) and not isinstance(value, (SparseTensorProto, TypeProto)):
         items = list(value)
         if items:
             types = {type(v) for v in items}
@@ -75,7 +84,7 @@ def attribute_entry(name: str, value: Any) -> Entry:
                 return (name, _STRINGS, [v.encode("utf-8") if isinstance(v, str) else v for v in items])
             if all(issubclass(t, GraphProto) for t in types):
                 return (name, _GRAPHS, items)
-    return (name, _MESSAGE, helper.make_attribute(name, value))  # the rest, and its errors, as onnx has them
+    return (name, _MESSAGE, make_attribute(name, value))  # the rest, and its errors, as onnx has them
 
 
 def _fill_attribute(a: AttributeProto, entry: Entry) -> None:
@@ -117,7 +126,7 @@ class Node:
     __slots__ = ("op_type", "domain", "name", "input", "output", "attrs", "doc_string", "proto", "body_reads")
 
     def __init__(self, op_type: str, domain: str, name: str, inputs: list[str], outputs: list[str],
-                 attrs: list[Entry] | None = None, proto: onnx.NodeProto | None = None, doc_string: str = "",
+                 attrs: list[Entry] | None = None, proto: NodeProto | None = None, doc_string: str = "",
                  body: bool | None = None) -> None:
         self.op_type = op_type
         self.domain = domain
@@ -150,7 +159,7 @@ class Node:
         return cls(op_type, domain, name, inputs, outputs, entries, None, "", body)
 
     @classmethod
-    def of(cls, proto: onnx.NodeProto) -> "Node":
+    def of(cls, proto: NodeProto) -> "Node":
         entries = [(a.name, _MESSAGE, a) for a in proto.attribute]
         return cls(proto.op_type, proto.domain, proto.name, list(proto.input), list(proto.output), entries, proto)
 
@@ -161,7 +170,7 @@ class Node:
             if entry[0] == name:
                 kind, value = entry[1], entry[2]
                 if kind == _MESSAGE:
-                    return helper.get_attribute_value(value)
+                    return get_attribute_value(value)
                 if kind == _FLOAT:
                     return float(np.float32(value))
                 if kind == _FLOATS:
@@ -202,7 +211,7 @@ class Node:
         return out
 
     # ------------------------------------------------------------------ writing
-    def fill(self, out: onnx.NodeProto) -> None:
+    def fill(self, out: NodeProto) -> None:
         """Writes the node into ``out``, an empty ``NodeProto`` (such as ``graph.node.add()``)."""
         proto = self.proto
         if proto is not None:
@@ -234,8 +243,8 @@ class Node:
         if self.doc_string:
             out.doc_string = self.doc_string
 
-    def to_proto(self) -> onnx.NodeProto:
-        out = onnx.NodeProto()
+    def to_proto(self) -> NodeProto:
+        out = NodeProto()
         self.fill(out)
         return out
 
@@ -245,7 +254,7 @@ def _is_body(entry: Entry) -> bool:
     return kind in _BODY_TYPES or (kind == _MESSAGE and entry[2].type in _BODY_TYPES)
 
 
-def _inner_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+def _inner_nodes(nodes: Iterable[NodeProto]) -> Iterator[NodeProto]:
     """``nodes`` and the nodes of their bodies, recursively."""
     for node in nodes:
         yield node
@@ -332,7 +341,7 @@ def _reads_back(dtype: np.dtype) -> bool:
         found = False
         if _raw_code(sample) is not None:
             try:
-                found = numpy_helper.to_array(tensor_proto(sample, "x")).dtype == dtype
+                found = to_array(tensor_proto(sample, "x")).dtype == dtype
             except Exception:  # noqa: BLE001 - a dtype onnx cannot read back stays a message
                 found = False
         _READS_BACK[dtype] = found

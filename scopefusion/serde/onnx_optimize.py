@@ -33,12 +33,22 @@ import math
 from collections import defaultdict
 
 import numpy as np
-import onnx
-from onnx import helper
 
 from .onnx_attrs import initializer_array
 from .onnx_graph import ValueType, append_value_infos
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
+from .onnx_proto import (
+    AttributeProto,
+    GraphProto,
+    ModelProto,
+    NodeProto,
+    from_onnx,
+    infer_shapes,
+    ir_version,
+    make_opsetid,
+    make_tensor_value_info,
+    tensor_dtype_to_np_dtype,
+)
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
@@ -51,7 +61,7 @@ class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
     into the graph with :meth:`write_back`."""
 
-    def __init__(self, graph: onnx.GraphProto, nodes: list[Node] | None = None,
+    def __init__(self, graph: GraphProto, nodes: list[Node] | None = None,
                  value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
         self.graph = graph
         # The initializers, in order: the graph's own, then ``initializers`` (not yet in the graph), then new ones.
@@ -85,8 +95,8 @@ class GraphIndex:
     def infer_shapes(self, opset: int) -> None:
         """Completes :attr:`shapes` with ONNX's shape inference (data propagation on: shape vectors computed
         from ``Shape`` are followed), run on a copy of the graph without its large weights."""
-        model = onnx.ModelProto(ir_version=onnx.IR_VERSION)  # helper.make_model's, built in place
-        model.opset_import.append(helper.make_opsetid("", opset))
+        model = ModelProto(ir_version=ir_version())  # helper.make_model's, built in place
+        model.opset_import.append(make_opsetid("", opset))
         light = model.graph
         append_nodes(light, self.nodes)
         light.input.extend(self.graph.input)
@@ -98,12 +108,14 @@ class GraphIndex:
             if np.prod(t.dims, dtype=np.int64) <= 64:
                 light.initializer.append(t.to_proto())
             else:
-                light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+                light.input.append(make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         self.settled = set(self.inputs) | set(self.initializers)
         self.settled.update(name for node in self.nodes for name in node.output)
         try:
-            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            inferred = infer_shapes(model, data_prop=True)
         except Exception:  # inference is only a hint here
+            return
+        if inferred is None:
             return
         for info in inferred.graph.value_info:
             t = info.type.tensor_type
@@ -208,7 +220,7 @@ class GraphIndex:
             del self.producer[old]
         self.producer[name] = node
 
-    def add_node(self, node: onnx.NodeProto | Node) -> Node:
+    def add_node(self, node: NodeProto | Node) -> Node:
         """Appends ``node`` (out of order: the caller restores it with :func:`toposort`); returns it as a :class:`Node`."""
         added = node if isinstance(node, Node) else Node.of(node)
         self.nodes.append(added)
@@ -234,14 +246,18 @@ class GraphIndex:
         known.extend(n for n in moved if not any(n is r for r in known))
 
 
-def optimize_graph(graph: onnx.GraphProto, opset: int = 23) -> None:
-    """Runs the clean-up (see the module docstring) on ``graph`` in place."""
-    nodes = [Node.of(n) for n in graph.node]
-    del graph.node[:]
-    optimize_nodes(graph, nodes, opset)
+def optimize_graph(graph: GraphProto, opset: int = 23) -> None:
+    """Runs the clean-up (see the module docstring) on ``graph`` in place (scopefusion's message or the onnx
+    package's)."""
+    own = from_onnx(graph)
+    nodes = [Node.of(n) for n in own.node]
+    del own.node[:]
+    optimize_nodes(own, nodes, opset)
+    if own is not graph:
+        graph.ParseFromString(own.SerializeToString())
 
 
-def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
+def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
                    value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
     """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
     value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
@@ -281,15 +297,15 @@ def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
     for node, proto in zip(index.nodes, graph.node):
         if node.body_reads is not None:
             for attr in proto.attribute:
-                for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                for body in ([attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)):
                     _prune_body(body)
 
 
-def _prune_body(body: onnx.GraphProto) -> None:
+def _prune_body(body: GraphProto) -> None:
     """Removes a body's nodes whose outputs nothing reads and its unread initializers (bodies inside first)."""
     for node in body.node:
         for attr in node.attribute:
-            for inner in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+            for inner in ([attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)):
                 _prune_body(inner)
     outputs = {o.name for o in body.output}
     while True:
@@ -304,8 +320,8 @@ def _prune_body(body: onnx.GraphProto) -> None:
     _drop_stale_value_info(body)
 
 
-def _set_nodes_of(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
-    copies = [onnx.NodeProto() for _ in nodes]
+def _set_nodes_of(graph: GraphProto, nodes: list[NodeProto]) -> None:
+    copies = [NodeProto() for _ in nodes]
     for copy, node in zip(copies, nodes):
         copy.CopyFrom(node)
     del graph.node[:]
@@ -515,7 +531,7 @@ def _fold(node: Node, values: list) -> np.ndarray | None:
         to = node.attr("to")
         if to is None:
             raise KeyError("to")
-        return x.astype(helper.tensor_dtype_to_np_dtype(to))
+        return x.astype(tensor_dtype_to_np_dtype(to))
     if op == "Reshape":
         shape = [int(d) for d in values[1]]
         if not node.attr("allowzero", 0):
@@ -579,7 +595,7 @@ def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> No
         index.rebuild()
 
 
-def _drop_stale_value_info(graph: onnx.GraphProto, nodes: "list[Node] | None" = None) -> None:
+def _drop_stale_value_info(graph: GraphProto, nodes: "list[Node] | None" = None) -> None:
     present = {name for node in (graph.node if nodes is None else nodes) for name in node.output}
     kept = [v for v in graph.value_info if v.name in present]
     if len(kept) != len(graph.value_info):
@@ -597,8 +613,8 @@ def _all_nodes(nodes):
                     yield from _all_nodes(body.node)
             continue
         for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
+            if attr.type == AttributeProto.GRAPH:
                 yield from _all_nodes(attr.g.node)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
+            elif attr.type == AttributeProto.GRAPHS:
                 for body in attr.graphs:
                     yield from _all_nodes(body.node)

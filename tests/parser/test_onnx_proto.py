@@ -39,9 +39,9 @@ def _short(descriptor) -> str:
 def _field(field) -> tuple:
     kind = field.message_type or field.enum_type
     return (
-        field.number, field.type, field.is_repeated, _short(kind) if kind else None,
+        field.number, field.type, field.is_repeated, field.is_packed, _short(kind) if kind else None,
         field.containing_oneof.name if field.containing_oneof else None,
-    )
+    )  # packed too: the exporter writes these messages, with the onnx package's bytes
 
 
 def test_every_message_and_field_of_onnx_is_declared_alike():

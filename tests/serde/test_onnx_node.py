@@ -1,4 +1,5 @@
-"""The plain-Python ONNX node of the export pipeline writes what ``onnx.helper`` writes, byte for byte."""
+"""The plain-Python ONNX node of the export pipeline writes what ``onnx.helper`` writes, byte for byte (into
+scopefusion's own messages, :mod:`scopefusion.serde.onnx_proto`; values may be the onnx package's messages)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from scopefusion.serde.onnx_node import Initializer, Node, append_initializers, append_nodes
+from scopefusion.serde.onnx_proto import GraphProto, from_onnx
 
 BODY = helper.make_graph([helper.make_node("Identity", ["a"], ["b"])], "body", [], [])
 
@@ -59,9 +61,9 @@ def test_rewritten_attribute_moves_last_as_in_the_message():
 
 def test_node_read_from_proto_keeps_its_fields():
     proto = helper.make_node("Relu", ["x"], ["y"], name="r", doc_string="kept", domain="")
-    node = Node.of(proto)
+    node = Node.of(from_onnx(proto))
     node.input[0] = "x2"
-    graph = onnx.GraphProto()
+    graph = GraphProto()
     append_nodes(graph, [node])
     proto.input[0] = "x2"
     assert graph.node[0].SerializeToString() == proto.SerializeToString()
@@ -72,7 +74,7 @@ def test_node_read_from_proto_keeps_its_fields():
                                    np.arange(4, dtype=np.float16)])
 def test_initializer_bytes_and_value(array):
     init = Initializer.of_array("w", array)
-    graph = onnx.GraphProto()
+    graph = GraphProto()
     append_initializers(graph, [init])
     expected = numpy_helper.from_array(array.astype(object) if array.dtype.kind == "U" else array, "w")
     assert graph.initializer[0].SerializeToString() == expected.SerializeToString()

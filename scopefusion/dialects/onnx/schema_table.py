@@ -10,7 +10,9 @@ import the ``onnx`` package; ONNX's own inference and reference kernels (the fal
 Table format: JSON lines. The first line is the header: ``onnx_version``, ``latest_opset``, ``data_types``
 (``TensorProto.DataType`` name -> code), ``versions`` (op type -> ``[[since_version, deprecated], ...]``,
 oldest first) and ``lines`` (op type -> ``[offset, length]`` of its line, in bytes after the header
-line). Each op's line is the list of its versions' schemas, oldest first, parsed on the op's first use:
+line), ``ir_version`` (the newest IR version) and ``release_versions`` (per onnx release, oldest first:
+``[ir_version, ai.onnx opset, ai.onnx.ml opset, ai.onnx.training opset]``, the last two when the release
+has them). Each op's line is the list of its versions' schemas, oldest first, parsed on the op's first use:
 ``{"since_version", "deprecated", "doc", "inputs", "outputs", "attributes", "type_constraints"}`` with
 parameters ``[name, option, type_str]``, attributes ``[name, kind, required, default]`` (``default``
 null when there is none, else ``[payload]``) and constraints ``[type_param, [allowed type strings]]``.
@@ -22,7 +24,7 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 __all__ = [
     "NO_DEFAULT",
@@ -32,7 +34,10 @@ __all__ = [
     "SchemaView",
     "data_type_code",
     "first_paragraph",
+    "latest_ir_version",
     "latest_opset",
+    "min_ir_version",
+    "schema_at",
     "schema_from_record",
     "schema_record",
     "schema_view",
@@ -178,6 +183,32 @@ def latest_opset() -> int:
     return int(_table()[0]["latest_opset"])
 
 
+def latest_ir_version() -> int:
+    """The newest IR version the table's onnx writes (``onnx.IR_VERSION``)."""
+    return int(_table()[0]["ir_version"])
+
+
+@lru_cache(maxsize=1)
+def _ir_versions() -> dict[tuple[str, int], int]:
+    """(opset domain, version) -> the IR version of the first onnx release that has it."""
+    found: dict[tuple[str, int], int] = {}
+    for ir_version, *opsets in _table()[0]["release_versions"]:
+        for domain, version in zip(("ai.onnx", "ai.onnx.ml", "ai.onnx.training"), opsets):
+            if (domain, version) not in found:
+                found[(domain, version)] = ir_version
+                if domain != "ai.onnx.ml":  # the preview domains follow the domain they preview
+                    found[(domain.replace("ai.onnx", "ai.onnx.preview", 1), version)] = ir_version
+    return found
+
+
+def min_ir_version(opsets: Iterable[tuple[str, int]]) -> int:
+    """The lowest IR version a model importing ``opsets`` (``(domain, version)`` pairs) can declare: 3 for
+    none and for a domain or version no onnx release has (as ``onnx.helper.find_min_ir_version_for`` with
+    ``ignore_unknown=True``)."""
+    table = _ir_versions()
+    return max((table.get((domain or "ai.onnx", int(version)), 3) for domain, version in opsets), default=3)
+
+
 def data_type_code(name: str) -> int | None:
     """The ``TensorProto.DataType`` code of an element type name (``FLOAT``...), or None."""
     return _table()[0]["data_types"].get(name)
@@ -195,6 +226,17 @@ def _versions_of(op_type: str) -> tuple[SchemaView, ...]:
         records = json.loads(lines[offset : offset + length])
         found = _VIEWS[op_type] = tuple(schema_from_record(op_type, r) for r in records)
     return found
+
+
+def schema_at(op_type: str, opset: int) -> SchemaView | None:
+    """The schema of ``op_type`` in ONNX's default domain at ``opset`` (its newest version not newer than
+    ``opset``, deprecated or not, as ``onnx.defs.get_schema`` finds it), or None when there is none."""
+    versions = _table()[0]["versions"].get(op_type)
+    index = None
+    for i, (since, _) in enumerate(versions or ()):
+        if since <= opset:
+            index = i
+    return _versions_of(op_type)[index] if index is not None else None
 
 
 class _LazySchemas(Mapping[str, SchemaView]):

@@ -19,14 +19,13 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
-import onnx
-from onnx import helper
 
 from ...dialects.tf.control import merged_shape
 from ...ir.graph import DATA_OP, Graph
 from ...ir.types import TensorType
 from ..onnx_attrs import type_proto
 from ..onnx_node import append_nodes
+from ..onnx_proto import GraphProto, TensorProto, ValueInfoProto, make_node, make_tensor_value_info
 from .bodies import typed_body
 from .emitter import LoweringEmitter
 from .loop_scans import scanned_lists
@@ -44,10 +43,10 @@ def _truth(e: LoweringEmitter, name: str, i: int) -> str:
     return e.op("Not", [e.op("Equal", [name, e.typed_scalar(0, dtype, "zero")])[0]])[0]
 
 
-def _outputs_info(graph: Graph, names: Sequence[str]) -> list[onnx.ValueInfoProto]:
+def _outputs_info(graph: Graph, names: Sequence[str]) -> list[ValueInfoProto]:
     infos = []
     for value, name in zip(graph.outputs, names):
-        info = onnx.ValueInfoProto(name=name)
+        info = ValueInfoProto(name=name)
         if isinstance(value.type, TensorType) and value.type.rank is not None:
             info.type.CopyFrom(type_proto(value.type.with_shape([-1] * value.type.rank)))
         elif isinstance(value.type, TensorType):
@@ -56,14 +55,14 @@ def _outputs_info(graph: Graph, names: Sequence[str]) -> list[onnx.ValueInfoProt
     return infos
 
 
-def _branch(e: LoweringEmitter, graph: Graph, args: Sequence[str]) -> onnx.GraphProto:
-    branch = onnx.GraphProto(name=e.fresh(graph.name or "branch"))
+def _branch(e: LoweringEmitter, graph: Graph, args: Sequence[str]) -> GraphProto:
+    branch = GraphProto(name=e.fresh(graph.name or "branch"))
     outputs = e.inline(graph, args, into=branch)
     # A branch output must be computed in the branch (or be an outer tensor ONNX can pass through an Identity).
     final = []
     for name in outputs:
         out = e.fresh("out")
-        branch.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
+        branch.node.append(make_node("Identity", [name], [out], name=e.fresh("Identity")))
         final.append(out)
     branch.output.extend(_outputs_info(graph, final))
     return branch
@@ -91,7 +90,7 @@ def _case(e: LoweringEmitter) -> None:
             names = e.inline(body, args)
             return [e.op("Identity", [n], outputs=[o])[0] for n, o in zip(names, outputs)]
         taken = _branch(e, e.body(f"branches:{k}"), args)
-        rest = onnx.GraphProto(name=e.fresh(f"case_rest_{k}"))
+        rest = GraphProto(name=e.fresh(f"case_rest_{k}"))
         saved, e.nodes = e.nodes, []
         rest_outputs = chain(k + 1, [None] * len(outputs))
         append_nodes(rest, e.nodes)
@@ -133,8 +132,8 @@ def _loop_variables(e: LoweringEmitter, body: Graph) -> tuple[list[TensorType | 
     return arguments, elements, carried
 
 
-def _info(name: str, t: TensorType | None) -> onnx.ValueInfoProto:
-    info = onnx.ValueInfoProto(name=name)
+def _info(name: str, t: TensorType | None) -> ValueInfoProto:
+    info = ValueInfoProto(name=name)
     if t is not None:
         info.type.CopyFrom(type_proto(t))
     return info
@@ -153,11 +152,11 @@ def _while(e: LoweringEmitter) -> None:
     first = e.inline(cond, initial)
     if len(first) != 1:
         e.decline("its condition has more than one output")
-    loop = onnx.GraphProto(name=e.fresh("loop_body"))
+    loop = GraphProto(name=e.fresh("loop_body"))
     iteration, carried_cond = e.fresh("iteration"), e.fresh("cond_in")
     carried = {k: e.fresh(f"var{k}") for k in kept}
-    loop.input.append(helper.make_tensor_value_info(iteration, onnx.TensorProto.INT64, []))
-    loop.input.append(helper.make_tensor_value_info(carried_cond, onnx.TensorProto.BOOL, []))
+    loop.input.append(make_tensor_value_info(iteration, TensorProto.INT64, []))
+    loop.input.append(make_tensor_value_info(carried_cond, TensorProto.BOOL, []))
     loop.input.extend(_info(carried[k], carried_types[k]) for k in kept)
     updated = e.inline(body, [carried.get(k, initial[k]) for k in range(len(initial))], into=loop)
     if len(updated) != len(initial) + len(scans):
@@ -166,9 +165,9 @@ def _while(e: LoweringEmitter) -> None:
     names = []
     for name in [again[0], *(updated[k] for k in kept), *updated[len(initial):]]:
         out = e.fresh("next")
-        loop.node.append(helper.make_node("Identity", [name], [out], name=e.fresh("Identity")))
+        loop.node.append(make_node("Identity", [name], [out], name=e.fresh("Identity")))
         names.append(out)
-    loop.output.append(helper.make_tensor_value_info(names[0], onnx.TensorProto.BOOL, []))
+    loop.output.append(make_tensor_value_info(names[0], TensorProto.BOOL, []))
     loop.output.extend(_info(name, carried_types[k]) for name, k in zip(names[1:], kept))
     for name, scan in zip(names[1 + len(kept):], scans):
         t = scan.item.type if isinstance(scan.item.type, TensorType) else elements[scan.index]
@@ -210,7 +209,7 @@ def _pad_to_reserved(e: LoweringEmitter, stacked: str, reserved: str, out: str) 
 def _truth_of(e: LoweringEmitter, name: str, cond: Graph) -> str:
     t = cond.outputs[0].type if cond.outputs else None
     if isinstance(t, TensorType) and t.dtype.numpy != np.dtype(np.bool_):
-        return e.op("Cast", [name], to=onnx.TensorProto.BOOL)[0]
+        return e.op("Cast", [name], to=TensorProto.BOOL)[0]
     return e.op("Reshape", [name, e.ints([], "scalar")])[0]
 
 

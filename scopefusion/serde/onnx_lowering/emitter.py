@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-import onnx
 
 from ...dtypes import DType
 from ...ir.graph import CONST_OP, Graph, Node, Value
@@ -20,6 +19,7 @@ from ..onnx_attrs import onnx_elem_type
 from ..onnx_fused import FusedEmitter
 from ..onnx_node import Initializer
 from ..onnx_node import Node as OnnxNode
+from ..onnx_proto import AttributeProto, GraphProto, np_dtype_to_tensor_dtype
 
 __all__ = ["INT64_MAX", "INT64_MIN", "LoweringEmitter", "constant_of"]
 
@@ -44,7 +44,7 @@ class LoweringEmitter(FusedEmitter):
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
                  *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
-                 folded: Mapping[int, np.ndarray], write_body: Callable[[Graph], onnx.GraphProto] | None = None,
+                 folded: Mapping[int, np.ndarray], write_body: Callable[[Graph], GraphProto] | None = None,
                  names: Mapping[int, str] | None = None) -> None:
         super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node)
         self._folded = folded
@@ -58,7 +58,7 @@ class LoweringEmitter(FusedEmitter):
             self.decline(f"its body {key!r} is not in the IR")
         return found
 
-    def inline(self, graph: Graph, inputs: Sequence[str], into: onnx.GraphProto | None = None) -> list[str]:
+    def inline(self, graph: Graph, inputs: Sequence[str], into: GraphProto | None = None) -> list[str]:
         """Writes body ``graph`` (lowered) with its inputs bound to tensors ``inputs`` (by the inputs' ``index``
         attribute, else their order); its nodes go to this emitter (or ``into``); returns its output names."""
         if self._write_body is None:
@@ -167,18 +167,16 @@ class LoweringEmitter(FusedEmitter):
         return self.const(np.asarray(value, dtype=numpy), hint)
 
 
-def _rename_reads(graph: onnx.GraphProto, renames: Mapping[str, str]) -> None:
+def _rename_reads(graph: GraphProto, renames: Mapping[str, str]) -> None:
     """Every read of a renamed tensor in ``graph`` and the bodies inside it reads the new name."""
     for node in graph.node:
         for k, name in enumerate(node.input):
             if name in renames:
                 node.input[k] = renames[name]
         for attr in node.attribute:
-            for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            for body in [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs):
                 _rename_reads(body, renames)
 
 
 def _numpy_code(dtype: np.dtype) -> int:
-    from onnx import helper
-
-    return int(helper.np_dtype_to_tensor_dtype(dtype))
+    return int(np_dtype_to_tensor_dtype(dtype))

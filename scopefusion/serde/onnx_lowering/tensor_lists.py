@@ -38,11 +38,11 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 import numpy as np
-import onnx
 
 from ...dtypes import DType
 from ...ir.graph import CONST_OP, DATA_OP, Node, Value
 from ...ir.types import TensorType
+from ..onnx_proto import make_tensor
 from .emitter import LoweringEmitter
 
 __all__ = ["LOWERINGS", "declared_element_array", "declared_element_shape", "holds_list", "list_element_type"]
@@ -255,7 +255,7 @@ def _allocate(e: LoweringEmitter, count: str, index: int, output: str) -> None:
     dims = e.ints([max(d, 1) for d in element.shape], "dims") if element.shape else None
     n = e.op("Reshape", [e.cast(count, np.int64), e.ints([1], "one")])[0]
     shape = e.op("Concat", [n, dims], axis=0)[0] if dims is not None else n
-    zero = onnx.helper.make_tensor("zero", e.onnx_type(element.dtype), [1], [0])
+    zero = make_tensor("zero", e.onnx_type(element.dtype), [1], [0])
     e.op("ConstantOfShape", [shape], outputs=[output], value=zero)
 
 
@@ -266,7 +266,7 @@ def _reserve(e: LoweringEmitter) -> None:
 def _empty(e: LoweringEmitter) -> None:
     element = _element(e, 0)
     shape = e.ints([0, *[max(d, 1) for d in element.shape]], "empty_shape")
-    zero = onnx.helper.make_tensor("zero", e.onnx_type(element.dtype), [1], [0])
+    zero = make_tensor("zero", e.onnx_type(element.dtype), [1], [0])
     e.op("ConstantOfShape", [shape], outputs=[e.outputs[0]], value=zero)
 
 
