@@ -14,6 +14,10 @@ What goes where (details in :mod:`.onnx_graph`, :mod:`.onnx_attrs`, :mod:`.onnx_
   unknown dims are left unset, or named by the source's ``dim_param``.
 * Custom domains (``tf``, ``scopefusion``, a source's own) are imported at version 1 unless the source
   says otherwise. Output bytes are deterministic: same model, same bytes.
+* The model is built with scopefusion's own messages (:mod:`.onnx_proto`), the onnx package's bytes:
+  writing it (``Model.save``, :func:`model_to_onnx_bytes`) imports the onnx package only when ONNX's shape
+  inference must complete a type. :func:`model_to_onnx` and :func:`graph_to_onnx` return the onnx
+  package's ``ModelProto`` (and import it).
 
 NOTE: opset policy. An ONNX-born model is exported at its own default-domain opset, never raised: raising
 it would mean converting every other op (``onnx.version_converter`` misses ops and attributes), for the
