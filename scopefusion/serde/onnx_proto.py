@@ -399,7 +399,7 @@ def infer_shapes(model: ModelProto, data_prop: bool = False) -> ModelProto | Non
     import onnx
 
     try:
-        inferred = onnx.shape_inference.infer_shapes(to_onnx(model), data_prop=data_prop)
+        inferred = onnx.shape_inference.infer_shapes(model.SerializeToString(), data_prop=data_prop)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError):
         return None
     return from_onnx(inferred)
