@@ -10,6 +10,8 @@ A node has ``NodeProto``'s fields as Python values: ``op_type``, ``domain`` (``"
 order, each kept as its value with its ``AttributeProto`` type (see :func:`attribute_entry`, which
 classifies values as ``onnx.helper.make_attribute`` does, and raises the same errors). A node read from a
 ``NodeProto`` (:meth:`Node.of`) keeps the message, so the fields it does not model stay as they were.
+The messages are scopefusion's own (:mod:`.onnx_proto`); an attribute value that is one of the onnx
+package's messages is read into them.
 """
 
 from __future__ import annotations
