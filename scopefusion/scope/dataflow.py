@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
-from typing import Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -258,11 +258,17 @@ class DataflowPattern:
         return all(not present.isdisjoint(types) for types in self._op_type_alternatives)
 
     # ------------------------------------------------------------------ search
-    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:
+    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True,
+             taken: AbstractSet[str] = frozenset()) -> Matches:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
         ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
-        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest)."""
+        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest).
+
+        ``taken``: op nodes the caller drops every match of (they are another pattern's already). A match
+        anchored at one of them is left out of the answer and searched only when a later anchor matches
+        (it may still hide that match, as an earlier overlapping match does); the near miss then says
+        nothing of those anchors."""
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
@@ -278,15 +284,28 @@ class DataflowPattern:
         found.tried = len(anchors)
         if not near_miss:
             anchors = self._possible_anchors(graph, anchors, within)
+        deferred: list[SourceNode] = []
         for node in anchors:
+            if node.name in taken:
+                deferred.append(node)
+                continue
             result, miss = self._match_anchor(graph, node, within)
             if result is None:
                 if miss is not None and (best is None or miss.depth > best.depth):
                     best = miss
                 continue
             names = {n.name for n in result.nodes}
-            if not overlap and names & used:
-                continue
+            if not overlap:
+                if deferred:  # the matches at the taken anchors before this one, as if searched in order
+                    for earlier in deferred:
+                        hidden = self._match_anchor(graph, earlier, within)[0]
+                        if hidden is not None:
+                            hidden_names = {n.name for n in hidden.nodes}
+                            if not hidden_names & used:
+                                used |= hidden_names
+                    deferred.clear()
+                if names & used:
+                    continue
             used |= names
             found.append(result)
         found.near_miss = best

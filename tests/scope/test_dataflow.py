@@ -223,6 +223,19 @@ def test_overlapping_matches_are_skipped_unless_asked(mk):
     assert [m.outputs[0][0] for m in pattern.find(graph, overlap=True)] == ["b", "c"]
 
 
+@pytest.mark.parametrize("taken", [set(), {"b"}, {"c"}, {"b", "d"}, {"a", "b", "c", "d", "e"}])
+def test_taken_anchors_leave_out_their_matches_which_still_hide_later_ones(mk, taken):
+    """``taken`` leaves out the matches anchored there, yet such a match still hides a later one it
+    overlaps, exactly as when every anchor is searched."""
+    graph = ScopeGraph.build(mk.graph(*mk.ops(("x", "Placeholder"), ("a", "Neg", "x"), ("b", "Neg", "a"),
+                                                ("c", "Neg", "b"), ("d", "Neg", "c"), ("e", "Neg", "d"))))
+    pattern = DataflowPattern(lambda op, x: op.Neg(op.Neg(x)), name="negneg")
+    every = [m.node_names for m in pattern.find(graph, near_miss=False)]
+    assert every == [["a", "b"], ["c", "d"]]
+    expected = [names for names in every if names[-1] not in taken]
+    assert [m.node_names for m in pattern.find(graph, near_miss=False, taken=taken)] == expected
+
+
 @pytest.mark.parametrize(
     ("fn", "message"),
     [

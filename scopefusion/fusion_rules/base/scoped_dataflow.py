@@ -110,7 +110,9 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 continue
             if root and not pattern.may_match(graph):
                 continue
-            matches = pattern.find(graph, within=within, near_miss=near_miss)
+            # Without near misses, an anchor an earlier pattern's match holds is not searched for its own
+            # match (it could not be kept), only for the later matches it would hide.
+            matches = pattern.find(graph, within=within, near_miss=near_miss, taken=taken if not near_miss else frozenset())
             for match in matches:
                 names = set(match.node_names)
                 if names & taken:
