@@ -127,7 +127,8 @@ _State = dict[int, Any]
 _Then = Callable[["_State"], "_State | None"]
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
-_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required", "_op_type_alternatives", "_all_op_types"})
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required", "_op_type_alternatives", "_all_op_types",
+                    "_anchors_key", "_may_match_key"})
 
 
 class DataflowPattern:
@@ -181,6 +182,9 @@ class DataflowPattern:
         first = self.outputs[0].op
         self._anchor_arity = len(first.inputs)
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
+        # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
+        self._anchors_key = ("possible anchors", first.op_types, self._anchor_arity, self._anchor_input_types)
+        self._may_match_key = ("may match", self._op_type_alternatives)
         names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
         names += [c.name for c in self._consts if c.name]
         dup = {n for n in names if n and names.count(n) > 1}
@@ -254,8 +258,11 @@ class DataflowPattern:
     def may_match(self, graph: ScopeGraph) -> bool:
         """False when ``graph`` lacks every op type of some op of the pattern, so that no anchor can match
         (a cheap test from the op-type index; True says nothing about a match)."""
-        present = graph.present_types
-        return all(not present.isdisjoint(types) for types in self._op_type_alternatives)
+        answer = graph.memo.get(self._may_match_key)
+        if answer is None:
+            present = graph.present_types
+            answer = graph.memo[self._may_match_key] = all(not present.isdisjoint(types) for types in self._op_type_alternatives)
+        return answer
 
     # ------------------------------------------------------------------ search
     def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True,
@@ -316,7 +323,7 @@ class DataflowPattern:
         of anchor (patterns ending in the same op with the same operand op types share the answer)."""
         if within is not None and not within.is_root:
             return [n for n in anchors if self.may_anchor(graph, n)]
-        key = ("possible anchors", self.anchor_types, self._anchor_arity, self._anchor_input_types)
+        key = self._anchors_key
         possible = graph.memo.get(key)
         if possible is None:
             possible = graph.memo[key] = [n for n in anchors if self.may_anchor(graph, n)]
@@ -371,9 +378,9 @@ class DataflowPattern:
             tensor = state.get(id(const))
             if tensor is None:
                 continue
-            chain = graph.constant_chain(tensor[0])
+            chain = graph.shared_constant_chain(tensor[0])
             if chain:
-                chains.append(chain)
+                chains.append(list(chain))
                 if const.name:
                     captures[const.name] = chain[-1]
         for var in self.vars:
@@ -429,7 +436,7 @@ class _Run:
     A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
     attempts fail shallowly and their reasons are never read."""
 
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of")
+    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of", "_chain")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
@@ -439,6 +446,7 @@ class _Run:
         self.best_reason = ""
         self._nodes = graph.source.by_name
         self._scope_of = graph.tree.scope_of
+        self._chain = graph.shared_constant_chain
 
     def deeper(self, state: _State) -> bool:
         """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
@@ -469,7 +477,7 @@ class _Run:
         if isinstance(value, Var):
             return then({**state, id(value): tensor})
         if isinstance(value, ConstPattern):
-            chain = self.graph.constant_chain(tensor[0])
+            chain = self._chain(tensor[0])
             if not chain:
                 if self.deeper(state):
                     self.best_reason = f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
@@ -509,8 +517,14 @@ class _Run:
                 self.best_reason = f"{name} is already bound to another pattern op"
             return None
         state = {**state, id(op): name}
+        values = op.inputs
         if not op.commute:
-            return self._match_inputs(op.inputs, node.inputs, 0, state, then)
+            if len(values) == 1:
+                return self.match_value(values[0], node.inputs[0], state, then)
+            return self._match_inputs(values, node.inputs, 0, state, then)
+        order = op.operand_order
+        if len(order) == 2:
+            return self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
         return self._match_commutative(node, op, node.inputs, state, then)
 
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
@@ -565,7 +579,7 @@ class _Run:
                     self.best_reason = f"{name}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {op!r}"
                 return True
             return False
-        if isinstance(value, ConstPattern) and not self.graph.constant_chain(name):
+        if isinstance(value, ConstPattern) and not self._chain(name):
             if self.deeper(state):
                 self.best_reason = f"{name}:{tensor[1]} is not a constant, expected {value!r}"
             return True

@@ -31,6 +31,7 @@ class ScopeGraph:
         self._by_type = by_type
         self._succ = source.out_edges
         self._by_name = source.by_name
+        self._chains: dict[str, list[SourceNode]] = {}
         self.memo: dict[Any, Any] = {}
 
     @classmethod
@@ -73,6 +74,16 @@ class ScopeGraph:
     def constant_chain(self, name: str) -> list[SourceNode]:
         """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and
         no control input) from node ``name`` down to a constant, or ``[]`` when it reads no constant."""
+        return list(self.shared_constant_chain(name))
+
+    def shared_constant_chain(self, name: str) -> list[SourceNode]:
+        """:meth:`constant_chain`, found once per node and shared by every caller: do not modify it."""
+        chain = self._chains.get(name)
+        if chain is None:
+            chain = self._chains[name] = self._constant_chain(name)
+        return chain
+
+    def _constant_chain(self, name: str) -> list[SourceNode]:
         chain: list[SourceNode] = []
         for _ in range(_MAX_READS):
             node = self.node(name)
@@ -87,7 +98,7 @@ class ScopeGraph:
 
     def constant_source(self, name: str) -> SourceNode | None:
         """The constant that node ``name`` is or reads through pass-through ops, else None."""
-        chain = self.constant_chain(name)
+        chain = self.shared_constant_chain(name)
         return chain[-1] if chain else None
 
     def position(self, name: str) -> int:
