@@ -127,8 +127,8 @@ _State = dict[int, Any]
 _Then = Callable[["_State"], "_State | None"]
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
-_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required", "_op_type_alternatives", "_all_op_types",
-                    "_anchors_key", "_may_match_key"})
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
+                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type"})
 
 
 class DataflowPattern:
@@ -178,7 +178,12 @@ class DataflowPattern:
         self._ops = self._collect_ops()
         self._op_type_alternatives = tuple({op.op_types: None for op in self._ops})
         self._all_op_types = frozenset(t for op in self._ops for t in op.op_types)
-        self._reach, self._required = self._anchored_ops()
+        self._ops_by_type: dict[str, list[OpPattern]] = {}
+        for op in self._ops:
+            for op_type in op.op_types:
+                self._ops_by_type.setdefault(op_type, []).append(op)
+        self._required_at = self._ops_at_depths()
+        self._reach = max(hops for hops, _ in self._required_at)
         first = self.outputs[0].op
         self._anchor_arity = len(first.inputs)
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
@@ -209,23 +214,24 @@ class DataflowPattern:
         self._consts = list(consts.values())
         return list(ops.values())
 
-    def _anchored_ops(self) -> tuple[int, tuple[tuple[str, ...], ...]]:
-        """How many input hops the ops reachable from the first output lie from it at most (longest path),
-        and their op types: a match binds only those, each at most that many hops up the anchor's inputs."""
-        longest: dict[int, int] = {}
-        ops: dict[int, OpPattern] = {}
-
-        def walk(op: OpPattern, depth: int) -> None:
-            if longest.get(id(op), -1) >= depth:
-                return
-            longest[id(op)] = depth
-            ops[id(op)] = op
-            for value in op.inputs:
-                if isinstance(value, OpOutput):
-                    walk(value.op, depth + 1)
-
-        walk(self.outputs[0].op, 0)
-        return max(longest.values()), tuple(op.op_types for op in ops.values())
+    def _ops_at_depths(self) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """``(hops, op types)`` for each op reachable from the first output, ``hops`` the length of its shortest
+        input path from that output: a match binds it to a node that many input steps above the anchor."""
+        depth = {id(self.outputs[0].op): 0}
+        level = [self.outputs[0].op]
+        found: dict[tuple[int, tuple[str, ...]], None] = {(0, level[0].op_types): None}
+        hops = 0
+        while level:
+            hops += 1
+            following = []
+            for op in level:
+                for value in op.inputs:
+                    if isinstance(value, OpOutput) and id(value.op) not in depth:
+                        depth[id(value.op)] = hops
+                        following.append(value.op)
+                        found[(hops, value.op.op_types)] = None
+            level = following
+        return tuple(found)
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when ``node`` cannot be the first output's op: another input count, or no input made by an
@@ -239,13 +245,25 @@ class DataflowPattern:
         return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
 
     def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
-        """False when some op of the pattern has no node of its types within its reach up the data inputs
-        of ``node``, so that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
-        key = ("op types upstream", node, self._reach)
-        types = graph.memo.get(key)
-        if types is None:
-            types = graph.memo[key] = _upstream_op_types(graph, node, self._reach)
-        return all(not types.isdisjoint(alternatives) for alternatives in self._required)
+        """False when some op of the pattern has no node of its types exactly as many data-input steps above
+        ``node`` as the op lies below the first output (each edge of a match is an edge of the graph), so
+        that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
+        levels = _op_types_by_steps(graph, node, self._reach)
+        return all(hops < len(levels) and not levels[hops].isdisjoint(types) for hops, types in self._required_at)
+
+    def may_hold(self, graph: ScopeGraph, node: SourceNode) -> bool:
+        """False when no match can bind ``node``: for each op of the pattern of ``node``'s type, what the
+        pattern computes below that op (its inputs, theirs, ...) does not match at ``node`` (a test of a
+        part of the pattern, so cheaper than a search; True says nothing about a whole match)."""
+        for op in self._ops_by_type.get(node.op_type, ()):
+            key = ("sub-pattern matches", op, node.name)
+            answer = graph.memo.get(key)
+            if answer is None:
+                run = _Run(self, graph, None)
+                answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, _accept) is not None
+            if answer:
+                return True
+        return False
 
     @property
     def anchor_types(self) -> tuple[str, ...]:
@@ -402,26 +420,29 @@ def _parameter_names(fn: Callable[..., Any]) -> list[str]:
     return list(inspect.signature(fn).parameters)
 
 
-def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:
-    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it. The walk from each
-    node is kept in the graph's memo and extended on demand, so patterns of other reaches share it."""
+def _op_types_by_steps(graph: ScopeGraph, node: str, hops: int) -> list[frozenset[str]]:
+    """``levels[k]``: the op types of the nodes exactly ``k`` data-input steps above ``node``, for ``k`` up to
+    ``hops`` (fewer when the inputs run out first). Kept in the graph's memo and extended on demand, so
+    patterns of other reaches share it."""
     nodes = graph.source.by_name
-    walk = graph.memo.get(("upstream walk", node))
+    walk = graph.memo.get(("walk by steps", node))
     if walk is None:
-        walk = graph.memo[("upstream walk", node)] = ([frozenset((nodes[node].op_type,))], {node}, [node])
-    levels, seen, frontier = walk  # levels[h]: the op types within h steps
+        walk = graph.memo[("walk by steps", node)] = ([frozenset((nodes[node].op_type,))], [node])
+    levels, frontier = walk  # frontier: the distinct nodes of the last level
     while len(levels) <= hops and frontier:
-        types = set(levels[-1])
-        following = []
+        following: dict[str, None] = {}
         for name in frontier:
             for producer, _ in nodes[name].inputs:
-                if producer and producer not in seen:
-                    seen.add(producer)
-                    following.append(producer)
-                    types.add(nodes[producer].op_type)
+                if producer:
+                    following[producer] = None
         frontier[:] = following
-        levels.append(frozenset(types))
-    return levels[min(hops, len(levels) - 1)]
+        if frontier:
+            levels.append(frozenset(nodes[name].op_type for name in frontier))
+    return levels
+
+
+def _accept(state: _State) -> _State:
+    return state
 
 
 class _Run:

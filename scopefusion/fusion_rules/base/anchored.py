@@ -93,10 +93,16 @@ class AnchoredDataflowPass(ScopeBasePass):
         selected: list[ScopesResult] = []
         taken: set[str] = set()
         for op_type in self.seed_types:
-            for node in graph.nodes_by_type(op_type):
+            seeds = graph.nodes_by_type(op_type)
+            if not seeds:
+                continue
+            holding = [pattern for _, pattern in self.patterns if pattern.has_op_type(op_type)]
+            for node in seeds:
                 if node.name in taken:
                     continue
                 named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
+                if not named and not any(pattern.may_hold(graph, node) for pattern in holding):
+                    continue  # no pattern's part below the seed matches there: no match holds the seed
                 anchors = self.anchors(graph, node.name)
                 tag, match, miss = best_match(graph, anchors, self.patterns, node.name, near_miss=named)
                 if match is not None:
