@@ -32,6 +32,7 @@ class ScopeGraph:
         self._succ = source.out_edges
         self._by_name = source.by_name
         self._chains: dict[str, list[SourceNode]] = {}
+        self._consumers: dict[str, list[tuple[str, int, int]]] = {}
         self.memo: dict[Any, Any] = {}
 
     @classmethod
@@ -108,11 +109,18 @@ class ScopeGraph:
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
         control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
-        return [
-            (consumer, slot, index)
-            for consumer, keyed in self._succ[name].items()
-            for slot, index in keyed.items()
-        ]
+        return list(self.shared_consumers(name))
+
+    def shared_consumers(self, name: str) -> list[tuple[str, int, int]]:
+        """:meth:`consumers`, listed once per node and shared by every caller: do not modify it."""
+        found = self._consumers.get(name)
+        if found is None:
+            found = self._consumers[name] = [
+                (consumer, slot, index)
+                for consumer, keyed in self._succ[name].items()
+                for slot, index in keyed.items()
+            ]
+        return found
 
     # ------------------------------------------------------------------ scopes
     def scope(self, name: str) -> Scope:

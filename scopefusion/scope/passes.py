@@ -309,7 +309,7 @@ def claimed_nodes(graph: ScopeGraph, *matches: Match) -> list[str]:
             for node in chain:
                 if node.name in claimed:
                     continue
-                if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
+                if all(consumer in claimed for consumer, _, _ in graph.shared_consumers(node.name)):
                     claimed[node.name] = None
                 else:
                     break

@@ -157,7 +157,7 @@ def downstream(graph: ScopeGraph, name: str, hops: int, op_types: Sequence[str])
     for depth in range(1, hops + 1):
         following = []
         for node in frontier:
-            for consumer, slot, _ in graph.consumers(node):
+            for consumer, slot, _ in graph.shared_consumers(node):
                 if slot >= 0 and consumer not in seen:
                     seen[consumer] = depth
                     following.append(consumer)
