@@ -238,9 +238,12 @@ class DataflowPattern:
         op type of one of that op's op operands (cheaper than :meth:`may_match_at`; True says nothing)."""
         if len(node.inputs) != self._anchor_arity:
             return False
-        types = graph.memo.get(("op types of the inputs", node.name))
+        known = graph.memo.get("op types of the inputs")
+        if known is None:
+            known = graph.memo["op types of the inputs"] = {}
+        types = known.get(node.name)
         if types is None:
-            types = graph.memo[("op types of the inputs", node.name)] = frozenset(
+            types = known[node.name] = frozenset(
                 graph.source.by_name[producer].op_type for producer, _ in node.inputs if producer)
         return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
 
