@@ -128,7 +128,7 @@ _Then = Callable[["_State"], "_State | None"]
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
 _BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
-                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type"})
+                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys"})
 
 
 class DataflowPattern:
@@ -183,6 +183,14 @@ class DataflowPattern:
             for op_type in op.op_types:
                 self._ops_by_type.setdefault(op_type, []).append(op)
         self._required_at = self._ops_at_depths()
+        # What a match's state is read by, in the order Match lists it (see _build).
+        self._binding_keys = (
+            [id(op) for op in self._ops],
+            [(op.name, id(op)) for op in self._ops if op.name],
+            [(id(c), c.name) for c in self._consts],
+            [(id(v), v.name) for v in variables],
+            [(id(o.op), o.index) for o in outs],
+        )
         self._reach = max(hops for hops, _ in self._required_at)
         first = self.outputs[0].op
         self._anchor_arity = len(first.inputs)
@@ -388,27 +396,27 @@ class DataflowPattern:
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
         position = graph.tree.positions
         by_name = graph.source.by_name
-        bound = {state[id(op)] for op in self._ops if id(op) in state}
+        op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
+        bound = {state[key] for key in op_ids if key in state}
         nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
-        captures: dict[str, Any] = {}
-        for op in self._ops:
-            if op.name:
-                captures[op.name] = by_name[state[id(op)]]
+        captures: dict[str, Any] = {name: by_name[state[key]] for name, key in named_ops}
         chains: list[list[SourceNode]] = []
-        for const in self._consts:
-            tensor = state.get(id(const))
+        for key, name in consts:
+            tensor = state.get(key)
             if tensor is None:
                 continue
             chain = graph.shared_constant_chain(tensor[0])
             if chain:
                 chains.append(list(chain))
-                if const.name:
-                    captures[const.name] = chain[-1]
-        for var in self.vars:
-            if id(var) in state:
-                captures[var.name] = state[id(var)]
-        inputs = [state[id(v)] for v in self.vars if id(v) in state]
-        outputs = [(state[id(o.op)], o.index) for o in self.outputs]
+                if name:
+                    captures[name] = chain[-1]
+        inputs = []
+        for key, name in var_ids:
+            tensor = state.get(key)
+            if tensor is not None:
+                captures[name] = tensor
+                inputs.append(tensor)
+        outputs = [(state[key], index) for key, index in outputs_at]
         return Match(self, nodes, captures, inputs, outputs, chains)
 
     def __repr__(self) -> str:
