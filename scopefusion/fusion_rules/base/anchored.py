@@ -101,9 +101,9 @@ class AnchoredDataflowPass(ScopeBasePass):
                 if node.name in taken:
                     continue
                 named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
-                if not named and not any(pattern.may_hold(graph, node) for pattern in holding):
-                    continue  # no pattern's part below the seed matches there: no match holds the seed
                 anchors = self.anchors(graph, node.name)
+                if not named and (not anchors or not any(pattern.may_hold(graph, node) for pattern in holding)):
+                    continue  # no anchor, or no pattern's part below the seed matches there: no match holds it
                 tag, match, miss = best_match(graph, anchors, self.patterns, node.name, near_miss=named)
                 if match is not None:
                     taken.update(match.node_names)
