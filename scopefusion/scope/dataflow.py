@@ -309,9 +309,14 @@ class DataflowPattern:
         if within is None or within.is_root:
             if len(types) == 1:
                 anchors: Sequence[SourceNode] = graph.nodes_by_type(types[0])
-            else:
-                position = graph.tree.positions
-                anchors = sorted((n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
+            else:  # the nodes of several types in graph order, listed once per graph and tuple of types
+                key = ("nodes of types", types)
+                listed = graph.memo.get(key)
+                if listed is None:
+                    position = graph.tree.positions
+                    listed = graph.memo[key] = sorted(
+                        (n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
+                anchors = listed
         else:
             anchors = [n for n in within.all_nodes if n.op_type in types]
         found = Matches()
