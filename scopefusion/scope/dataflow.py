@@ -118,8 +118,9 @@ class Matches(list["Match"]):
     tried: int = 0
 
 
-# The bindings of one search branch: id(pattern op) -> node name, id(variable or constant) -> tensor. A new
-# binding makes a new dict (copy on write), so a branch never sees its siblings' bindings.
+# The bindings of the search branch being tried: id(pattern op) -> node name, id(variable or constant) ->
+# tensor. One dict per search: a binding is added before the rest of the search runs and removed when that
+# fails, so a branch never sees its siblings' bindings, and a success leaves every binding in place.
 _State = dict[int, Any]
 
 
@@ -259,7 +260,7 @@ class DataflowPattern:
         """False when some op of the pattern has no node of its types exactly as many data-input steps above
         ``node`` as the op lies below the first output (each edge of a match is an edge of the graph), so
         that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
-        levels = _op_types_by_steps(graph, node, self._reach)
+        levels = graph.op_types_by_steps(node, self._reach)
         return all(hops < len(levels) and not levels[hops].isdisjoint(types) for hops, types in self._required_at)
 
     def may_hold(self, graph: ScopeGraph, node: SourceNode) -> bool:
@@ -436,27 +437,6 @@ def _parameter_names(fn: Callable[..., Any]) -> list[str]:
     return list(inspect.signature(fn).parameters)
 
 
-def _op_types_by_steps(graph: ScopeGraph, node: str, hops: int) -> list[frozenset[str]]:
-    """``levels[k]``: the op types of the nodes exactly ``k`` data-input steps above ``node``, for ``k`` up to
-    ``hops`` (fewer when the inputs run out first). Kept in the graph's memo and extended on demand, so
-    patterns of other reaches share it."""
-    nodes = graph.source.by_name
-    walk = graph.memo.get(("walk by steps", node))
-    if walk is None:
-        walk = graph.memo[("walk by steps", node)] = ([frozenset((nodes[node].op_type,))], [node])
-    levels, frontier = walk  # frontier: the distinct nodes of the last level
-    while len(levels) <= hops and frontier:
-        following: dict[str, None] = {}
-        for name in frontier:
-            for producer, _ in nodes[name].inputs:
-                if producer:
-                    following[producer] = None
-        frontier[:] = following
-        if frontier:
-            levels.append(frozenset(nodes[name].op_type for name in frontier))
-    return levels
-
-
 def _accept(state: _State) -> _State:
     return state
 
@@ -512,7 +492,7 @@ class _Run:
                 self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
             return None
         if isinstance(value, Var):
-            return then({**state, id(value): tensor})
+            return self._bind(id(value), tensor, state, then)
         if isinstance(value, ConstPattern):
             chain = self._chain(tensor[0])
             if not chain:
@@ -524,7 +504,7 @@ class _Run:
                 if self.deeper(state):
                     self.best_reason = f"constant {chain[-1].name} {why}"
                 return None
-            return then({**state, id(value): tensor})
+            return self._bind(id(value), tensor, state, then)
         return self.match_op(value, tensor, state, then)  # type: ignore[arg-type]
 
     def match_op(self, out: OpOutput, tensor: Tensor, state: _State, then: _Then) -> _State | None:
@@ -553,16 +533,30 @@ class _Run:
             if self.deeper(state):
                 self.best_reason = f"{name} is already bound to another pattern op"
             return None
-        state = {**state, id(op): name}
+        key = id(op)
+        state[key] = name
         values = op.inputs
         if not op.commute:
             if len(values) == 1:
-                return self.match_value(values[0], node.inputs[0], state, then)
-            return self._match_inputs(values, node.inputs, 0, state, then)
-        order = op.operand_order
-        if len(order) == 2:
-            return self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
-        return self._match_commutative(node, op, node.inputs, state, then)
+                found = self.match_value(values[0], node.inputs[0], state, then)
+            else:
+                found = self._match_inputs(values, node.inputs, 0, state, then)
+        elif len(op.operand_order) == 2:
+            order = op.operand_order
+            found = self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
+        else:
+            found = self._match_commutative(node, op, node.inputs, state, then)
+        if found is None:
+            del state[key]
+        return found
+
+    @staticmethod
+    def _bind(key: int, tensor: Tensor, state: _State, then: _Then) -> _State | None:
+        state[key] = tensor
+        found = then(state)
+        if found is None:
+            del state[key]
+        return found
 
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:

@@ -102,6 +102,26 @@ class ScopeGraph:
         chain = self.shared_constant_chain(name)
         return chain[-1] if chain else None
 
+    def op_types_by_steps(self, name: str, hops: int) -> list[frozenset[str]]:
+        """``levels[k]``: the op types of the nodes exactly ``k`` data-input steps above node ``name``, for ``k``
+        up to ``hops`` (fewer when the inputs run out first). Kept in the memo and extended on demand, so
+        askers of other reaches share it."""
+        nodes = self._by_name
+        walk = self.memo.get(("walk by steps", name))
+        if walk is None:
+            walk = self.memo[("walk by steps", name)] = ([frozenset((nodes[name].op_type,))], [name])
+        levels, frontier = walk  # frontier: the distinct nodes of the last level
+        while len(levels) <= hops and frontier:
+            following: dict[str, None] = {}
+            for here in frontier:
+                for producer, _ in nodes[here].inputs:
+                    if producer:
+                        following[producer] = None
+            frontier[:] = following
+            if frontier:
+                levels.append(frozenset(nodes[n].op_type for n in frontier))
+        return levels
+
     def position(self, name: str) -> int:
         """The node's index in graph order."""
         return self.tree._position[name]
