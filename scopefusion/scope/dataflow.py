@@ -453,7 +453,7 @@ class _Run:
     A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
     attempts fail shallowly and their reasons are never read."""
 
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of", "_chain")
+    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of", "_chain", "_bound")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
@@ -464,6 +464,7 @@ class _Run:
         self._nodes = graph.source.by_name
         self._scope_of = graph.tree.scope_of
         self._chain = graph.shared_constant_chain
+        self._bound: set[str] = set()  # the node names bound to pattern ops (the state's string values)
 
     def deeper(self, state: _State) -> bool:
         """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
@@ -529,12 +530,13 @@ class _Run:
                 if self.deeper(state):
                     self.best_reason = why
                 return None
-        if name in state.values():  # node names are strings, tensors are tuples: only ops compare equal
+        if name in self._bound:
             if self.deeper(state):
                 self.best_reason = f"{name} is already bound to another pattern op"
             return None
         key = id(op)
         state[key] = name
+        self._bound.add(name)
         values = op.inputs
         if not op.commute:
             if len(values) == 1:
@@ -548,6 +550,7 @@ class _Run:
             found = self._match_commutative(node, op, node.inputs, state, then)
         if found is None:
             del state[key]
+            self._bound.discard(name)
         return found
 
     @staticmethod
