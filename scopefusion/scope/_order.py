@@ -169,22 +169,41 @@ class ContractedOrder:
         self._ensure_valid()
         group_of = self._group_of
         group_vertices = {group_of.get(m, m) for m in members}
-        nodes = [n for v in group_vertices for n in self._nodes_of(v)]
+        members_of = self._members
+        nodes: list[str] = []
+        for v in group_vertices:
+            if isinstance(v, _Group):
+                nodes.extend(members_of[v])
+            else:
+                nodes.append(v)
         preds: set[Hashable] = set()
         succs: set[Hashable] = set()
         back = self._has_back_edges
+        pred_of, succ_of = self._pred, self._succ
         for node in nodes:
-            for producer in self._pred[node]:
+            for producer in pred_of[node]:
                 other = group_of.get(producer, producer)
                 if other not in group_vertices and not (back and self._is_back_edge(producer, node)):
                     preds.add(other)
-            for consumer in self._succ[node]:
+            for consumer in succ_of[node]:
                 other = group_of.get(consumer, consumer)
                 if other not in group_vertices and not (back and self._is_back_edge(node, consumer)):
                     succs.add(other)
-        pos = self.pos
-        top = max((pos(p) for p in preds), default=-math.inf)
-        low = min((pos(s) for s in succs), default=math.inf)
+        override, base = self._override, self._base
+        top = -math.inf
+        for p in preds:
+            value = override.get(p)
+            if value is None:
+                value = base[p]  # type: ignore[index]
+            if value > top:
+                top = value
+        low = math.inf
+        for p in succs:
+            value = override.get(p)
+            if value is None:
+                value = base[p]  # type: ignore[index]
+            if value < low:
+                low = value
         if top < low:
             return None, Contraction(group_vertices, preds, succs, top, low)
         # Search the successors' descendants numbered <= top, the only ones that can reach a predecessor.

@@ -161,7 +161,7 @@ def collect_claims(d: _Draft) -> None:
     if len(d.result.scopes) + len(d.result.nodes) > 1:  # one scope's all_nodes is in graph order already
         wanted = {n: wanted[n] for n in sorted(wanted, key=d.graph.tree.positions.__getitem__)}
     d.candidates = wanted
-    consumers = d.graph.consumers
+    consumers = d.graph.shared_consumers
     d.uses = {n: consumers(n) for n in wanted}
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
-from typing import Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -118,8 +118,9 @@ class Matches(list["Match"]):
     tried: int = 0
 
 
-# The bindings of one search branch: id(pattern op) -> node name, id(variable or constant) -> tensor. A new
-# binding makes a new dict (copy on write), so a branch never sees its siblings' bindings.
+# The bindings of the search branch being tried: id(pattern op) -> node name, id(variable or constant) ->
+# tensor. One dict per search: a binding is added before the rest of the search runs and removed when that
+# fails, so a branch never sees its siblings' bindings, and a success leaves every binding in place.
 _State = dict[int, Any]
 
 
@@ -127,7 +128,8 @@ _State = dict[int, Any]
 _Then = Callable[["_State"], "_State | None"]
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
-_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_required", "_op_type_alternatives", "_all_op_types"})
+_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
+                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys"})
 
 
 class DataflowPattern:
@@ -177,10 +179,26 @@ class DataflowPattern:
         self._ops = self._collect_ops()
         self._op_type_alternatives = tuple({op.op_types: None for op in self._ops})
         self._all_op_types = frozenset(t for op in self._ops for t in op.op_types)
-        self._reach, self._required = self._anchored_ops()
+        self._ops_by_type: dict[str, list[OpPattern]] = {}
+        for op in self._ops:
+            for op_type in op.op_types:
+                self._ops_by_type.setdefault(op_type, []).append(op)
+        self._required_at = self._ops_at_depths()
+        # What a match's state is read by, in the order Match lists it (see _build).
+        self._binding_keys = (
+            [id(op) for op in self._ops],
+            [(op.name, id(op)) for op in self._ops if op.name],
+            [(id(c), c.name) for c in self._consts],
+            [(id(v), v.name) for v in variables],
+            [(id(o.op), o.index) for o in outs],
+        )
+        self._reach = max(hops for hops, _ in self._required_at)
         first = self.outputs[0].op
         self._anchor_arity = len(first.inputs)
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
+        # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
+        self._anchors_key = ("possible anchors", first.op_types, self._anchor_arity, self._anchor_input_types)
+        self._may_match_key = ("may match", self._op_type_alternatives)
         names = [getattr(p, "name", None) for p in self._ops] + [v.name for v in self.vars]
         names += [c.name for c in self._consts if c.name]
         dup = {n for n in names if n and names.count(n) > 1}
@@ -205,43 +223,59 @@ class DataflowPattern:
         self._consts = list(consts.values())
         return list(ops.values())
 
-    def _anchored_ops(self) -> tuple[int, tuple[tuple[str, ...], ...]]:
-        """How many input hops the ops reachable from the first output lie from it at most (longest path),
-        and their op types: a match binds only those, each at most that many hops up the anchor's inputs."""
-        longest: dict[int, int] = {}
-        ops: dict[int, OpPattern] = {}
-
-        def walk(op: OpPattern, depth: int) -> None:
-            if longest.get(id(op), -1) >= depth:
-                return
-            longest[id(op)] = depth
-            ops[id(op)] = op
-            for value in op.inputs:
-                if isinstance(value, OpOutput):
-                    walk(value.op, depth + 1)
-
-        walk(self.outputs[0].op, 0)
-        return max(longest.values()), tuple(op.op_types for op in ops.values())
+    def _ops_at_depths(self) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """``(hops, op types)`` for each op reachable from the first output, ``hops`` the length of its shortest
+        input path from that output: a match binds it to a node that many input steps above the anchor."""
+        depth = {id(self.outputs[0].op): 0}
+        level = [self.outputs[0].op]
+        found: dict[tuple[int, tuple[str, ...]], None] = {(0, level[0].op_types): None}
+        hops = 0
+        while level:
+            hops += 1
+            following = []
+            for op in level:
+                for value in op.inputs:
+                    if isinstance(value, OpOutput) and id(value.op) not in depth:
+                        depth[id(value.op)] = hops
+                        following.append(value.op)
+                        found[(hops, value.op.op_types)] = None
+            level = following
+        return tuple(found)
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when ``node`` cannot be the first output's op: another input count, or no input made by an
         op type of one of that op's op operands (cheaper than :meth:`may_match_at`; True says nothing)."""
         if len(node.inputs) != self._anchor_arity:
             return False
-        types = graph.memo.get(("op types of the inputs", node.name))
+        known = graph.memo.get("op types of the inputs")
+        if known is None:
+            known = graph.memo["op types of the inputs"] = {}
+        types = known.get(node.name)
         if types is None:
-            types = graph.memo[("op types of the inputs", node.name)] = frozenset(
+            types = known[node.name] = frozenset(
                 graph.source.by_name[producer].op_type for producer, _ in node.inputs if producer)
         return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
 
     def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
-        """False when some op of the pattern has no node of its types within its reach up the data inputs
-        of ``node``, so that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
-        key = ("op types upstream", node, self._reach)
-        types = graph.memo.get(key)
-        if types is None:
-            types = graph.memo[key] = _upstream_op_types(graph, node, self._reach)
-        return all(not types.isdisjoint(alternatives) for alternatives in self._required)
+        """False when some op of the pattern has no node of its types exactly as many data-input steps above
+        ``node`` as the op lies below the first output (each edge of a match is an edge of the graph), so
+        that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
+        levels = graph.op_types_by_steps(node, self._reach)
+        return all(hops < len(levels) and not levels[hops].isdisjoint(types) for hops, types in self._required_at)
+
+    def may_hold(self, graph: ScopeGraph, node: SourceNode) -> bool:
+        """False when no match can bind ``node``: for each op of the pattern of ``node``'s type, what the
+        pattern computes below that op (its inputs, theirs, ...) does not match at ``node`` (a test of a
+        part of the pattern, so cheaper than a search; True says nothing about a whole match)."""
+        for op in self._ops_by_type.get(node.op_type, ()):
+            key = ("sub-pattern matches", op, node.name)
+            answer = graph.memo.get(key)
+            if answer is None:
+                run = _Run(self, graph, None)
+                answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, _accept) is not None
+            if answer:
+                return True
+        return False
 
     @property
     def anchor_types(self) -> tuple[str, ...]:
@@ -254,22 +288,36 @@ class DataflowPattern:
     def may_match(self, graph: ScopeGraph) -> bool:
         """False when ``graph`` lacks every op type of some op of the pattern, so that no anchor can match
         (a cheap test from the op-type index; True says nothing about a match)."""
-        present = graph.present_types
-        return all(not present.isdisjoint(types) for types in self._op_type_alternatives)
+        answer = graph.memo.get(self._may_match_key)
+        if answer is None:
+            present = graph.present_types
+            answer = graph.memo[self._may_match_key] = all(not present.isdisjoint(types) for types in self._op_type_alternatives)
+        return answer
 
     # ------------------------------------------------------------------ search
-    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True) -> Matches:
+    def find(self, graph: ScopeGraph, within: Scope | None = None, *, overlap: bool = False, near_miss: bool = True,
+             taken: AbstractSet[str] = frozenset()) -> Matches:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
         ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
-        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest)."""
+        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest).
+
+        ``taken``: op nodes the caller drops every match of (they are another pattern's already). A match
+        anchored at one of them is left out of the answer and searched only when a later anchor matches
+        (it may still hide that match, as an earlier overlapping match does); the near miss then says
+        nothing of those anchors."""
         types = self.anchor_types
         if within is None or within.is_root:
             if len(types) == 1:
                 anchors: Sequence[SourceNode] = graph.nodes_by_type(types[0])
-            else:
-                position = graph.tree.positions
-                anchors = sorted((n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
+            else:  # the nodes of several types in graph order, listed once per graph and tuple of types
+                key = ("nodes of types", types)
+                listed = graph.memo.get(key)
+                if listed is None:
+                    position = graph.tree.positions
+                    listed = graph.memo[key] = sorted(
+                        (n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
+                anchors = listed
         else:
             anchors = [n for n in within.all_nodes if n.op_type in types]
         found = Matches()
@@ -278,15 +326,28 @@ class DataflowPattern:
         found.tried = len(anchors)
         if not near_miss:
             anchors = self._possible_anchors(graph, anchors, within)
+        deferred: list[SourceNode] = []
         for node in anchors:
+            if node.name in taken:
+                deferred.append(node)
+                continue
             result, miss = self._match_anchor(graph, node, within)
             if result is None:
                 if miss is not None and (best is None or miss.depth > best.depth):
                     best = miss
                 continue
             names = {n.name for n in result.nodes}
-            if not overlap and names & used:
-                continue
+            if not overlap:
+                if deferred:  # the matches at the taken anchors before this one, as if searched in order
+                    for earlier in deferred:
+                        hidden = self._match_anchor(graph, earlier, within)[0]
+                        if hidden is not None:
+                            hidden_names = {n.name for n in hidden.nodes}
+                            if not hidden_names & used:
+                                used |= hidden_names
+                    deferred.clear()
+                if names & used:
+                    continue
             used |= names
             found.append(result)
         found.near_miss = best
@@ -297,7 +358,7 @@ class DataflowPattern:
         of anchor (patterns ending in the same op with the same operand op types share the answer)."""
         if within is not None and not within.is_root:
             return [n for n in anchors if self.may_anchor(graph, n)]
-        key = ("possible anchors", self.anchor_types, self._anchor_arity, self._anchor_input_types)
+        key = self._anchors_key
         possible = graph.memo.get(key)
         if possible is None:
             possible = graph.memo[key] = [n for n in anchors if self.may_anchor(graph, n)]
@@ -341,27 +402,27 @@ class DataflowPattern:
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
         position = graph.tree.positions
         by_name = graph.source.by_name
-        bound = {state[id(op)] for op in self._ops if id(op) in state}
+        op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
+        bound = {state[key] for key in op_ids if key in state}
         nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
-        captures: dict[str, Any] = {}
-        for op in self._ops:
-            if op.name:
-                captures[op.name] = by_name[state[id(op)]]
+        captures: dict[str, Any] = {name: by_name[state[key]] for name, key in named_ops}
         chains: list[list[SourceNode]] = []
-        for const in self._consts:
-            tensor = state.get(id(const))
+        for key, name in consts:
+            tensor = state.get(key)
             if tensor is None:
                 continue
-            chain = graph.constant_chain(tensor[0])
+            chain = graph.shared_constant_chain(tensor[0])
             if chain:
-                chains.append(chain)
-                if const.name:
-                    captures[const.name] = chain[-1]
-        for var in self.vars:
-            if id(var) in state:
-                captures[var.name] = state[id(var)]
-        inputs = [state[id(v)] for v in self.vars if id(v) in state]
-        outputs = [(state[id(o.op)], o.index) for o in self.outputs]
+                chains.append(list(chain))
+                if name:
+                    captures[name] = chain[-1]
+        inputs = []
+        for key, name in var_ids:
+            tensor = state.get(key)
+            if tensor is not None:
+                captures[name] = tensor
+                inputs.append(tensor)
+        outputs = [(state[key], index) for key, index in outputs_at]
         return Match(self, nodes, captures, inputs, outputs, chains)
 
     def __repr__(self) -> str:
@@ -376,26 +437,8 @@ def _parameter_names(fn: Callable[..., Any]) -> list[str]:
     return list(inspect.signature(fn).parameters)
 
 
-def _upstream_op_types(graph: ScopeGraph, node: str, hops: int) -> frozenset[str]:
-    """Op types of ``node`` and of the nodes at most ``hops`` data-input steps above it. The walk from each
-    node is kept in the graph's memo and extended on demand, so patterns of other reaches share it."""
-    nodes = graph.source.by_name
-    walk = graph.memo.get(("upstream walk", node))
-    if walk is None:
-        walk = graph.memo[("upstream walk", node)] = ([frozenset((nodes[node].op_type,))], {node}, [node])
-    levels, seen, frontier = walk  # levels[h]: the op types within h steps
-    while len(levels) <= hops and frontier:
-        types = set(levels[-1])
-        following = []
-        for name in frontier:
-            for producer, _ in nodes[name].inputs:
-                if producer and producer not in seen:
-                    seen.add(producer)
-                    following.append(producer)
-                    types.add(nodes[producer].op_type)
-        frontier[:] = following
-        levels.append(frozenset(types))
-    return levels[min(hops, len(levels) - 1)]
+def _accept(state: _State) -> _State:
+    return state
 
 
 class _Run:
@@ -410,7 +453,7 @@ class _Run:
     A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
     attempts fail shallowly and their reasons are never read."""
 
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of")
+    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of", "_chain", "_bound")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
@@ -420,6 +463,8 @@ class _Run:
         self.best_reason = ""
         self._nodes = graph.source.by_name
         self._scope_of = graph.tree.scope_of
+        self._chain = graph.shared_constant_chain
+        self._bound: set[str] = set()  # the node names bound to pattern ops (the state's string values)
 
     def deeper(self, state: _State) -> bool:
         """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
@@ -448,9 +493,9 @@ class _Run:
                 self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
             return None
         if isinstance(value, Var):
-            return then({**state, id(value): tensor})
+            return self._bind(id(value), tensor, state, then)
         if isinstance(value, ConstPattern):
-            chain = self.graph.constant_chain(tensor[0])
+            chain = self._chain(tensor[0])
             if not chain:
                 if self.deeper(state):
                     self.best_reason = f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
@@ -460,7 +505,7 @@ class _Run:
                 if self.deeper(state):
                     self.best_reason = f"constant {chain[-1].name} {why}"
                 return None
-            return then({**state, id(value): tensor})
+            return self._bind(id(value), tensor, state, then)
         return self.match_op(value, tensor, state, then)  # type: ignore[arg-type]
 
     def match_op(self, out: OpOutput, tensor: Tensor, state: _State, then: _Then) -> _State | None:
@@ -485,14 +530,36 @@ class _Run:
                 if self.deeper(state):
                     self.best_reason = why
                 return None
-        if name in state.values():  # node names are strings, tensors are tuples: only ops compare equal
+        if name in self._bound:
             if self.deeper(state):
                 self.best_reason = f"{name} is already bound to another pattern op"
             return None
-        state = {**state, id(op): name}
+        key = id(op)
+        state[key] = name
+        self._bound.add(name)
+        values = op.inputs
         if not op.commute:
-            return self._match_inputs(op.inputs, node.inputs, 0, state, then)
-        return self._match_commutative(node, op, node.inputs, state, then)
+            if len(values) == 1:
+                found = self.match_value(values[0], node.inputs[0], state, then)
+            else:
+                found = self._match_inputs(values, node.inputs, 0, state, then)
+        elif len(op.operand_order) == 2:
+            order = op.operand_order
+            found = self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
+        else:
+            found = self._match_commutative(node, op, node.inputs, state, then)
+        if found is None:
+            del state[key]
+            self._bound.discard(name)
+        return found
+
+    @staticmethod
+    def _bind(key: int, tensor: Tensor, state: _State, then: _Then) -> _State | None:
+        state[key] = tensor
+        found = then(state)
+        if found is None:
+            del state[key]
+        return found
 
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:
@@ -546,7 +613,7 @@ class _Run:
                     self.best_reason = f"{name}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {op!r}"
                 return True
             return False
-        if isinstance(value, ConstPattern) and not self.graph.constant_chain(name):
+        if isinstance(value, ConstPattern) and not self._chain(name):
             if self.deeper(state):
                 self.best_reason = f"{name}:{tensor[1]} is not a constant, expected {value!r}"
             return True

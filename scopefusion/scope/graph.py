@@ -31,6 +31,8 @@ class ScopeGraph:
         self._by_type = by_type
         self._succ = source.out_edges
         self._by_name = source.by_name
+        self._chains: dict[str, list[SourceNode]] = {}
+        self._consumers: dict[str, list[tuple[str, int, int]]] = {}
         self.memo: dict[Any, Any] = {}
 
     @classmethod
@@ -73,6 +75,16 @@ class ScopeGraph:
     def constant_chain(self, name: str) -> list[SourceNode]:
         """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and
         no control input) from node ``name`` down to a constant, or ``[]`` when it reads no constant."""
+        return list(self.shared_constant_chain(name))
+
+    def shared_constant_chain(self, name: str) -> list[SourceNode]:
+        """:meth:`constant_chain`, found once per node and shared by every caller: do not modify it."""
+        chain = self._chains.get(name)
+        if chain is None:
+            chain = self._chains[name] = self._constant_chain(name)
+        return chain
+
+    def _constant_chain(self, name: str) -> list[SourceNode]:
         chain: list[SourceNode] = []
         for _ in range(_MAX_READS):
             node = self.node(name)
@@ -87,8 +99,28 @@ class ScopeGraph:
 
     def constant_source(self, name: str) -> SourceNode | None:
         """The constant that node ``name`` is or reads through pass-through ops, else None."""
-        chain = self.constant_chain(name)
+        chain = self.shared_constant_chain(name)
         return chain[-1] if chain else None
+
+    def op_types_by_steps(self, name: str, hops: int) -> list[frozenset[str]]:
+        """``levels[k]``: the op types of the nodes exactly ``k`` data-input steps above node ``name``, for ``k``
+        up to ``hops`` (fewer when the inputs run out first). Kept in the memo and extended on demand, so
+        askers of other reaches share it."""
+        nodes = self._by_name
+        walk = self.memo.get(("walk by steps", name))
+        if walk is None:
+            walk = self.memo[("walk by steps", name)] = ([frozenset((nodes[name].op_type,))], [name])
+        levels, frontier = walk  # frontier: the distinct nodes of the last level
+        while len(levels) <= hops and frontier:
+            following: dict[str, None] = {}
+            for here in frontier:
+                for producer, _ in nodes[here].inputs:
+                    if producer:
+                        following[producer] = None
+            frontier[:] = following
+            if frontier:
+                levels.append(frozenset(nodes[n].op_type for n in frontier))
+        return levels
 
     def position(self, name: str) -> int:
         """The node's index in graph order."""
@@ -97,11 +129,18 @@ class ScopeGraph:
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
         control edges have slot and index ``-1``. In adjacency order (edge insertion order)."""
-        return [
-            (consumer, slot, index)
-            for consumer, keyed in self._succ[name].items()
-            for slot, index in keyed.items()
-        ]
+        return list(self.shared_consumers(name))
+
+    def shared_consumers(self, name: str) -> list[tuple[str, int, int]]:
+        """:meth:`consumers`, listed once per node and shared by every caller: do not modify it."""
+        found = self._consumers.get(name)
+        if found is None:
+            found = self._consumers[name] = [
+                (consumer, slot, index)
+                for consumer, keyed in self._succ[name].items()
+                for slot, index in keyed.items()
+            ]
+        return found
 
     # ------------------------------------------------------------------ scopes
     def scope(self, name: str) -> Scope:

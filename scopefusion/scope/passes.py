@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import FusionError
+from ..parser.source_graph import SourceNode
 from .accepted import PatternCheck
 from .dataflow import DataflowPattern, Match
 from .features import ScopePattern
 from .graph import ScopeGraph
 from .matching import match_pattern_sets, normalize_patterns
+from .pattern_values import Tensor
 from .result import FUSION_DISABLE_INDEX, FusionScopesResult, ScopesResult
 from .tree import Scope
 
@@ -309,7 +311,7 @@ def claimed_nodes(graph: ScopeGraph, *matches: Match) -> list[str]:
             for node in chain:
                 if node.name in claimed:
                     continue
-                if all(consumer in claimed for consumer, _, _ in graph.consumers(node.name)):
+                if all(consumer in claimed for consumer, _, _ in graph.shared_consumers(node.name)):
                     claimed[node.name] = None
                 else:
                     break
@@ -322,19 +324,19 @@ def map_ports(result: FusionScopesResult, graph: ScopeGraph, match: Match) -> No
     Port ``k`` of the inputs reads the tensor of the ``k``-th pattern variable, mapped on the first
     matched node (graph order) that reads it; the other readers see the same tensor.
     """
+    # Where each input tensor is read among the matched nodes, in graph order then slot order.
+    wanted = set(match.inputs)
+    readers: dict[Tensor, list[tuple[SourceNode, int]]] = {}
+    for node in match.nodes:
+        for slot, seen in enumerate(node.inputs):
+            if seen in wanted:
+                readers.setdefault(seen, []).append((node, slot))
     in_maps: dict[str, list[int]] = {}
     for port, tensor in enumerate(match.inputs):
-        done = False
-        for node in match.nodes:
-            for slot, seen in enumerate(node.inputs):
-                if seen != tensor:
-                    continue
-                index_map = in_maps.setdefault(node.name, [FUSION_DISABLE_INDEX] * len(node.inputs))
-                if index_map[slot] == FUSION_DISABLE_INDEX:
-                    index_map[slot] = port
-                    done = True
-                    break
-            if done:
+        for node, slot in readers.get(tensor, ()):
+            index_map = in_maps.setdefault(node.name, [FUSION_DISABLE_INDEX] * len(node.inputs))
+            if index_map[slot] == FUSION_DISABLE_INDEX:
+                index_map[slot] = port
                 break
     for node_name, index_map in in_maps.items():
         result.insert_inputs(node_name, index_map)

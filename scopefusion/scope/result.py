@@ -132,6 +132,14 @@ def _is_index(value: Any, *, allow_control: bool = False) -> bool:
     return value >= (-1 if allow_control else 0)
 
 
+def _all_plain_indexes(values: list[Any]) -> bool:
+    """True when every value is a plain ``int`` >= 0 (the usual index map; others go through _is_index)."""
+    for value in values:
+        if value.__class__ is not int or value < 0:
+            return False
+    return True
+
+
 class FusionScopesResult:
     """How one candidate is fused; see the module docstring.
 
@@ -194,7 +202,7 @@ class FusionScopesResult:
             self._problem(f"{what} needs a node name, got {name!r}")
             return
         values = list(index_map) if isinstance(index_map, (list, tuple)) else None
-        if values is None or not all(_is_index(v) for v in values):
+        if values is None or not (_all_plain_indexes(values) or all(_is_index(v) for v in values)):
             self._problem(f"{what}({name!r}, {index_map!r}): an index map is a list of ports >= 0 or FUSION_DISABLE_INDEX")
             return
         if name in into:

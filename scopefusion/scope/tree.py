@@ -210,7 +210,8 @@ class ScopeTree:
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
             scope = by_raw.get(raw)
             if scope is None:
-                key = scope_key(raw)
+                # A prefix without empty parts is its own canonical name (most are).
+                key = raw if raw[:1] != "/" and "//" not in raw else scope_key(raw)
                 scope = self._ensure(key) if key else root
                 by_raw[raw] = scope
             holder[name] = scope
@@ -229,8 +230,18 @@ class ScopeTree:
                 into[op] = into.get(op, 0) + n
 
     def _ensure(self, key: str) -> Scope:
-        scope = self._scopes.get(key)
+        scopes = self._scopes
+        scope = scopes.get(key)
         if scope is not None:
+            return scope
+        cut = key.rfind("/", 0, len(key) - 1)
+        parent = scopes.get(key[: cut + 1]) if cut >= 0 else self.root
+        if parent is not None:  # the common case: the parent exists already
+            scope = Scope(key, parent, self)
+            scope.index = len(self._order)
+            parent._children[key] = scope
+            scopes[key] = scope
+            self._order.append(scope)
             return scope
         # The missing ancestors, innermost first; then created outermost first (no recursion, so a name
         # with thousands of scope levels is fine).

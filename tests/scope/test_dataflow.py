@@ -223,6 +223,19 @@ def test_overlapping_matches_are_skipped_unless_asked(mk):
     assert [m.outputs[0][0] for m in pattern.find(graph, overlap=True)] == ["b", "c"]
 
 
+@pytest.mark.parametrize("taken", [set(), {"b"}, {"c"}, {"b", "d"}, {"a", "b", "c", "d", "e"}])
+def test_taken_anchors_leave_out_their_matches_which_still_hide_later_ones(mk, taken):
+    """``taken`` leaves out the matches anchored there, yet such a match still hides a later one it
+    overlaps, exactly as when every anchor is searched."""
+    graph = ScopeGraph.build(mk.graph(*mk.ops(("x", "Placeholder"), ("a", "Neg", "x"), ("b", "Neg", "a"),
+                                                ("c", "Neg", "b"), ("d", "Neg", "c"), ("e", "Neg", "d"))))
+    pattern = DataflowPattern(lambda op, x: op.Neg(op.Neg(x)), name="negneg")
+    every = [m.node_names for m in pattern.find(graph, near_miss=False)]
+    assert every == [["a", "b"], ["c", "d"]]
+    expected = [names for names in every if names[-1] not in taken]
+    assert [m.node_names for m in pattern.find(graph, near_miss=False, taken=taken)] == expected
+
+
 @pytest.mark.parametrize(
     ("fn", "message"),
     [
@@ -312,9 +325,10 @@ def test_may_match_is_false_only_when_an_op_has_none_of_its_types(gelu_graph):
 
 @pytest.mark.parametrize("model", ["tf_bert_pb", "tf_mobilenet_pb", "onnx_attention"])
 def test_may_match_at_never_rules_out_a_match(model, request):
-    """``may_match_at`` and ``may_anchor`` are sound filters: on real graphs, every anchor where a builtin
-    pattern matches passes them, each rules out some anchors where a pattern cannot match, and a search
-    that wants no near miss (and so skips those anchors) finds the same matches."""
+    """``may_match_at``, ``may_anchor`` and ``may_hold`` are sound filters: on real graphs, every anchor where
+    a builtin pattern matches passes them (and every node the match binds passes ``may_hold``), each rules
+    out some anchors or nodes where a pattern cannot match, and a search that wants no near miss (and so
+    skips those anchors) finds the same matches."""
     from scopefusion.fusion_rules import batch_norm, gelu, hard_swish, layer_norm, swish
     from scopefusion.fusion_rules.attention_patterns import CORE_PATTERNS
     from scopefusion.parser import load
@@ -322,7 +336,7 @@ def test_may_match_at_never_rules_out_a_match(model, request):
     graph = ScopeGraph.build(load(request.getfixturevalue(model)))
     patterns = [p for _, p in gelu.PATTERNS + hard_swish.PATTERNS + swish.PATTERNS + CORE_PATTERNS]
     patterns += list(layer_norm.LayerNormFusion.patterns) + list(batch_norm.PATTERNS)
-    matched = ruled_out = anchors_ruled_out = 0
+    matched = ruled_out = anchors_ruled_out = held_out = 0
     for pattern in patterns:
         for node in graph.source.nodes:
             if node.op_type not in pattern.anchor_types:
@@ -335,6 +349,10 @@ def test_may_match_at_never_rules_out_a_match(model, request):
                 assert possible and anchor, (pattern.name, node.name)
             ruled_out += not possible
             anchors_ruled_out += not anchor
+            if isinstance(found, Match):
+                for held in found.nodes:  # every node a match binds passes may_hold
+                    assert pattern.may_hold(graph, held), (pattern.name, node.name, held.name)
         fresh = ScopeGraph.build(graph.source)
         assert [m.node_names for m in pattern.find(fresh, near_miss=False)] == [m.node_names for m in pattern.find(graph)]
-    assert matched and ruled_out and anchors_ruled_out
+        held_out += sum(not pattern.may_hold(graph, n) for t in pattern._all_op_types for n in graph.nodes_by_type(t))
+    assert matched and ruled_out and anchors_ruled_out and held_out

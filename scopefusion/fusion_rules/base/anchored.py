@@ -93,11 +93,17 @@ class AnchoredDataflowPass(ScopeBasePass):
         selected: list[ScopesResult] = []
         taken: set[str] = set()
         for op_type in self.seed_types:
-            for node in graph.nodes_by_type(op_type):
+            seeds = graph.nodes_by_type(op_type)
+            if not seeds:
+                continue
+            holding = [pattern for _, pattern in self.patterns if pattern.has_op_type(op_type)]
+            for node in seeds:
                 if node.name in taken:
                     continue
                 named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
                 anchors = self.anchors(graph, node.name)
+                if not named and (not anchors or not any(pattern.may_hold(graph, node) for pattern in holding)):
+                    continue  # no anchor, or no pattern's part below the seed matches there: no match holds it
                 tag, match, miss = best_match(graph, anchors, self.patterns, node.name, near_miss=named)
                 if match is not None:
                     taken.update(match.node_names)
@@ -151,7 +157,7 @@ def downstream(graph: ScopeGraph, name: str, hops: int, op_types: Sequence[str])
     for depth in range(1, hops + 1):
         following = []
         for node in frontier:
-            for consumer, slot, _ in graph.consumers(node):
+            for consumer, slot, _ in graph.shared_consumers(node):
                 if slot >= 0 and consumer not in seen:
                     seen[consumer] = depth
                     following.append(consumer)

@@ -182,7 +182,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
                 inputs.append(v.entry)
                 ports |= {main.resolve(v.init)[1], v.init}
         claimed = _closure(graph, core, {p for p, _ in ports}, ports)
-        holds = time_major or all(c in claimed for c, _, _ in graph.consumers(pre.name))
+        holds = time_major or all(c in claimed for c, _, _ in graph.shared_consumers(pre.name))
         if not state_inputs:
             holds = holds and all(_is_zero(main, v.init, claimed) for v in cell.states)
         return inputs, claimed, y, holds
@@ -277,34 +277,47 @@ def _constant_like(graph: ScopeGraph, name: str) -> bool:
 def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tensor]) -> set[str]:
     """``core`` plus every producer all of whose readers are claimed (constants, shape arithmetic, zero
     states), never a node in ``stop``, a graph input or a node a graph output names; then without the
-    added nodes that read a value from outside that is neither a port nor a constant."""
+    added nodes that read a value from outside that is neither a port nor a constant.
+
+    Both steps are fixed points reached from work lists: a node is looked at again only when a
+    neighbour's claim changes (a claimed reader may complete its producer's readers; a dropped node may
+    leave its producers with a reader outside and its readers reading from outside)."""
     claimed = set(core)
     named = {o.node for o in graph.source.outputs}
-    changed = True
-    while changed:
-        changed = False
-        for name in list(claimed):
-            node = graph.node(name)
-            for producer in [p for p, _ in node.inputs if p] + list(node.control_inputs):
-                if producer in claimed or producer in stop or producer in named:
-                    continue
-                found = graph.node(producer)
-                if not found.inputs and found.value is None and found.op_type not in _CONST_OPS:
-                    continue
-                if all(c in claimed for c, _, _ in graph.consumers(producer)):
-                    claimed.add(producer)
-                    changed = True
-    changed = True
-    while changed:
-        changed = False
-        for name in list(claimed - core):
-            node = graph.node(name)
-            reads_outside = any(
-                p and p not in claimed and (p, i) not in ports and not _constant_like(graph, p) for p, i in node.inputs
-            )
-            if reads_outside or not all(c in claimed for c, _, _ in graph.consumers(name)):
-                claimed.discard(name)
-                changed = True
+    node_of = graph.node
+    consumers = graph.shared_consumers
+    stack = list(claimed)
+    while stack:
+        node = node_of(stack.pop())
+        for producer in [p for p, _ in node.inputs if p] + list(node.control_inputs):
+            if producer in claimed or producer in stop or producer in named:
+                continue
+            found = node_of(producer)
+            if not found.inputs and found.value is None and found.op_type not in _CONST_OPS:
+                continue
+            if all(c in claimed for c, _, _ in consumers(producer)):
+                claimed.add(producer)
+                stack.append(producer)
+    added = claimed - core
+    queue = list(added)
+    queued = set(added)
+    while queue:
+        name = queue.pop()
+        queued.discard(name)
+        if name not in claimed:
+            continue
+        node = node_of(name)
+        reads_outside = any(
+            p and p not in claimed and (p, i) not in ports and not _constant_like(graph, p) for p, i in node.inputs
+        )
+        if not reads_outside and all(c in claimed for c, _, _ in consumers(name)):
+            continue
+        claimed.discard(name)
+        neighbours = [p for p, _ in node.inputs if p] + list(node.control_inputs) + [c for c, _, _ in consumers(name)]
+        for other in neighbours:
+            if other in claimed and other in added and other not in queued:
+                queued.add(other)
+                queue.append(other)
     return claimed
 
 
@@ -313,7 +326,7 @@ def _is_read(graph: ScopeGraph, tensor: Tensor | None, claimed: set[str]) -> boo
         return False
     if any(o.node == tensor[0] and o.index == tensor[1] for o in graph.source.outputs):
         return True
-    return any(i == tensor[1] and slot >= 0 and c not in claimed for c, slot, i in graph.consumers(tensor[0]))
+    return any(i == tensor[1] and slot >= 0 and c not in claimed for c, slot, i in graph.shared_consumers(tensor[0]))
 
 
 # ------------------------------------------------------------------------------------------ affine maps

@@ -110,7 +110,9 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 continue
             if root and not pattern.may_match(graph):
                 continue
-            matches = pattern.find(graph, within=within, near_miss=near_miss)
+            # Without near misses, an anchor an earlier pattern's match holds is not searched for its own
+            # match (it could not be kept), only for the later matches it would hide.
+            matches = pattern.find(graph, within=within, near_miss=near_miss, taken=taken if not near_miss else frozenset())
             for match in matches:
                 names = set(match.node_names)
                 if names & taken:
@@ -136,9 +138,10 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         answered: dict[str, int] = {}
         rank = {name: i for i, name in enumerate(regions)}
         listed = list(regions.values())
+        first_rank: dict[str, int | None] = {}
         for match in found:
             verdict = _Judged.of(self, graph, match)
-            home = _home(graph, match, rank, listed)
+            home = _home(graph, match, rank, listed, first_rank)
             if home is not None:  # a region answered only by other rules' matches is not refused either
                 answered[home.name] = answered.get(home.name, 0) + (0 if verdict.skips else 1)
             judged.append((match, verdict, home))
@@ -220,19 +223,30 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
 
 
 
-def _home(graph: ScopeGraph, match: Match, rank: dict[str, int], listed: list[Scope]) -> Scope | None:
+def _home(
+    graph: ScopeGraph, match: Match, rank: dict[str, int], listed: list[Scope], first_rank: dict[str, int | None]
+) -> Scope | None:
     """The first candidate region (``rank``: region name -> place in ``listed``) holding one of the
     match's nodes; each node's scope and its ancestors are looked up, rather than every region tested
-    against every node."""
+    against every node. ``first_rank`` keeps, by scope name, the first rank among a scope and its
+    ancestors, shared by the matches of one search."""
     if not rank:
         return None
     scope_of = graph.tree.scope_of
     first: int | None = None
     for name in match.node_names:
-        scope: Scope | None = scope_of(name)
-        while scope is not None:
-            i = rank.get(scope.name)
-            if i is not None and (first is None or i < first):
-                first = i
-            scope = scope.parent
+        holder = scope_of(name)
+        if holder.name in first_rank:
+            here = first_rank[holder.name]
+        else:
+            here = None
+            scope: Scope | None = holder
+            while scope is not None:
+                i = rank.get(scope.name)
+                if i is not None and (here is None or i < here):
+                    here = i
+                scope = scope.parent
+            first_rank[holder.name] = here
+        if here is not None and (first is None or here < first):
+            first = here
     return None if first is None else listed[first]
