@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -253,24 +254,42 @@ def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
 
     index = GraphIndex(graph, nodes, value_infos, initializers)
     _shapes_from_types(index)
+    # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
+    # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
+    state = 0
+    idle: dict[int, int] = {}
+
+    def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
+        nonlocal state
+        if idle.get(k) == state:
+            return False
+        if sweep(index):
+            state += 1
+            return True
+        idle[k] = state
+        return False
+
     for _ in range(100):
-        changed = _remove_identities(index)
-        changed |= _merge_duplicates(index)
-        if push_transposes(index):
+        changed = run(0, _remove_identities)
+        changed |= run(1, _merge_duplicates)
+        if run(2, push_transposes):
             toposort(index)
             index.rebuild()
             changed = True
-        changed |= constant_reshapes(index)
-        changed |= _remove_neutral_ops(index)
-        changed |= _fold_initializer_ops(index)
-        changed |= _remove_dead(index)
+        changed |= run(3, constant_reshapes)
+        changed |= run(4, _remove_neutral_ops)
+        changed |= run(5, _fold_initializer_ops)
+        changed |= run(6, _remove_dead)
         if not changed:
-            _shapes_for_transposes(index, opset)
+            if _shapes_for_transposes(index, opset):
+                state += 1  # new shapes: every pass may find more
             if push_transposes(index, to_reshapes=True):
+                state += 1
                 index.rebuild()
                 continue
             if not fuse_for_runtime(index):
                 break
+            state += 1
             toposort(index)
             index.rebuild()
     index.write_back()
@@ -329,14 +348,16 @@ def _shapes_from_types(index: GraphIndex) -> None:
         index.derive_shape(node.input[0], before, node.output[0])
 
 
-def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:
+def _shapes_for_transposes(index: GraphIndex, opset: int) -> bool:
     """Runs shape inference when a transpose's input has no fully known shape, or a mean's or max's input no
-    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`)."""
+    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`); True when it ran."""
     shapes, settled = index.shapes, index.settled
     if any(n.input[0] not in settled and (None in shapes.get(n.input[0], [None]) if n.op_type == "Transpose"
                                           else n.input[0] not in shapes)
            for n in index.nodes if n.op_type in ("Transpose", "ReduceMean", "ReduceMax")):
         index.infer_shapes(opset)
+        return True
+    return False
 
 
 def toposort(index: GraphIndex) -> None:
