@@ -149,25 +149,29 @@ class GraphWriter:
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
         defined: set[int] = {id(v) for v in graph.inputs}
-        defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
+        defined.update([id(n.outputs[0]) for n in graph.nodes if n.op == DATA_OP or n.op == CONST_OP])
         folded_nodes = self._fold(scope)
         produced: list[Value] = []
         value_infos: list[ValueType] = []
         initializers: list[Initializer] = []
         names = scope.names
+        of_array = Initializer.of_array
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
                 continue
             if op == CONST_OP:
-                initializers.append(Initializer.of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
+                initializers.append(of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
-                    needed = any(id(user) not in folded_nodes for user, _ in value.uses)
-                    if needed and id(value) in names:
-                        initializers.append(Initializer.of_array(names[id(value)], scope.folded[id(value)]))
-                    defined.add(id(value))
+                    key = id(value)
+                    if key in names:
+                        for user, _ in value.uses:
+                            if id(user) not in folded_nodes:  # needed by a node that is written
+                                initializers.append(of_array(names[key], scope.folded[key]))
+                                break
+                    defined.add(key)
                 continue
             protos = self._node(node, scope, defined)
             nodes.extend(protos)
@@ -194,10 +198,20 @@ class GraphWriter:
         if self.lowerings is None or not len(self.lowerings):
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
-        scope.folded = fold_constants(graph)
+        folded = scope.folded = fold_constants(graph)
+        if not folded:
+            return set()
         outputs = {id(v) for v in graph.outputs}
-        return {id(n) for n in graph.nodes
-                if n.outputs and all(id(v) in scope.folded and id(v) not in outputs for v in n.outputs)}
+        whole = set()
+        for n in graph.nodes:
+            values = n.outputs
+            if len(values) == 1:  # the common case, without a generator
+                key = id(values[0])
+                if key in folded and key not in outputs:
+                    whole.add(id(n))
+            elif values and all(id(v) in folded and id(v) not in outputs for v in values):
+                whole.add(id(n))
+        return whole
 
     def _name_values(self, scope: _Scope, proto: onnx.GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
@@ -236,20 +250,27 @@ class GraphWriter:
                 if tensor and id(value) not in names:
                     names[id(value)] = claim(tensor)
         outputs_ = {id(v) for v in graph.outputs}
+        visible = scope.visible
         for node in graph.nodes:
-            const = node.op == CONST_OP
+            # A node's values are named here once and for all: what a body may read of them is noted at once.
+            op = node.op
+            const = op == CONST_OP
             for value in node.outputs:
-                if id(value) not in names and (const or id(value) in outputs_ or value.uses):
-                    names[id(value)] = claim(value.name)
-        for node in graph.nodes:
-            for value in node.outputs:
-                if id(value) in names:
-                    scope.visible.setdefault(value.name, names[id(value)])
-                    tensor = value.meta.get("tensor_name")
-                    if tensor:
-                        scope.visible[tensor] = names[id(value)]
-            if node.op == DATA_OP and node.attrs.get("_input_name"):
-                scope.visible[node.attrs.get("_input_name")] = names[id(node.outputs[0])]
+                key = id(value)
+                name = names.get(key)
+                if name is None:
+                    if not (const or key in outputs_ or value.uses):
+                        continue
+                    value_name = value.name
+                    name = names[key] = claim(value_name)
+                else:
+                    value_name = value.name
+                visible.setdefault(value_name, name)
+                tensor = value.meta.get("tensor_name")
+                if tensor:
+                    visible[tensor] = name
+            if op == DATA_OP and node.attrs.get("_input_name"):
+                visible[node.attrs.get("_input_name")] = names[id(node.outputs[0])]
         return [(v, name or names[id(v)]) for v, name in outputs]
 
     # ------------------------------------------------------------------ nodes
