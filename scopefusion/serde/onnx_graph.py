@@ -27,7 +27,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, cast
+from typing import Any, Mapping
 
 import onnx
 from onnx import AttributeProto, defs, helper
@@ -177,8 +177,9 @@ class GraphWriter:
             nodes.extend(protos)
             written = protos[0].output if len(protos) == 1 else {name for p in protos for name in p.output}
             for value in node.outputs:
-                defined.add(id(value))
-                if names.get(id(value)) in written:
+                key = id(value)
+                defined.add(key)
+                if names.get(key) in written:
                     produced.append(value)
         initializers.extend(scope.initializers)
         for value, name in outputs:
@@ -187,10 +188,13 @@ class GraphWriter:
                 nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
             proto.output.append(_value_info(name, value.type))
         out_names = {name for _, name in outputs}
+        lowering = self.lowerings is not None
         for value in produced:
-            name = scope.names[id(value)]
-            if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
-                value_infos.append((name, cast(TensorType, value.type)))
+            name = names[id(value)]
+            t = value.type
+            if (name not in out_names and isinstance(t, TensorType) and onnx_elem_type(t.dtype) != 0
+                    and not (lowering and holds_list(value))):
+                value_infos.append((name, t))
         return proto, nodes, value_infos, initializers
 
     def _fold(self, scope: _Scope) -> set[int]:
@@ -275,27 +279,29 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[OnnxNode]:
-        standard = node.dialect == "onnx" or node.dialect.startswith("onnx:")
+        dialect = node.dialect
+        standard = dialect == "onnx" or dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
+        names = scope.names
         for slot, value in enumerate(node.inputs):
             if value is None:
                 inputs.append("")
             elif id(value) not in defined:
                 if standard:
                     raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
-                back_edges.append(f"{slot}:{scope.names[id(value)]}")
+                back_edges.append(f"{slot}:{names[id(value)]}")
                 inputs.append("")
             else:
-                inputs.append(scope.names[id(value)])
+                inputs.append(names[id(value)])
         reason = ""
-        if node.dialect == "fused":
+        if dialect == "fused":
             emitted, reason = self._fused(node, scope, inputs)
             if emitted is not None:
                 return emitted
             self.unmapped.append((scope.graph.name, node.name, reason))
             domain = FALLBACK_DOMAIN
-        elif node.dialect == "tf" and self.lowerings is not None:
+        elif dialect == "tf" and self.lowerings is not None:
             emitted, reason = self._lower(node, scope, inputs, bool(back_edges))
             if emitted is not None:
                 return emitted
@@ -405,11 +411,13 @@ class GraphWriter:
         if graph_outputs is None:
             graph_outputs = scope.output_ids = {id(v) for v in scope.graph.outputs}
         outputs, used = [], []
+        names = scope.names
         for value in node.outputs:
-            name = scope.names.get(id(value))
-            used.append(bool(value.uses) or id(value) in graph_outputs)
+            key = id(value)
+            name = names.get(key)
+            used.append(bool(value.uses) or key in graph_outputs)
             if name is None:
-                name = scope.names[id(value)] = self._tensors.claim(value.name)
+                name = names[key] = self._tensors.claim(value.name)
             outputs.append(name)
         emitter: FusedEmitter
         if folded is None:
@@ -428,18 +436,21 @@ class GraphWriter:
         except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
             detail = " ".join(str(e).split())
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
-        written = {o for n in emitter.nodes for o in n.output}
+        emitted = emitter.nodes
+        written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
         missing = [name for name, u in zip(outputs, used) if u and name not in written]
         if missing:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
-        for proto in emitter.nodes:
-            if doc and any(name in proto.output for name in outputs):
-                proto.doc_string = doc
-        for domain, version in emitter.domains.items():
-            self.domains.setdefault(domain, version)
+        if doc:
+            for proto in emitted:
+                if any(name in proto.output for name in outputs):
+                    proto.doc_string = doc
+        if emitter.domains:
+            for domain, version in emitter.domains.items():
+                self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
-        return emitter.nodes, ""
+        return emitted, ""
 
 
 def _where(node: Node, scope: _Scope) -> str:

@@ -375,7 +375,11 @@ def toposort(index: GraphIndex) -> None:
         if done[start]:
             continue
         node = nodes[start]
-        if all(get(name, start) <= start or done[producer_of[name]] for name in _inputs_with_bodies(node)):
+        for name in node.input if node.body_reads is None else node.input + node.body_reads:
+            placed = get(name, start)
+            if placed > start and not done[placed]:
+                break
+        else:
             done[start] = True  # every producer placed already: the walk below would place it at once
             order.append(start)
             continue
@@ -558,37 +562,41 @@ def _fold(node: Node, values: list) -> np.ndarray | None:
 def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
     producer = index.producer
+    get = producer.get
     live: set[int] = set()
     pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
         node = pending.pop()
-        if id(node) in live:
+        key = id(node)
+        if key in live:
             continue
-        live.add(id(node))
-        for name in _inputs_with_bodies(node):
-            found = producer.get(name) if name else None
+        live.add(key)
+        for name in node.input if node.body_reads is None else node.input + node.body_reads:
+            found = get(name) if name else None
             if found is not None and id(found) not in live:
                 pending.append(found)
     changed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
     read = set(index.outputs)
+    update = read.update
     for node in index.nodes:
-        read.update(node.input)
+        update(node.input)
         if node.body_reads is not None:
-            read.update(node.body_reads)
+            update(node.body_reads)
     initializers = index.inits
-    if len(index.initializers) == len(initializers) and read.issuperset(index.initializers):
-        unread = []  # the index holds every initializer's name (no two alike): all are read
-    else:
-        unread = [k for k, t in enumerate(initializers) if t.name not in read]
-    if unread:
-        for k in unread:
-            index.initializers.pop(initializers[k].name, None)
-            index._arrays.pop(initializers[k].name, None)
-        dropped = set(unread)
-        index.inits = [t for k, t in enumerate(initializers) if k not in dropped]
-        changed = True
+    if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
+        # Some initializer is unread (when the index holds every one's name, no two alike, all are read).
+        kept = []
+        for t in initializers:
+            if t.name in read:
+                kept.append(t)
+            else:
+                index.initializers.pop(t.name, None)
+                index._arrays.pop(t.name, None)
+        if len(kept) != len(initializers):
+            index.inits = kept
+            changed = True
     if changed:
         index.rebuild()
     return changed
