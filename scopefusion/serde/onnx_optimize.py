@@ -179,10 +179,15 @@ class GraphIndex:
     def _taken(self) -> set[str]:
         if not hasattr(self, "_taken_names"):
             names = set(self.initializers) | self.inputs | self.outputs
-            for node in _all_nodes(self.nodes):
-                names.update(node.input)
-                names.update(node.output)
-                names.add(node.name)
+            update, add = names.update, names.add
+            for node in self.nodes:
+                update(node.input)
+                update(node.output)
+                add(node.name)
+            for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
+                update(node.input)
+                update(node.output)
+                add(node.name)
             self._taken_names = names
         return self._taken_names
 
@@ -514,10 +519,18 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
 def _fold_initializer_ops(index: GraphIndex) -> bool:
     changed = False
     keep = []
+    constant = index.constant
     for node in list(index.nodes):
         if node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1:
-            values = [index.constant(name) if name else None for name in node.input]
-            if values and all(v is not None for v in values) and values[0] is not None and values[0].size <= MAX_FOLD_ELEMENTS:
+            values = []
+            for name in node.input:
+                value = constant(name) if name else None
+                if value is None:
+                    break  # not every input is an initializer: the node stays
+                values.append(value)
+            else:
+                values = values if values and values[0].size <= MAX_FOLD_ELEMENTS else []
+            if len(values) == len(node.input) and values:
                 out = _fold(node, values)
                 if out is not None and index.free(node.output[0]):
                     index.add_initializer(out, node.output[0])
