@@ -298,10 +298,12 @@ def optimize_nodes(graph: onnx.GraphProto, nodes: list[Node], opset: int = 23,
             toposort(index)
             index.rebuild()
     index.write_back()
-    _drop_stale_value_info(graph, index.nodes)
+    present = {name for node in index.nodes for name in node.output}
+    _drop_stale_value_info(graph, present=present)
     if value_infos:
-        present = {name for node in index.nodes for name in node.output}
         append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
+    if all(node.body_reads is None for node in index.nodes):
+        return  # no bodies to prune
     for node, proto in zip(index.nodes, graph.node):
         if node.body_reads is not None:
             for attr in proto.attribute:
@@ -621,8 +623,12 @@ def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> No
         index.rebuild()
 
 
-def _drop_stale_value_info(graph: onnx.GraphProto, nodes: "list[Node] | None" = None) -> None:
-    present = {name for node in (graph.node if nodes is None else nodes) for name in node.output}
+def _drop_stale_value_info(graph: onnx.GraphProto, present: set[str] | None = None) -> None:
+    """Drops the value infos of tensors no node of ``graph`` makes (``present``: the names they make)."""
+    if not len(graph.value_info):
+        return
+    if present is None:
+        present = {name for node in graph.node for name in node.output}
     kept = [v for v in graph.value_info if v.name in present]
     if len(kept) != len(graph.value_info):
         del graph.value_info[:]
