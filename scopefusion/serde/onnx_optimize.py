@@ -76,8 +76,10 @@ class GraphIndex:
                 if info.type.HasField("tensor_type") and t.HasField("shape"):
                     self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
                                               for d in t.shape.dim]
+        shapes = self.shapes
         for init in self.inits:
-            self.shapes[init.name] = list(init.dims)
+            array = init.array
+            shapes[init.name] = list(array.shape if array is not None else init.dims)
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
         # inference again would not complete them.
         self.settled: set[str] = set()
@@ -341,7 +343,10 @@ def _set_nodes_of(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
 def _shapes_from_types(index: GraphIndex) -> None:
     """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
     transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    index.settled.update(name for name, shape in index.shapes.items() if shape.count(None) <= 1)
+    settled = index.settled
+    for name, dims in index.shapes.items():
+        if dims.count(None) <= 1:
+            settled.add(name)
     for node in index.nodes:
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
             continue

@@ -67,8 +67,11 @@ class _Frame:
 def functional_loops(graph: Graph) -> Graph:
     """``graph`` with each TF1 loop frame as a ``tf.While`` and each v1 cond as a ``tf.If`` (a copy), or
     ``graph`` itself when it has neither."""
-    if not any(n.op in _FRAME_MARKERS for n in graph.nodes):
-        return graph
+    for node in graph.nodes:
+        if node.op in _FRAME_MARKERS:
+            break
+    else:
+        return graph  # no loop frame and no v1 cond
     copy = graph.clone()
     conds_to_if(copy)  # first: a cond inside a loop body is then one node of it
     rebuilt = True
