@@ -458,9 +458,10 @@ def _merge_duplicates(index: GraphIndex) -> bool:
         if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or node.body_reads is not None:
             continue
         # Nodes alike but for their attributes are rare: their attributes are compared only then.
-        group = seen.get((node.op_type, tuple(node.input), len(node.output)))
+        alike = (node.op_type, tuple(node.input), len(node.output))
+        group = seen.get(alike)
         if group is None:
-            seen[(node.op_type, tuple(node.input), len(node.output))] = [node]
+            seen[alike] = [node]
             continue
         key = node.attr_key()
         first = next((g for g in group if g.attr_key() == key), None)
