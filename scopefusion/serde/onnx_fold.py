@@ -63,13 +63,16 @@ def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
         return None
     result = []
     for array, value in zip(out, node.outputs):
-        if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
-            return None
-        array = np.asarray(array)
+        if type(array) is not np.ndarray:  # an array is taken as it is (np.asarray would return it)
+            if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
+                return None
+            array = np.asarray(array)
         if array.size > MAX_FOLDED_ELEMENTS or array.dtype.kind not in "biufc":
             return None
         dtype = getattr(value.type, "dtype", None)
-        if dtype is not None and dtype.numpy.kind in "biufc" and array.dtype != dtype.numpy:
-            array = array.astype(dtype.numpy)
+        if dtype is not None:
+            wanted = dtype.numpy
+            if wanted.kind in "biufc" and array.dtype != wanted:
+                array = array.astype(wanted)
         result.append(array)
     return result

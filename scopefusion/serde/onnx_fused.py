@@ -210,8 +210,11 @@ class FusedEmitter:
 
     def dim(self, i: int, axis: int) -> int:
         """A static dim of input ``i``; declines when it is unknown."""
-        rank = self.rank(i)
-        d = self.input_type(i).shape[axis % rank] if -rank <= axis < rank else -1  # type: ignore[union-attr]
+        t = self.input_type(i)
+        if t is None or t.rank is None:
+            self.decline(f"the rank of input {i} is unknown")
+        rank = t.rank
+        d = t.shape[axis % rank] if -rank <= axis < rank else -1
         if d < 0:
             self.decline(f"dim {axis} of input {i} is not static")
         return d

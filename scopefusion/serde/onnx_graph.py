@@ -27,7 +27,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, cast
+from typing import Any, Mapping
 
 from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
@@ -147,32 +147,37 @@ class GraphWriter:
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
         defined: set[int] = {id(v) for v in graph.inputs}
-        defined.update(id(n.outputs[0]) for n in graph.nodes if n.op in (DATA_OP, CONST_OP))
+        defined.update([id(n.outputs[0]) for n in graph.nodes if n.op == DATA_OP or n.op == CONST_OP])
         folded_nodes = self._fold(scope)
         produced: list[Value] = []
         value_infos: list[ValueType] = []
         initializers: list[Initializer] = []
         names = scope.names
+        of_array = Initializer.of_array
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
                 continue
             if op == CONST_OP:
-                initializers.append(Initializer.of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
+                initializers.append(of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
-                    needed = any(id(user) not in folded_nodes for user, _ in value.uses)
-                    if needed and id(value) in names:
-                        initializers.append(Initializer.of_array(names[id(value)], scope.folded[id(value)]))
-                    defined.add(id(value))
+                    key = id(value)
+                    if key in names:
+                        for user, _ in value.uses:
+                            if id(user) not in folded_nodes:  # needed by a node that is written
+                                initializers.append(of_array(names[key], scope.folded[key]))
+                                break
+                    defined.add(key)
                 continue
             protos = self._node(node, scope, defined)
             nodes.extend(protos)
             written = protos[0].output if len(protos) == 1 else {name for p in protos for name in p.output}
             for value in node.outputs:
-                defined.add(id(value))
-                if names.get(id(value)) in written:
+                key = id(value)
+                defined.add(key)
+                if names.get(key) in written:
                     produced.append(value)
         initializers.extend(scope.initializers)
         for value, name in outputs:
@@ -181,10 +186,13 @@ class GraphWriter:
                 nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
             proto.output.append(_value_info(name, value.type))
         out_names = {name for _, name in outputs}
+        lowering = self.lowerings is not None
         for value in produced:
-            name = scope.names[id(value)]
-            if name not in out_names and _typed(value.type) and not (self.lowerings is not None and holds_list(value)):
-                value_infos.append((name, cast(TensorType, value.type)))
+            name = names[id(value)]
+            t = value.type
+            if (name not in out_names and isinstance(t, TensorType) and onnx_elem_type(t.dtype) != 0
+                    and not (lowering and holds_list(value))):
+                value_infos.append((name, t))
         return proto, nodes, value_infos, initializers
 
     def _fold(self, scope: _Scope) -> set[int]:
@@ -192,10 +200,20 @@ class GraphWriter:
         if self.lowerings is None or not len(self.lowerings):
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
-        scope.folded = fold_constants(graph)
+        folded = scope.folded = fold_constants(graph)
+        if not folded:
+            return set()
         outputs = {id(v) for v in graph.outputs}
-        return {id(n) for n in graph.nodes
-                if n.outputs and all(id(v) in scope.folded and id(v) not in outputs for v in n.outputs)}
+        whole = set()
+        for n in graph.nodes:
+            values = n.outputs
+            if len(values) == 1:  # the common case, without a generator
+                key = id(values[0])
+                if key in folded and key not in outputs:
+                    whole.add(id(n))
+            elif values and all(id(v) in folded and id(v) not in outputs for v in values):
+                whole.add(id(n))
+        return whole
 
     def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
@@ -234,45 +252,54 @@ class GraphWriter:
                 if tensor and id(value) not in names:
                     names[id(value)] = claim(tensor)
         outputs_ = {id(v) for v in graph.outputs}
+        visible = scope.visible
         for node in graph.nodes:
-            const = node.op == CONST_OP
+            # A node's values are named here once and for all: what a body may read of them is noted at once.
+            op = node.op
+            const = op == CONST_OP
             for value in node.outputs:
-                if id(value) not in names and (const or id(value) in outputs_ or value.uses):
-                    names[id(value)] = claim(value.name)
-        for node in graph.nodes:
-            for value in node.outputs:
-                if id(value) in names:
-                    scope.visible.setdefault(value.name, names[id(value)])
-                    tensor = value.meta.get("tensor_name")
-                    if tensor:
-                        scope.visible[tensor] = names[id(value)]
-            if node.op == DATA_OP and node.attrs.get("_input_name"):
-                scope.visible[node.attrs.get("_input_name")] = names[id(node.outputs[0])]
+                key = id(value)
+                name = names.get(key)
+                if name is None:
+                    if not (const or key in outputs_ or value.uses):
+                        continue
+                    value_name = value.name
+                    name = names[key] = claim(value_name)
+                else:
+                    value_name = value.name
+                visible.setdefault(value_name, name)
+                tensor = value.meta.get("tensor_name")
+                if tensor:
+                    visible[tensor] = name
+            if op == DATA_OP and node.attrs.get("_input_name"):
+                visible[node.attrs.get("_input_name")] = names[id(node.outputs[0])]
         return [(v, name or names[id(v)]) for v, name in outputs]
 
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[OnnxNode]:
-        standard = node.dialect == "onnx" or node.dialect.startswith("onnx:")
+        dialect = node.dialect
+        standard = dialect == "onnx" or dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
+        names = scope.names
         for slot, value in enumerate(node.inputs):
             if value is None:
                 inputs.append("")
             elif id(value) not in defined:
                 if standard:
                     raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
-                back_edges.append(f"{slot}:{scope.names[id(value)]}")
+                back_edges.append(f"{slot}:{names[id(value)]}")
                 inputs.append("")
             else:
-                inputs.append(scope.names[id(value)])
+                inputs.append(names[id(value)])
         reason = ""
-        if node.dialect == "fused":
+        if dialect == "fused":
             emitted, reason = self._fused(node, scope, inputs)
             if emitted is not None:
                 return emitted
             self.unmapped.append((scope.graph.name, node.name, reason))
             domain = FALLBACK_DOMAIN
-        elif node.dialect == "tf" and self.lowerings is not None:
+        elif dialect == "tf" and self.lowerings is not None:
             emitted, reason = self._lower(node, scope, inputs, bool(back_edges))
             if emitted is not None:
                 return emitted
@@ -379,11 +406,13 @@ class GraphWriter:
         if graph_outputs is None:
             graph_outputs = scope.output_ids = {id(v) for v in scope.graph.outputs}
         outputs, used = [], []
+        names = scope.names
         for value in node.outputs:
-            name = scope.names.get(id(value))
-            used.append(bool(value.uses) or id(value) in graph_outputs)
+            key = id(value)
+            name = names.get(key)
+            used.append(bool(value.uses) or key in graph_outputs)
             if name is None:
-                name = scope.names[id(value)] = self._tensors.claim(value.name)
+                name = names[key] = self._tensors.claim(value.name)
             outputs.append(name)
         emitter: FusedEmitter
         if folded is None:
@@ -402,18 +431,21 @@ class GraphWriter:
         except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
             detail = " ".join(str(e).split())
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
-        written = {o for n in emitter.nodes for o in n.output}
+        emitted = emitter.nodes
+        written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
         missing = [name for name, u in zip(outputs, used) if u and name not in written]
         if missing:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
-        for proto in emitter.nodes:
-            if doc and any(name in proto.output for name in outputs):
-                proto.doc_string = doc
-        for domain, version in emitter.domains.items():
-            self.domains.setdefault(domain, version)
+        if doc:
+            for proto in emitted:
+                if any(name in proto.output for name in outputs):
+                    proto.doc_string = doc
+        if emitter.domains:
+            for domain, version in emitter.domains.items():
+                self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
-        return emitter.nodes, ""
+        return emitted, ""
 
 
 def _where(node: Node, scope: _Scope) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Callable
 
 import numpy as np
 
@@ -85,8 +86,10 @@ class GraphIndex:
                 if info.type.HasField("tensor_type") and t.HasField("shape"):
                     self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
                                               for d in t.shape.dim]
+        shapes = self.shapes
         for init in self.inits:
-            self.shapes[init.name] = list(init.dims)
+            array = init.array
+            shapes[init.name] = list(array.shape if array is not None else init.dims)
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
         # inference again would not complete them.
         self.settled: set[str] = set()
@@ -190,10 +193,15 @@ class GraphIndex:
     def _taken(self) -> set[str]:
         if not hasattr(self, "_taken_names"):
             names = set(self.initializers) | self.inputs | self.outputs
-            for node in _all_nodes(self.nodes):
-                names.update(node.input)
-                names.update(node.output)
-                names.add(node.name)
+            update, add = names.update, names.add
+            for node in self.nodes:
+                update(node.input)
+                update(node.output)
+                add(node.name)
+            for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
+                update(node.input)
+                update(node.output)
+                add(node.name)
             self._taken_names = names
         return self._taken_names
 
@@ -269,31 +277,51 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
 
     index = GraphIndex(graph, nodes, value_infos, initializers)
     _shapes_from_types(index)
+    # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
+    # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
+    state = 0
+    idle: dict[int, int] = {}
+
+    def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
+        nonlocal state
+        if idle.get(k) == state:
+            return False
+        if sweep(index):
+            state += 1
+            return True
+        idle[k] = state
+        return False
+
     for _ in range(100):
-        changed = _remove_identities(index)
-        changed |= _merge_duplicates(index)
-        if push_transposes(index):
+        changed = run(0, _remove_identities)
+        changed |= run(1, _merge_duplicates)
+        if run(2, push_transposes):
             toposort(index)
             index.rebuild()
             changed = True
-        changed |= constant_reshapes(index)
-        changed |= _remove_neutral_ops(index)
-        changed |= _fold_initializer_ops(index)
-        changed |= _remove_dead(index)
+        changed |= run(3, constant_reshapes)
+        changed |= run(4, _remove_neutral_ops)
+        changed |= run(5, _fold_initializer_ops)
+        changed |= run(6, _remove_dead)
         if not changed:
-            _shapes_for_transposes(index, opset)
+            if _shapes_for_transposes(index, opset):
+                state += 1  # new shapes: every pass may find more
             if push_transposes(index, to_reshapes=True):
+                state += 1
                 index.rebuild()
                 continue
             if not fuse_for_runtime(index):
                 break
+            state += 1
             toposort(index)
             index.rebuild()
     index.write_back()
-    _drop_stale_value_info(graph, index.nodes)
+    present = {name for node in index.nodes for name in node.output}
+    _drop_stale_value_info(graph, present=present)
     if value_infos:
-        present = {name for node in index.nodes for name in node.output}
         append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
+    if all(node.body_reads is None for node in index.nodes):
+        return  # no bodies to prune
     for node, proto in zip(index.nodes, graph.node):
         if node.body_reads is not None:
             for attr in proto.attribute:
@@ -331,7 +359,10 @@ def _set_nodes_of(graph: GraphProto, nodes: list[NodeProto]) -> None:
 def _shapes_from_types(index: GraphIndex) -> None:
     """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
     transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    index.settled.update(name for name, shape in index.shapes.items() if shape.count(None) <= 1)
+    settled = index.settled
+    for name, dims in index.shapes.items():
+        if dims.count(None) <= 1:
+            settled.add(name)
     for node in index.nodes:
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
             continue
@@ -345,14 +376,16 @@ def _shapes_from_types(index: GraphIndex) -> None:
         index.derive_shape(node.input[0], before, node.output[0])
 
 
-def _shapes_for_transposes(index: GraphIndex, opset: int) -> None:
+def _shapes_for_transposes(index: GraphIndex, opset: int) -> bool:
     """Runs shape inference when a transpose's input has no fully known shape, or a mean's or max's input no
-    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`)."""
+    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`); True when it ran."""
     shapes, settled = index.shapes, index.settled
     if any(n.input[0] not in settled and (None in shapes.get(n.input[0], [None]) if n.op_type == "Transpose"
                                           else n.input[0] not in shapes)
            for n in index.nodes if n.op_type in ("Transpose", "ReduceMean", "ReduceMax")):
         index.infer_shapes(opset)
+        return True
+    return False
 
 
 def toposort(index: GraphIndex) -> None:
@@ -370,7 +403,11 @@ def toposort(index: GraphIndex) -> None:
         if done[start]:
             continue
         node = nodes[start]
-        if all(get(name, start) <= start or done[producer_of[name]] for name in _inputs_with_bodies(node)):
+        for name in node.input if node.body_reads is None else node.input + node.body_reads:
+            placed = get(name, start)
+            if placed > start and not done[placed]:
+                break
+        else:
             done[start] = True  # every producer placed already: the walk below would place it at once
             order.append(start)
             continue
@@ -437,9 +474,10 @@ def _merge_duplicates(index: GraphIndex) -> bool:
         if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or node.body_reads is not None:
             continue
         # Nodes alike but for their attributes are rare: their attributes are compared only then.
-        group = seen.get((node.op_type, tuple(node.input), len(node.output)))
+        alike = (node.op_type, tuple(node.input), len(node.output))
+        group = seen.get(alike)
         if group is None:
-            seen[(node.op_type, tuple(node.input), len(node.output))] = [node]
+            seen[alike] = [node]
             continue
         key = node.attr_key()
         first = next((g for g in group if g.attr_key() == key), None)
@@ -505,10 +543,18 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
 def _fold_initializer_ops(index: GraphIndex) -> bool:
     changed = False
     keep = []
+    constant = index.constant
     for node in list(index.nodes):
         if node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1:
-            values = [index.constant(name) if name else None for name in node.input]
-            if values and all(v is not None for v in values) and values[0] is not None and values[0].size <= MAX_FOLD_ELEMENTS:
+            values = []
+            for name in node.input:
+                value = constant(name) if name else None
+                if value is None:
+                    break  # not every input is an initializer: the node stays
+                values.append(value)
+            else:
+                values = values if values and values[0].size <= MAX_FOLD_ELEMENTS else []
+            if len(values) == len(node.input) and values:
                 out = _fold(node, values)
                 if out is not None and index.free(node.output[0]):
                     index.add_initializer(out, node.output[0])
@@ -553,37 +599,41 @@ def _fold(node: Node, values: list) -> np.ndarray | None:
 def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
     producer = index.producer
+    get = producer.get
     live: set[int] = set()
     pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
         node = pending.pop()
-        if id(node) in live:
+        key = id(node)
+        if key in live:
             continue
-        live.add(id(node))
-        for name in _inputs_with_bodies(node):
-            found = producer.get(name) if name else None
+        live.add(key)
+        for name in node.input if node.body_reads is None else node.input + node.body_reads:
+            found = get(name) if name else None
             if found is not None and id(found) not in live:
                 pending.append(found)
     changed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
     read = set(index.outputs)
+    update = read.update
     for node in index.nodes:
-        read.update(node.input)
+        update(node.input)
         if node.body_reads is not None:
-            read.update(node.body_reads)
+            update(node.body_reads)
     initializers = index.inits
-    if len(index.initializers) == len(initializers) and read.issuperset(index.initializers):
-        unread = []  # the index holds every initializer's name (no two alike): all are read
-    else:
-        unread = [k for k, t in enumerate(initializers) if t.name not in read]
-    if unread:
-        for k in unread:
-            index.initializers.pop(initializers[k].name, None)
-            index._arrays.pop(initializers[k].name, None)
-        dropped = set(unread)
-        index.inits = [t for k, t in enumerate(initializers) if k not in dropped]
-        changed = True
+    if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
+        # Some initializer is unread (when the index holds every one's name, no two alike, all are read).
+        kept = []
+        for t in initializers:
+            if t.name in read:
+                kept.append(t)
+            else:
+                index.initializers.pop(t.name, None)
+                index._arrays.pop(t.name, None)
+        if len(kept) != len(initializers):
+            index.inits = kept
+            changed = True
     if changed:
         index.rebuild()
     return changed
@@ -595,8 +645,12 @@ def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> No
         index.rebuild()
 
 
-def _drop_stale_value_info(graph: GraphProto, nodes: "list[Node] | None" = None) -> None:
-    present = {name for node in (graph.node if nodes is None else nodes) for name in node.output}
+def _drop_stale_value_info(graph: GraphProto, present: set[str] | None = None) -> None:
+    """Drops the value infos of tensors no node of ``graph`` makes (``present``: the names they make)."""
+    if not len(graph.value_info):
+        return
+    if present is None:
+        present = {name for node in graph.node for name in node.output}
     kept = [v for v in graph.value_info if v.name in present]
     if len(kept) != len(graph.value_info):
         del graph.value_info[:]

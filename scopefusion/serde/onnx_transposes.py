@@ -98,8 +98,10 @@ def _above_pad(index: "GraphIndex", node: "Node") -> bool:
     """``Transpose_p(Pad(x, pads))`` → ``Pad(Transpose_p(x), pads permuted)`` when the pad has no other reader
     (a graph's NHWC input padded before its first convolution: the pad can then fold into the Conv)."""
     pad = index.producer.get(node.input[0])
+    if pad is None or pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx"):
+        return False
     perm = _perm(node)
-    if pad is None or pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx") or perm is None:
+    if perm is None:
         return False
     if len(index.readers.get(pad.output[0], [])) != 1 or not index.free(pad.output[0]):
         return False

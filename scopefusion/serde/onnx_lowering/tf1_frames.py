@@ -38,6 +38,7 @@ from .tf1_conds import conds_to_if
 __all__ = ["functional_loops"]
 
 _FRAME_OPS = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
+_FRAME_MARKERS = frozenset({"tf.LoopCond", "tf.Switch"})  # a loop frame's or a v1 cond's qualified ops
 
 
 class _NotALoop(Exception):
@@ -66,8 +67,11 @@ class _Frame:
 def functional_loops(graph: Graph) -> Graph:
     """``graph`` with each TF1 loop frame as a ``tf.While`` and each v1 cond as a ``tf.If`` (a copy), or
     ``graph`` itself when it has neither."""
-    if not any(n.dialect == "tf" and n.op_type in ("LoopCond", "Switch") for n in graph.nodes):
-        return graph
+    for node in graph.nodes:
+        if node.op in _FRAME_MARKERS:
+            break
+    else:
+        return graph  # no loop frame and no v1 cond
     copy = graph.clone()
     conds_to_if(copy)  # first: a cond inside a loop body is then one node of it
     rebuilt = True
