@@ -26,6 +26,8 @@ from .types import IRContext, Type
 
 __all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value"]
 
+_new = object.__new__
+
 
 
 class GraphError(ScopeFusionError):
@@ -91,7 +93,9 @@ class Node:
         self.op = f"{dialect}.{op_type}" if dialect else op_type
         self.inputs: list[Value | None] = []
         self.outputs: list[Value] = []
-        self.attrs = Attributes(f"node {name!r} ({dialect}.{op_type})")
+        attrs = self.attrs = _new(Attributes)
+        attrs._owner = (name, dialect, op_type)
+        attrs._attrs = {}
         self.control_inputs: list[Node] = []
         self.subgraphs: dict[str, Graph] = {}
         self.opdef: OpDef | None = None
@@ -240,10 +244,10 @@ class Graph:
         n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
         if opdef is not None:
             try:
-                opdef.bind_inputs(len(inputs))
+                opdef._bound_inputs(len(inputs))
                 if n_out is None:
                     n_out = len(opdef.outputs)
-                opdef.bind_outputs(n_out)
+                opdef._bound_outputs(n_out)
                 # set_attr has checked every declared name's kind: what is left is the defaults and the required.
                 opdef.complete_attrs(node.attrs._attrs, base)
             except ValueError as e:
@@ -261,9 +265,11 @@ class Graph:
                 )
         node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
         node.inputs = list(inputs)
-        for slot, value in enumerate(inputs):
+        slot = 0
+        for value in inputs:
             if value is not None:
                 value._uses[(node, slot)] = None
+            slot += 1
         if control_inputs:
             node.control_inputs = list(control_inputs)
         if subgraphs:

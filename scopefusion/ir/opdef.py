@@ -276,10 +276,13 @@ class OpDef:
         return found
 
     def bind_outputs(self, count: int) -> list[tuple[OutputSpec, int, int]]:
+        return list(self._bound_outputs(count))
+
+    def _bound_outputs(self, count: int) -> tuple[tuple[OutputSpec, int, int], ...]:
         found = self._bindings.get(("outputs", count))
         if found is None:
             found = self._bindings[("outputs", count)] = tuple(_bind(self.outputs, count, self.qualified_name, "outputs"))
-        return list(found)
+        return found
 
     def check_attrs(self, attrs: dict[str, AttrValue], where: str) -> dict[str, AttrValue]:
         """Checks attribute names and kinds against the declaration; returns them with defaults filled."""

@@ -68,6 +68,7 @@ class BuildContext:
     _nodes: dict[str, Node] = field(default_factory=dict)
     _fusions: dict[str, list[Node]] = field(default_factory=dict)
     _back_edges: list[tuple[str, int, str, int]] = field(default_factory=list)
+    _ops: dict[tuple[str, str], tuple[str, Any]] = field(default_factory=dict)  # (domain, op type) -> (op, its definition)
 
     def bind(self, source_name: str, index: int, value: Value) -> None:
         self._values[(source_name, index)] = value
@@ -183,9 +184,12 @@ class OpParserRegistry:
     def one_to_one(self, ctx: BuildContext, node: SourceNode) -> Node:
         """The node in its framework's dialect, attributes typed, bodies built."""
         framework = ctx.source.framework
-        op = f"{dialect_of(framework, node.domain)}.{node.op_type}"
         graph = ctx.graph
-        opdef = graph.registry.lookup(op)
+        found = ctx._ops.get((node.domain, node.op_type))
+        if found is None:
+            op = f"{dialect_of(framework, node.domain)}.{node.op_type}"
+            found = ctx._ops[(node.domain, node.op_type)] = (op, graph.registry.lookup(op))
+        op, opdef = found
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
@@ -193,7 +197,13 @@ class OpParserRegistry:
         check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
             ctx.dropped_attrs[node.name] = dropped
-        inputs = [ctx.input_value(node, slot) for slot in range(len(node.inputs))]
+        built = ctx._values
+        inputs = []
+        slot = 0
+        for edge in node.inputs:
+            value = built.get(edge) if type(edge) is tuple else None
+            inputs.append(value if value is not None else ctx.input_value(node, slot))
+            slot += 1
         controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
         return graph.add_node(
@@ -250,7 +260,11 @@ class OpParserRegistry:
                     f"fusion {fusion.name!r} ({fusion.pass_name}) to {fusion.op_type}: its parameters cannot be read "
                     f"from the claimed nodes: {e}"
                 ) from e
+        names_given = "_original_nodes" in attrs
         attrs.update(provenance)
+        if not names_given:
+            # Set last below, where the update put it: the names need no conversion first.
+            del attrs["_original_nodes"]
         op = f"fused.{fusion.op_type}"
         opdef = ctx.graph.registry.lookup(op)
         typed, dropped = convert_attrs(attrs, opdef)
@@ -314,9 +328,16 @@ def _keep_declared(attrs: dict[str, AttrValue], opdef) -> dict[str, AttrValue]:
     """Drops attributes whose kind contradicts a declared one (kept by name in the dropped list upstream)."""
     if opdef is None:
         return attrs
+    specs = opdef.attrs
+    for key, value in attrs.items():
+        spec = specs.get(key)
+        if spec is not None and spec.type_id is not value.type_id:
+            break
+    else:
+        return attrs
     out = {}
     for key, value in attrs.items():
-        spec = opdef.attrs.get(key)
+        spec = specs.get(key)
         if spec is None or spec.type_id is value.type_id:
             out[key] = value
     return out
