@@ -129,7 +129,7 @@ class OpDef:
         self.memory_forward: int | None = None  # output 0 may alias this input's buffer
         # bind_inputs / bind_outputs answers by (kind, count); a new empty one whenever a spec is declared or
         # changed, so copies (which share it while their specs are the same) never see another's answers
-        self._bindings: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._bindings: dict[tuple[Any, ...], Any] = {}
 
     def copy(self) -> "OpDef":
         """A definition equal to this one that can be declared further without changing this one: the
@@ -273,6 +273,39 @@ class OpDef:
         found = self._bindings.get(("inputs", count))
         if found is None:
             found = self._bindings[("inputs", count)] = tuple(_bind(self.inputs, count, self.qualified_name, "inputs"))
+        return found
+
+    def _direct_plan(self, num_inputs: int, num_outputs: int) -> tuple[tuple[int, bool], ...] | None:
+        """Per output, the input slot whose dtype and shape it takes and whether it takes its format too,
+        when the op has no inference function and every output follows the dtype and shape of an input
+        bound to exactly one slot; else None. Kept with the bindings."""
+        key = ("direct", num_inputs, num_outputs)
+        found = self._bindings.get(key, _UNSET)
+        if found is _UNSET:
+            found = None
+            if self.infer_shape is None and self.infer_dtype is None:
+                try:
+                    slots = {spec.name: (start, stop) for spec, start, stop in self._bound_inputs(num_inputs)}
+                    rules = self._output_plan(num_outputs)
+                except ValueError:  # counts the definition refuses: inference says so
+                    return None
+                plan = []
+                for rule in rules:
+                    start, stop = slots.get(rule.input, (0, 0)) if rule.input is not None else (0, 0)
+                    if stop - start != 1 or not (rule.follows_dtype and rule.follows_shape):
+                        break
+                    plan.append((start, rule.follows_format))
+                else:
+                    found = tuple(plan)
+            self._bindings[key] = found
+        return found  # type: ignore[no-any-return]
+
+    def _value_depend_slots(self, count: int) -> frozenset[int]:
+        """The slots of a node with ``count`` inputs that are bound to value-dependent inputs."""
+        found = self._bindings.get(("depend", count))
+        if found is None:
+            slots = [i for spec, start, stop in self._bound_inputs(count) if spec.value_depend for i in range(start, stop)]
+            found = self._bindings[("depend", count)] = frozenset(slots)
         return found
 
     def bind_outputs(self, count: int) -> list[tuple[OutputSpec, int, int]]:

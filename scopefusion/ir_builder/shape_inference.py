@@ -175,25 +175,35 @@ def infer_graph(
                 result.outcomes[id(node)] = (was_folded, None)
                 continue
         unfolded = len(result.unfolded)
-        infos: list[InputInfo | None] = []
-        plain: list[InputInfo | None] = []  # the same without data
-        for v in node.inputs:
-            if v is None:
-                infos.append(None)
-                plain.append(None)
-                continue
-            info = plain_infos.get(v.type)
-            if info is None:
-                info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
-            plain.append(info)
-            data = known_values.get(id(v))
-            infos.append(info if data is None else input_info(v, data))
-        attrs = dict(node.attrs._attrs)
-        ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
-        node.opdef.infer(ctx)
-        inferred = ctx.results()
-        check_contradictions(node, infos, inferred)
-        folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
+        opdef = node.opdef
+        direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
+        if direct is not None:
+            # Each output follows one input's type (no inference function): the input's interned type.
+            inferred: list = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]
+            attrs = node.attrs._attrs
+            folded = None
+            if _fold_fits(node, inferred, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
+                folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
+        else:
+            infos: list[InputInfo | None] = []
+            plain: list[InputInfo | None] = []  # the same without data
+            for v in node.inputs:
+                if v is None:
+                    infos.append(None)
+                    plain.append(None)
+                    continue
+                info = plain_infos.get(v.type)
+                if info is None:
+                    info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
+                plain.append(info)
+                data = known_values.get(id(v))
+                infos.append(info if data is None else input_info(v, data))
+            attrs = dict(node.attrs._attrs)
+            ctx = InferContext(opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
+            opdef.infer(ctx)
+            inferred = ctx.results()
+            check_contradictions(node, infos, inferred)
+            folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         if folded is _FOLD_FAILED:
             folded = key = None
         arrays: list[np.ndarray | None] = []
@@ -205,7 +215,10 @@ def infer_graph(
                 folded_dtype = _dt.from_numpy(array.dtype)
                 shape, dtype = array.shape, dtype or folded_dtype
             try:
-                value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+                if array is None and direct is not None:
+                    value.type = direct[i]
+                else:
+                    value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
             except (TypeError, ValueError) as e:
                 # An op's inference (or a hostile input: a negative Tile multiple) produced an impossible shape.
                 raise InferenceError(
@@ -233,41 +246,78 @@ def infer_graph(
     return result
 
 
+_CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads
+
 # Largest known input value (in elements) whose bytes go into a node's key (see _node_key).
 MAX_KEYED_ELEMENTS = 64
+PLAIN_MEMO_LIMIT = 4096  # attribute values whose stand-ins _node_key remembers; the table starts afresh when full
+_plain_memo: dict[int, tuple[AttrValue, object]] = {}  # id(AttrValue) -> (the value, kept alive; its stand-in)
 
 
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
     """What ``node``'s inference and folding read: its op definition, output count, each input's interned
     type and (small, numeric) known value, and its attributes' plain values; None when part of it cannot be
-    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute)."""
-    parts: list = [id(node.opdef), len(node.outputs)]
-    for value in node.inputs:
+    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute).
+
+    NOTE: a known value is part of the key only where something reads it: a value-dependent input (its
+    inference sees the value), or every input when the op can fold (a ``fold`` hook, or a kernel while
+    every input is known and small enough to fold; ``Range``, whose values are checked). Inference sees
+    the other inputs' types only, so a node reading a weight is keyed by the weight's type. The names of
+    the source nodes a fused node stands for (``_original_nodes``) are left out: nothing infers from them."""
+    opdef = node.opdef
+    inputs = node.inputs
+    parts: list = [id(opdef), len(node.outputs)]
+    depends: frozenset[int] | None = None  # the slots whose values are read; None: every slot's
+    if opdef.fold is None and node._op_type != "Range":  # type: ignore[union-attr]
+        foldable = opdef.reference is not None and bool(inputs)  # type: ignore[union-attr]
+        if foldable:
+            for value in inputs:
+                data = None if value is None else known.get(id(value))
+                if data is None or data.size > MAX_FOLD_ELEMENTS:
+                    foldable = False
+                    break
+        if not foldable:
+            try:
+                depends = opdef._value_depend_slots(len(inputs))  # type: ignore[union-attr]
+            except ValueError:
+                return None
+    for slot, value in enumerate(inputs):
         if value is None:
             parts.append(None)
             continue
         if value.type is None:  # a loop back edge not inferred yet
             return None
         data = known.get(id(value))
-        if data is None:
+        if data is None or (depends is not None and slot not in depends):
             parts.append(value.type)
             continue
         if data.size > MAX_KEYED_ELEMENTS or data.dtype.kind not in "biuf":
             return None
         parts.append((value.type, data.dtype.str, data.shape, data.tobytes()))
+    memo = _plain_memo
     for name, attr in node.attrs._attrs.items():
-        plain = _plain(attr.value)
-        if plain is None:
-            return None
+        if name == "_original_nodes":
+            continue
+        found = memo.get(id(attr))
+        if found is not None and found[0] is attr:
+            plain = found[1]
+        else:
+            plain = _plain(attr.value)
+            if plain is None:
+                return None
+            if len(memo) >= PLAIN_MEMO_LIMIT:
+                memo.clear()
+            memo[id(attr)] = (attr, plain)
         parts.append((name, attr.type_id, plain))
     return tuple(parts)
 
 
 def _plain(value: object) -> object:
     """A hashable stand-in for an attribute payload, equal only for equal payloads of the same Python types
-    (floats by their bits), or None for a payload that is not a plain value or a tuple or list of them."""
+    (floats by their bits, dtypes by identity), or None for a payload that is not a plain value or a tuple
+    or list of them."""
     kind = type(value)
-    if kind is int or kind is str or kind is bool or kind is bytes:
+    if kind is int or kind is str or kind is bool or kind is bytes or kind is _dt.DType:
         return (kind, value)
     if kind is float:
         return (kind, value.hex())  # type: ignore[attr-defined]
@@ -275,6 +325,57 @@ def _plain(value: object) -> object:
         items = [_plain(v) for v in value]  # type: ignore[attr-defined]
         return None if any(v is None for v in items) else (kind, tuple(items))
     return None
+
+
+def _direct_types(opdef, inputs: list[Value | None], count: int) -> list[TensorType] | None:
+    """The output types of a node whose op has no inference function and whose every output follows one
+    present input's dtype and shape (and format, else has format ``ND`` like its input): those inputs'
+    interned types, as inferring through the op's rules would give. None otherwise (inference decides)."""
+    plan = opdef._direct_plan(len(inputs), count)
+    if plan is None:
+        return None
+    out = []
+    for slot, keeps_format in plan:
+        value = inputs[slot]
+        if value is None:
+            return None
+        t = value.type
+        if type(t) is not TensorType or not (keeps_format or t.format == "ND"):
+            return None
+        out.append(t)
+    return out
+
+
+def _may_fold(opdef, inputs: list[Value | None], known: dict[int, np.ndarray]) -> bool:
+    """Whether :func:`_try_fold` could fold a node: a ``fold`` hook, or a kernel and every input known and
+    small enough."""
+    if opdef.fold is not None:
+        return True
+    if opdef.reference is None or not inputs:
+        return False
+    for value in inputs:
+        data = None if value is None else known.get(id(value))
+        if data is None or data.size > MAX_FOLD_ELEMENTS:
+            return False
+    return True
+
+
+def _infos(node: Node, known: dict[int, np.ndarray], plain_infos: dict) -> list[InputInfo | None]:
+    """What folding sees of each input: its type and its known value."""
+    infos: list[InputInfo | None] = []
+    for v in node.inputs:
+        if v is None:
+            infos.append(None)
+            continue
+        data = known.get(id(v))
+        if data is None:
+            info = plain_infos.get(v.type)
+            if info is None:
+                info = plain_infos[v.type] = input_info(v, None)
+            infos.append(info)
+        else:
+            infos.append(input_info(v, data))
+    return infos
 
 
 def _same_inputs(node: Node, twin: Node, known: dict[int, np.ndarray], twin_known: dict[int, np.ndarray]) -> bool:
