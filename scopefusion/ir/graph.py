@@ -17,7 +17,6 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..errors import ScopeFusionError
 from .attrs import TENSOR, Attributes, AttrType, AttrValue, _same
 from .core_ops import CONST_OP, DATA_OP, core_ops
@@ -291,9 +290,7 @@ class Graph:
         except (TypeError, ValueError):  # set_attr's checks give the error naming the node
             typed = None
         node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value) if typed is None else typed}, unique=unique)
-        array = node.attrs.as_tensor("value")
-        dtype = _dt.from_numpy(array.dtype)
-        node.outputs[0].type = self.context.tensor(dtype, array.shape) if dtype is not None else None
+        node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
         return node.outputs[0]
 
     def set_outputs(self, values: Iterable[Value]) -> None:

@@ -120,10 +120,12 @@ class BuildContext:
         return self._fusions.get(fusion_name, [])
 
     def emit(self, source: SourceNode, node: Node) -> Node:
-        self._nodes[source.name] = node
+        name = source.name
+        self._nodes[name] = node
         names = source.output_names
+        values = self._values
         for i, v in enumerate(node.outputs):
-            self.bind(source.name, i, v)
+            values[(name, i)] = v
             if i < len(names) and names[i]:
                 v.meta["tensor_name"] = names[i]
         return node

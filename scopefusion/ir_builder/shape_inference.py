@@ -128,8 +128,7 @@ def infer_graph(
         if op == CONST_OP:
             array = node.attrs.get("value")
             known_values[id(node.outputs[0])] = array
-            dtype = _dt.from_numpy(array.dtype)
-            node.outputs[0].type = context.tensor(dtype, array.shape) if dtype is not None else None
+            node.outputs[0].type = context.array_type(array)
             continue
         if node.subgraphs:
             for body in node.subgraphs.values():
