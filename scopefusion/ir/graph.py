@@ -222,8 +222,20 @@ class Graph:
             if not unique:
                 raise GraphError(f"graph {self.name!r}: a node named {base!r} already exists ({self._names[base].op})")
             base = self.unique_name(base)
-        node = Node(self, base, dialect, op_type)
+        # Node.__init__ spelled out, the containers it would replace below left out.
+        node = _new(Node)
+        node.graph = self
+        node.name = base
+        node._dialect = dialect
+        node._op_type = op_type
+        node.op = op if dialect else op_type
+        node_attrs = node.attrs = _new(Attributes)
+        node_attrs._owner = (base, dialect, op_type)
+        node_attrs._attrs = {}
+        node.control_inputs = []
+        node.subgraphs = {}
         node.opdef = opdef
+        node.meta = {}
         if attrs:
             stored = node.attrs._attrs
             specs = opdef.attrs if opdef is not None else None
@@ -253,16 +265,19 @@ class Graph:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
         if n_out is None:
             n_out = 1
-        types = list(output_types) if output_types is not None else [None] * n_out
-        if len(types) != n_out:
-            raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
+        if output_types is None:
+            node.outputs = [Value(node, 0, None)] if n_out == 1 else [Value(node, i, None) for i in range(n_out)]
+        else:
+            types = list(output_types)
+            if len(types) != n_out:
+                raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
+            node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
         for value in inputs:
             if value is not None and value.producer.graph is not self:
                 raise GraphError(
                     f"graph {self.name!r}: node {base!r} reads {value.ref} from graph {value.producer.graph.name!r}; "
                     "pass outer values into a body through its Data inputs"
                 )
-        node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
         node.inputs = list(inputs)
         slot = 0
         for value in inputs:

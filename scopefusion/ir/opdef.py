@@ -130,6 +130,8 @@ class OpDef:
         # bind_inputs / bind_outputs answers by (kind, count); a new empty one whenever a spec is declared or
         # changed, so copies (which share it while their specs are the same) never see another's answers
         self._bindings: dict[tuple[Any, ...], Any] = {}
+        # (the attribute map, its names) for complete_attrs; made again when the map is another or has grown
+        self._declared_names: tuple[dict[str, AttrSpec], frozenset[str]] | None = None
 
     def copy(self) -> "OpDef":
         """A definition equal to this one that can be declared further without changing this one: the
@@ -347,7 +349,13 @@ class OpDef:
 
         Raises ValueError, as :meth:`check_attrs` does, when a required attribute is missing.
         """
-        for spec in self.attrs.values():
+        declared = self.attrs
+        names = self._declared_names
+        if names is None or names[0] is not declared or len(names[1]) != len(declared):
+            names = self._declared_names = (declared, frozenset(declared))
+        if attrs.keys() >= names[1]:  # every declared attribute is set (a framework node's usual case)
+            return
+        for spec in declared.values():
             if spec.name not in attrs:
                 if spec.required:
                     raise ValueError(
