@@ -501,6 +501,31 @@ class InferContext:
         self._out_dtypes: list[DType | None] = [None] * num_outputs
         self._out_formats: list[str] = ["ND"] * num_outputs
 
+    @classmethod
+    def _of_seen_inputs(
+        cls,
+        opdef: OpDef,
+        node_name: str,
+        inputs: list[InputInfo | None],
+        attrs: dict[str, AttrValue],
+        num_outputs: int,
+        subgraphs: Mapping[str, Any] | None,
+    ) -> "InferContext":
+        """As the constructor, for ``inputs`` that carry data only where the op's inputs are value-dependent
+        (the list is kept, not copied)."""
+        ctx = cls.__new__(cls)
+        ctx.opdef = opdef
+        ctx.subgraphs = dict(subgraphs) if subgraphs else {}
+        ctx.node_name = node_name
+        ctx._bound = opdef._bound_inputs(len(inputs))
+        ctx._inputs = inputs
+        ctx._attrs = attrs
+        ctx.num_outputs = num_outputs
+        ctx._out_shapes = [_UNSET] * num_outputs
+        ctx._out_dtypes = [None] * num_outputs
+        ctx._out_formats = ["ND"] * num_outputs
+        return ctx
+
     @property
     def num_inputs(self) -> int:
         return len(self._inputs)

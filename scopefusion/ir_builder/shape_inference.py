@@ -184,21 +184,29 @@ def infer_graph(
             if _fold_fits(node, inferred, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
                 folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
         else:
+            depends = opdef._value_depend_slots(len(node.inputs))
             infos: list[InputInfo | None] = []
-            plain: list[InputInfo | None] = []  # the same without data
+            seen: list[InputInfo | None] = []  # the same with data only where inference reads it
+            slot = 0
             for v in node.inputs:
                 if v is None:
                     infos.append(None)
-                    plain.append(None)
-                    continue
-                info = plain_infos.get(v.type)
-                if info is None:
-                    info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
-                plain.append(info)
-                data = known_values.get(id(v))
-                infos.append(info if data is None else input_info(v, data))
+                    seen.append(None)
+                else:
+                    info = plain_infos.get(v.type)
+                    if info is None:
+                        info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
+                    data = known_values.get(id(v))
+                    if data is None:
+                        infos.append(info)
+                        seen.append(info)
+                    else:
+                        full = input_info(v, data)
+                        infos.append(full)
+                        seen.append(full if slot in depends else info)
+                slot += 1
             attrs = dict(node.attrs._attrs)
-            ctx = InferContext(opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
+            ctx = InferContext._of_seen_inputs(opdef, node.name, seen, attrs, len(node.outputs), node.subgraphs)
             opdef.infer(ctx)
             inferred = ctx.results()
             check_contradictions(node, infos, inferred)
@@ -251,6 +259,8 @@ _CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred output
 MAX_KEYED_ELEMENTS = 64
 PLAIN_MEMO_LIMIT = 4096  # attribute values whose stand-ins _node_key remembers; the table starts afresh when full
 _plain_memo: dict[int, tuple[AttrValue, object]] = {}  # id(AttrValue) -> (the value, kept alive; its stand-in)
+# (attribute names, ids of their values) -> (the values, kept alive; the stand-in of the map)
+_attrs_memo: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[AttrValue, ...], tuple]] = {}
 
 
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
@@ -293,13 +303,24 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
         if data.size > MAX_KEYED_ELEMENTS or data.dtype.kind not in "biuf":
             return None
         parts.append((value.type, data.dtype.str, data.shape, data.tobytes()))
+    attrs = node.attrs._attrs
+    values = tuple(attrs.values())
+    # The attribute values of most nodes are shared objects (see source_attrs): a map's names and the
+    # identities of its values find its stand-in; the entry keeps the values alive, so no identity is reused.
+    maps = _attrs_memo
+    ids = (tuple(attrs), tuple(map(id, values)))
+    found = maps.get(ids)
+    if found is not None:
+        parts.append(found[1])
+        return tuple(parts)
     memo = _plain_memo
-    for name, attr in node.attrs._attrs.items():
+    stand_ins = []
+    for name, attr in attrs.items():
         if name == "_original_nodes":
             continue
-        found = memo.get(id(attr))
-        if found is not None and found[0] is attr:
-            plain = found[1]
+        known_attr = memo.get(id(attr))
+        if known_attr is not None and known_attr[0] is attr:
+            plain = known_attr[1]
         else:
             plain = _plain(attr.value)
             if plain is None:
@@ -307,7 +328,12 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
             if len(memo) >= PLAIN_MEMO_LIMIT:
                 memo.clear()
             memo[id(attr)] = (attr, plain)
-        parts.append((name, attr.type_id, plain))
+        stand_ins.append((name, attr.type_id, plain))
+    part = tuple(stand_ins)
+    if len(maps) >= PLAIN_MEMO_LIMIT:
+        maps.clear()
+    maps[ids] = (values, part)
+    parts.append(part)
     return tuple(parts)
 
 
