@@ -195,7 +195,9 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_attrs(plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"))
+        attrs, dropped = convert_attrs(
+            plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"), declared_kinds_only=True
+        )
         check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
             ctx.dropped_attrs[node.name] = dropped
@@ -212,7 +214,7 @@ class OpParserRegistry:
             op,
             inputs,
             name=node.name,
-            attrs=_keep_declared(attrs, opdef),
+            attrs=attrs,
             num_outputs=self._num_outputs(framework, node, opdef),
             control_inputs=controls,
             subgraphs=bodies,
@@ -324,25 +326,6 @@ def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bo
     """True for a TF1 loop back edge: a ``NextIteration`` feeding a ``Merge``."""
     p = source.get(producer)
     return p is not None and is_back_edge_op_pair(p.op_type, consumer.op_type)
-
-
-def _keep_declared(attrs: dict[str, AttrValue], opdef) -> dict[str, AttrValue]:
-    """Drops attributes whose kind contradicts a declared one (kept by name in the dropped list upstream)."""
-    if opdef is None:
-        return attrs
-    specs = opdef.attrs
-    for key, value in attrs.items():
-        spec = specs.get(key)
-        if spec is not None and spec.type_id is not value.type_id:
-            break
-    else:
-        return attrs
-    out = {}
-    for key, value in attrs.items():
-        spec = specs.get(key)
-        if spec is None or spec.type_id is value.type_id:
-            out[key] = value
-    return out
 
 
 def _array(node: SourceNode) -> np.ndarray:

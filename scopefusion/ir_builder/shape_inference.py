@@ -219,8 +219,9 @@ def infer_graph(
             if folded is not None and i < len(folded) and folded[i] is not None:
                 array = np.asarray(folded[i])
                 result.known_values[id(value)] = array
-                folded_dtype = _dt.from_numpy(array.dtype)
-                shape, dtype = array.shape, dtype or folded_dtype
+                shape = array.shape
+                if dtype is None:
+                    dtype = _dt.from_numpy(array.dtype)
             try:
                 if array is None and direct is not None:
                     value.type = direct[i]

@@ -106,8 +106,12 @@ def convert_attrs(
     opdef: OpDef | None,
     *,
     graph_converter: Callable[[Any], Any] | None = None,
+    declared_kinds_only: bool = False,
 ) -> tuple[dict[str, AttrValue], list[str]]:
-    """Converts a node's attributes; returns ``(converted, names dropped for having no IR form)``."""
+    """Converts a node's attributes; returns ``(converted, names dropped for having no IR form)``.
+
+    ``declared_kinds_only``: a converted value whose kind contradicts its declared one is left out of
+    ``converted`` too (and not listed: it has an IR form)."""
     out: dict[str, AttrValue] = {}
     dropped: list[str] = []
     specs = opdef.attrs if opdef is not None else {}
@@ -134,9 +138,10 @@ def convert_attrs(
             if value is not None:
                 dropped.append(name)
             continue
+        if declared_kinds_only and declared is not None and converted.type_id is not declared:
+            continue
         out[name] = converted
     return out, dropped
-
 
 
 def _key(value: Any, declared: AttrType | None) -> tuple[Any, ...] | None:
