@@ -14,10 +14,13 @@ of exactly those inputs, the node's attributes and its output count, which a clo
 bodies or loop back edges are always inferred.
 
 Within one graph, a node that reads exactly what an earlier node of the same op definition read (the same
-interned input types, equal small known values, equal plain attributes, as many outputs) takes that node's
-output types and folded values (shared arrays) instead of being inferred again: a model repeats its shape
-arithmetic per layer. A node whose inference or folding said anything (an error, an unfolded note, a failed
-fold) is never remembered.
+interned input types, equal small known values where inference or folding reads them, equal plain
+attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
+being inferred again: a model repeats its shape arithmetic and its layers. A node whose inference or
+folding said anything (an error, an unfolded note, a failed fold) is never remembered.
+
+A node whose op has no inference function and whose every output follows one input's dtype and shape (an
+``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is.
 
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
