@@ -17,7 +17,9 @@ Within one graph, a node that reads exactly what an earlier node of the same op 
 interned input types, equal small known values where inference or folding reads them, equal plain
 attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
 being inferred again: a model repeats its shape arithmetic and its layers. A node whose inference or
-folding said anything (an error, an unfolded note, a failed fold) is never remembered.
+folding said anything (an error, an unfolded note, a failed fold) is never remembered. The first node of
+an op definition, which cannot repeat, and a node that takes its input's type (below), which costs no more
+than its key, are not keyed.
 
 A node whose op has no inference function and whose every output follows one input's dtype and shape (an
 ``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is.
@@ -112,6 +114,7 @@ def infer_graph(
         earlier_outcomes = earlier[1].outcomes
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
+    keyed_defs: set[int] = set()  # ids of the op definitions of the nodes met so far that may be keyed
     collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
@@ -164,7 +167,17 @@ def infer_graph(
                 result.folded += was_folded
                 result.outcomes[id(node)] = outcome
                 continue
-        key = None if node.subgraphs else _node_key(node, known_values)
+        opdef = node.opdef
+        direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
+        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is the
+        # first node of an op definition, which cannot repeat an earlier node.
+        if direct is not None or node.subgraphs:
+            key = None
+        elif id(opdef) in keyed_defs:
+            key = _node_key(node, known_values)
+        else:
+            keyed_defs.add(id(opdef))
+            key = None
         if key is not None:
             answer = repeated.get(key)
             if answer is not None:
@@ -177,8 +190,6 @@ def infer_graph(
                 result.outcomes[id(node)] = (was_folded, None)
                 continue
         unfolded = len(result.unfolded)
-        opdef = node.opdef
-        direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
         if direct is not None:
             # Each output follows one input's type (no inference function): the input's interned type.
             inferred: list = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]
