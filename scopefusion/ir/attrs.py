@@ -371,30 +371,37 @@ class Attributes:
     __slots__ = ("_attrs", "_owner")
 
     def __init__(self, owner: str = "", attrs: Mapping[str, Any] | None = None) -> None:
-        self._owner = owner
+        # NOTE: a node's map keeps ``(name, dialect, op type)`` here and spells its owner only for a message.
+        self._owner: str | tuple[str, str, str] = owner
         self._attrs: dict[str, AttrValue] = {}
         for name, value in (attrs or {}).items():
             self.set_attr(name, value)
 
+    @property
+    def owner(self) -> str:
+        """Whose attributes these are, as messages name it (``node 'x' (tf.Relu)``)."""
+        owner = self._owner
+        return owner if type(owner) is str else f"node {owner[0]!r} ({owner[1]}.{owner[2]})"
+
     def set_attr(self, name: str, value: Any, type_id: AttrType | None = None) -> None:
         """Sets ``name``; ``value`` is an :class:`AttrValue` or a payload (its type id given or inferred)."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{self._owner}: attribute names are non-empty strings, found {name!r}")
+            raise ValueError(f"{self.owner}: attribute names are non-empty strings, found {name!r}")
         if isinstance(value, AttrValue):
             if type_id is not None and value.type_id is not type_id:
-                raise TypeError(f"{self._owner}: attribute {name!r} is {value.type_id.name}, expected {type_id.name}")
+                raise TypeError(f"{self.owner}: attribute {name!r} is {value.type_id.name}, expected {type_id.name}")
             self._attrs[name] = value
             return
         try:
             self._attrs[name] = AttrValue(type_id, value) if type_id is not None else AttrValue.of(value)
         except (TypeError, ValueError) as e:
-            raise type(e)(f"{self._owner}: attribute {name!r}: {e}") from None
+            raise type(e)(f"{self.owner}: attribute {name!r}: {e}") from None
 
     def get_attr(self, name: str) -> AttrValue:
         try:
             return self._attrs[name]
         except KeyError:
-            raise KeyError(f"{self._owner} has no attribute {name!r}; it has {sorted(self._attrs) or 'none'}") from None
+            raise KeyError(f"{self.owner} has no attribute {name!r}; it has {sorted(self._attrs) or 'none'}") from None
 
     def get(self, name: str, default: Any = None) -> Any:
         """The payload of ``name``, or ``default`` when unset."""
@@ -427,7 +434,7 @@ class Attributes:
     def _typed(self, name: str, type_id: AttrType) -> Any:
         value = self.get_attr(name)
         if value.type_id is not type_id:
-            raise TypeError(f"{self._owner}: attribute {name!r} is {value.type_id.name}, not {type_id.name}")
+            raise TypeError(f"{self.owner}: attribute {name!r} is {value.type_id.name}, not {type_id.name}")
         return value.value
 
     def as_int(self, name: str) -> int:
@@ -462,4 +469,4 @@ class Attributes:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Attributes({self._owner}: {sorted(self._attrs)})"
+        return f"Attributes({self.owner}: {sorted(self._attrs)})"

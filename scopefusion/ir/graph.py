@@ -17,7 +17,6 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..errors import ScopeFusionError
 from .attrs import TENSOR, Attributes, AttrType, AttrValue, _same
 from .core_ops import CONST_OP, DATA_OP, core_ops
@@ -25,6 +24,8 @@ from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
 
 __all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value"]
+
+_new = object.__new__
 
 
 
@@ -91,7 +92,9 @@ class Node:
         self.op = f"{dialect}.{op_type}" if dialect else op_type
         self.inputs: list[Value | None] = []
         self.outputs: list[Value] = []
-        self.attrs = Attributes(f"node {name!r} ({dialect}.{op_type})")
+        attrs = self.attrs = _new(Attributes)
+        attrs._owner = (name, dialect, op_type)
+        attrs._attrs = {}
         self.control_inputs: list[Node] = []
         self.subgraphs: dict[str, Graph] = {}
         self.opdef: OpDef | None = None
@@ -219,8 +222,20 @@ class Graph:
             if not unique:
                 raise GraphError(f"graph {self.name!r}: a node named {base!r} already exists ({self._names[base].op})")
             base = self.unique_name(base)
-        node = Node(self, base, dialect, op_type)
+        # Node.__init__ spelled out, the containers it would replace below left out.
+        node = _new(Node)
+        node.graph = self
+        node.name = base
+        node._dialect = dialect
+        node._op_type = op_type
+        node.op = op if dialect else op_type
+        node_attrs = node.attrs = _new(Attributes)
+        node_attrs._owner = (base, dialect, op_type)
+        node_attrs._attrs = {}
+        node.control_inputs = []
+        node.subgraphs = {}
         node.opdef = opdef
+        node.meta = {}
         if attrs:
             stored = node.attrs._attrs
             specs = opdef.attrs if opdef is not None else None
@@ -240,30 +255,35 @@ class Graph:
         n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
         if opdef is not None:
             try:
-                opdef.bind_inputs(len(inputs))
+                opdef._bound_inputs(len(inputs))
                 if n_out is None:
                     n_out = len(opdef.outputs)
-                opdef.bind_outputs(n_out)
+                opdef._bound_outputs(n_out)
                 # set_attr has checked every declared name's kind: what is left is the defaults and the required.
                 opdef.complete_attrs(node.attrs._attrs, base)
             except ValueError as e:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
         if n_out is None:
             n_out = 1
-        types = list(output_types) if output_types is not None else [None] * n_out
-        if len(types) != n_out:
-            raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
+        if output_types is None:
+            node.outputs = [Value(node, 0, None)] if n_out == 1 else [Value(node, i, None) for i in range(n_out)]
+        else:
+            types = list(output_types)
+            if len(types) != n_out:
+                raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
+            node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
         for value in inputs:
             if value is not None and value.producer.graph is not self:
                 raise GraphError(
                     f"graph {self.name!r}: node {base!r} reads {value.ref} from graph {value.producer.graph.name!r}; "
                     "pass outer values into a body through its Data inputs"
                 )
-        node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
         node.inputs = list(inputs)
-        for slot, value in enumerate(inputs):
+        slot = 0
+        for value in inputs:
             if value is not None:
                 value._uses[(node, slot)] = None
+            slot += 1
         if control_inputs:
             node.control_inputs = list(control_inputs)
         if subgraphs:
@@ -285,9 +305,7 @@ class Graph:
         except (TypeError, ValueError):  # set_attr's checks give the error naming the node
             typed = None
         node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value) if typed is None else typed}, unique=unique)
-        array = node.attrs.as_tensor("value")
-        dtype = _dt.from_numpy(array.dtype)
-        node.outputs[0].type = self.context.tensor(dtype, array.shape) if dtype is not None else None
+        node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
         return node.outputs[0]
 
     def set_outputs(self, values: Iterable[Value]) -> None:

@@ -129,7 +129,9 @@ class OpDef:
         self.memory_forward: int | None = None  # output 0 may alias this input's buffer
         # bind_inputs / bind_outputs answers by (kind, count); a new empty one whenever a spec is declared or
         # changed, so copies (which share it while their specs are the same) never see another's answers
-        self._bindings: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._bindings: dict[tuple[Any, ...], Any] = {}
+        # (the attribute map, its names) for complete_attrs; made again when the map is another or has grown
+        self._declared_names: tuple[dict[str, AttrSpec], frozenset[str]] | None = None
 
     def copy(self) -> "OpDef":
         """A definition equal to this one that can be declared further without changing this one: the
@@ -275,11 +277,47 @@ class OpDef:
             found = self._bindings[("inputs", count)] = tuple(_bind(self.inputs, count, self.qualified_name, "inputs"))
         return found
 
+    def _direct_plan(self, num_inputs: int, num_outputs: int) -> tuple[tuple[int, bool], ...] | None:
+        """Per output, the input slot whose dtype and shape it takes and whether it takes its format too,
+        when the op has no inference function and every output follows the dtype and shape of an input
+        bound to exactly one slot; else None. Kept with the bindings."""
+        key = ("direct", num_inputs, num_outputs)
+        found = self._bindings.get(key, _UNSET)
+        if found is _UNSET:
+            found = None
+            if self.infer_shape is None and self.infer_dtype is None:
+                try:
+                    slots = {spec.name: (start, stop) for spec, start, stop in self._bound_inputs(num_inputs)}
+                    rules = self._output_plan(num_outputs)
+                except ValueError:  # counts the definition refuses: inference says so
+                    return None
+                plan = []
+                for rule in rules:
+                    start, stop = slots.get(rule.input, (0, 0)) if rule.input is not None else (0, 0)
+                    if stop - start != 1 or not (rule.follows_dtype and rule.follows_shape):
+                        break
+                    plan.append((start, rule.follows_format))
+                else:
+                    found = tuple(plan)
+            self._bindings[key] = found
+        return found  # type: ignore[no-any-return]
+
+    def _value_depend_slots(self, count: int) -> frozenset[int]:
+        """The slots of a node with ``count`` inputs that are bound to value-dependent inputs."""
+        found = self._bindings.get(("depend", count))
+        if found is None:
+            slots = [i for spec, start, stop in self._bound_inputs(count) if spec.value_depend for i in range(start, stop)]
+            found = self._bindings[("depend", count)] = frozenset(slots)
+        return found
+
     def bind_outputs(self, count: int) -> list[tuple[OutputSpec, int, int]]:
+        return list(self._bound_outputs(count))
+
+    def _bound_outputs(self, count: int) -> tuple[tuple[OutputSpec, int, int], ...]:
         found = self._bindings.get(("outputs", count))
         if found is None:
             found = self._bindings[("outputs", count)] = tuple(_bind(self.outputs, count, self.qualified_name, "outputs"))
-        return list(found)
+        return found
 
     def check_attrs(self, attrs: dict[str, AttrValue], where: str) -> dict[str, AttrValue]:
         """Checks attribute names and kinds against the declaration; returns them with defaults filled."""
@@ -311,7 +349,13 @@ class OpDef:
 
         Raises ValueError, as :meth:`check_attrs` does, when a required attribute is missing.
         """
-        for spec in self.attrs.values():
+        declared = self.attrs
+        names = self._declared_names
+        if names is None or names[0] is not declared or len(names[1]) != len(declared):
+            names = self._declared_names = (declared, frozenset(declared))
+        if attrs.keys() >= names[1]:  # every declared attribute is set (a framework node's usual case)
+            return
+        for spec in declared.values():
             if spec.name not in attrs:
                 if spec.required:
                     raise ValueError(
@@ -456,6 +500,31 @@ class InferContext:
         self._out_shapes: list[Any] = [_UNSET] * num_outputs
         self._out_dtypes: list[DType | None] = [None] * num_outputs
         self._out_formats: list[str] = ["ND"] * num_outputs
+
+    @classmethod
+    def _of_seen_inputs(
+        cls,
+        opdef: OpDef,
+        node_name: str,
+        inputs: list[InputInfo | None],
+        attrs: dict[str, AttrValue],
+        num_outputs: int,
+        subgraphs: Mapping[str, Any] | None,
+    ) -> "InferContext":
+        """As the constructor, for ``inputs`` that carry data only where the op's inputs are value-dependent
+        (the list is kept, not copied)."""
+        ctx = cls.__new__(cls)
+        ctx.opdef = opdef
+        ctx.subgraphs = dict(subgraphs) if subgraphs else {}
+        ctx.node_name = node_name
+        ctx._bound = opdef._bound_inputs(len(inputs))
+        ctx._inputs = inputs
+        ctx._attrs = attrs
+        ctx.num_outputs = num_outputs
+        ctx._out_shapes = [_UNSET] * num_outputs
+        ctx._out_dtypes = [None] * num_outputs
+        ctx._out_formats = ["ND"] * num_outputs
+        return ctx
 
     @property
     def num_inputs(self) -> int:

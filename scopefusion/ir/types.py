@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Iterable, NoReturn
 
 import numpy as np
 
-from ..dtypes import DType
+from ..dtypes import DType, from_numpy
 
 __all__ = [
     "UNKNOWN_DIM",
@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 UNKNOWN_DIM = -1
+_NO_TYPE: Any = object()
+_INT = frozenset({int})
 UNKNOWN_RANK = -2
 
 # Layout names that GE's TensorDescriptor.layout carries; "ND" is the neutral one.
@@ -156,13 +158,15 @@ class TensorType(Type):
             num_elements = 1
             for d in shape:
                 num_elements *= d
-        fields = {
-            "element": element, "shape": shape, "format": format, "dtype": element.dtype, "rank": rank,
-            "is_static": is_static, "num_elements": num_elements,
-            "nbytes": None if num_elements is None else num_elements * element.dtype.itemsize,
-        }  # fmt: skip
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
+        set_field = object.__setattr__
+        set_field(self, "element", element)
+        set_field(self, "shape", shape)
+        set_field(self, "format", format)
+        set_field(self, "dtype", element.dtype)
+        set_field(self, "rank", rank)
+        set_field(self, "is_static", is_static)
+        set_field(self, "num_elements", num_elements)
+        set_field(self, "nbytes", None if num_elements is None else num_elements * element.dtype.itemsize)
 
     @classmethod
     def _key(cls, element: ElementType, shape: Iterable[int] | None, format: str = "ND") -> tuple[Any, ...]:
@@ -252,12 +256,13 @@ class IRContext:
     are registered by the constructor; ``register_type_class`` adds more and refuses duplicates.
     """
 
-    __slots__ = ("_classes", "_interned", "_elements")
+    __slots__ = ("_classes", "_interned", "_elements", "_arrays")
 
     def __init__(self) -> None:
         self._classes: dict[str, type[Type]] = {}
         self._interned: dict[tuple[Any, ...], Type] = {}
         self._elements: dict[DType, ElementType] = {}
+        self._arrays: dict[tuple[np.dtype[Any], tuple[int, ...]], TensorType | None] = {}  # see array_type
         for cls in (ElementType, TensorType, ListType, TupleType):
             self.register_type_class(cls)
 
@@ -312,14 +317,30 @@ class IRContext:
         if type(shape) is tuple and format == "ND":
             # Fast path: an existing static-or-unknown-dim ND tensor type is one dict hit. A float dim
             # compares equal to an int one, so the hit counts only when the dims sum to an int.
-            found = self._interned.get((TensorType, (element, shape, "ND")))
+            key = (TensorType, (element, shape, "ND"))
+            found = self._interned.get(key)
             if found is not None:
                 if type(sum(shape, 0)) is int:
                     return found  # type: ignore[return-value]
                 TensorType._key(element, shape)  # refuses float and bool dims
+            elif type(element) is ElementType and set(map(type, shape)) <= _INT and (not shape or min(shape) >= UNKNOWN_DIM):
+                # A new type of plain int dims, each known or -1: these arguments are its canonical key.
+                made = TensorType(self, element, shape, "ND")
+                self._interned[key] = made
+                return made
         elif type(shape) is tuple:  # the raw-argument cache in get() would accept equal float dims
             TensorType._key(element, shape, format)
         return self.get(TensorType, element, shape, format)  # type: ignore[return-value]
+
+    def array_type(self, array: np.ndarray) -> TensorType | None:
+        """The ``ND`` tensor type of a numpy array's dtype and shape, or None when its dtype has no IR element
+        type; remembered by (numpy dtype, shape), as constants repeat them."""
+        key = (array.dtype, array.shape)
+        found = self._arrays.get(key, _NO_TYPE)
+        if found is _NO_TYPE:
+            dtype = from_numpy(array.dtype)
+            found = self._arrays[key] = self.tensor(dtype, array.shape) if dtype is not None else None
+        return found  # type: ignore[no-any-return]
 
     def list_of(self, element: Type) -> ListType:
         return self.get(ListType, element)  # type: ignore[return-value]

@@ -34,6 +34,8 @@ def check_source_attrs(node_name: str, op: str, attrs: Mapping[str, Any], droppe
                 f"{_found(attrs[name])}; the model is malformed"
             )
     count = attrs.get("N")
+    if count is None:
+        return
     dynamic = [s for s in opdef.inputs if s.param is ParamType.DYNAMIC]
     if isinstance(count, int) and not isinstance(count, bool) and len(dynamic) == 1:
         fixed = sum(1 for s in opdef.inputs if s.param is ParamType.REQUIRED)

@@ -111,40 +111,63 @@ def _body_builder(context: IRContext, registry: OpRegistry, parsers: OpParserReg
 
 
 def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_by: dict[str, "AcceptedFusion"]) -> list[Any]:
-    """Fusions and unclaimed nodes in a topological order of the contracted graph."""
+    """Fusions and unclaimed nodes in a topological order of the contracted graph.
+
+    A unit (an unclaimed node, or a fusion with a claimed node in the graph) is numbered by the source
+    position of its first node, so the order is :func:`lexicographic_order` with those numbers as ranks,
+    computed on the numbers themselves (an edge read twice counts twice on both sides, which changes nothing).
+    """
+    nodes = source.nodes
     if not fusions:
-        return list(source.nodes)
-    # A unit is an unclaimed node, keyed by its name, or a fusion, keyed by ("fusion", its name).
-    unit_of: dict[str, Any] = {name: ("fusion", f.name) for name, f in claimed_by.items()}
-    units: dict[Any, Any] = {}
-    first: dict[Any, int] = {}
-    for position, node in enumerate(source.nodes):
-        key = unit_of.get(node.name)
-        if key is None:
-            units[node.name] = node
-            first[node.name] = position
-        elif key not in units:
-            units[key] = claimed_by[node.name]
-            first[key] = position
-    loop_sources = {node.name for node in source.nodes if node.op_type in BACK_EDGE_OPS}
-    successors: dict[Any, dict[Any, None]] = {key: {} for key in units}  # insertion-ordered sets
-    for node in source.nodes:
-        dst = unit_of.get(node.name, node.name)
-        producers = [p for p, _ in node.inputs]
-        producers.extend(node.control_inputs)
-        for producer in producers:
-            src = unit_of.get(producer, producer)
-            out = successors.get(src)
-            if out is None or src == dst or dst in out:
-                continue
-            if producer in loop_sources and is_back_edge(source, producer, node):
-                continue
-            out[dst] = None
-    keys = lexicographic_order(successors, first.__getitem__)
-    if len(keys) < len(units):
-        cycle = " -> ".join(u if isinstance(u, str) else str(u[1]) for u in find_cycle(successors, set(units).difference(keys)))
+        return list(nodes)
+    units: list[Any] = [None] * len(nodes)  # by rank
+    rank_of: dict[str, int] = {}  # source node name -> rank of its unit
+    fusion_rank: dict[str, int] = {}
+    for position, node in enumerate(nodes):
+        fusion = claimed_by.get(node.name)
+        if fusion is None:
+            rank_of[node.name] = position
+            units[position] = node
+        elif fusion.name not in fusion_rank:
+            fusion_rank[fusion.name] = position
+            units[position] = fusion
+    for name, fusion in claimed_by.items():
+        rank = fusion_rank.get(fusion.name)
+        if rank is not None:
+            rank_of[name] = rank
+    loop_sources = {node.name for node in nodes if node.op_type in BACK_EDGE_OPS}
+    successors: list[list[int]] = [[] for _ in nodes]
+    indegree = [0] * len(nodes)
+    get = rank_of.get
+    for node in nodes:
+        dst = rank_of[node.name]
+        for producer, _ in node.inputs:
+            src = get(producer)
+            if src is not None and src != dst and not (producer in loop_sources and is_back_edge(source, producer, node)):
+                successors[src].append(dst)
+                indegree[dst] += 1
+        for producer in node.control_inputs:
+            src = get(producer)
+            if src is not None and src != dst and not (producer in loop_sources and is_back_edge(source, producer, node)):
+                successors[src].append(dst)
+                indegree[dst] += 1
+    ready = [rank for rank, unit in enumerate(units) if unit is not None and not indegree[rank]]  # ascending: a heap
+    order: list[Any] = []
+    pop, push = heapq.heappop, heapq.heappush
+    while ready:
+        rank = pop(ready)
+        order.append(units[rank])
+        for target in successors[rank]:
+            indegree[target] -= 1
+            if not indegree[target]:
+                push(ready, target)
+    count = len(units) - units.count(None)
+    if len(order) < count:
+        graph = {rank: dict.fromkeys(successors[rank]) for rank, unit in enumerate(units) if unit is not None}
+        left = set(graph).difference(rank_of[u.name] if isinstance(u, SourceNode) else fusion_rank[u.name] for u in order)
+        cycle = " -> ".join(units[rank].name for rank in find_cycle(graph, left))
         raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})")
-    return [units[k] for k in keys]
+    return order
 
 
 def lexicographic_order(successors: Mapping[Any, Iterable[Any]], rank: Callable[[Any], Any]) -> list[Any]:

@@ -68,6 +68,7 @@ class BuildContext:
     _nodes: dict[str, Node] = field(default_factory=dict)
     _fusions: dict[str, list[Node]] = field(default_factory=dict)
     _back_edges: list[tuple[str, int, str, int]] = field(default_factory=list)
+    _ops: dict[tuple[str, str], tuple[str, Any]] = field(default_factory=dict)  # (domain, op type) -> (op, its definition)
 
     def bind(self, source_name: str, index: int, value: Value) -> None:
         self._values[(source_name, index)] = value
@@ -119,10 +120,12 @@ class BuildContext:
         return self._fusions.get(fusion_name, [])
 
     def emit(self, source: SourceNode, node: Node) -> Node:
-        self._nodes[source.name] = node
+        name = source.name
+        self._nodes[name] = node
         names = source.output_names
+        values = self._values
         for i, v in enumerate(node.outputs):
-            self.bind(source.name, i, v)
+            values[(name, i)] = v
             if i < len(names) and names[i]:
                 v.meta["tensor_name"] = names[i]
         return node
@@ -183,24 +186,35 @@ class OpParserRegistry:
     def one_to_one(self, ctx: BuildContext, node: SourceNode) -> Node:
         """The node in its framework's dialect, attributes typed, bodies built."""
         framework = ctx.source.framework
-        op = f"{dialect_of(framework, node.domain)}.{node.op_type}"
         graph = ctx.graph
-        opdef = graph.registry.lookup(op)
+        found = ctx._ops.get((node.domain, node.op_type))
+        if found is None:
+            op = f"{dialect_of(framework, node.domain)}.{node.op_type}"
+            found = ctx._ops[(node.domain, node.op_type)] = (op, graph.registry.lookup(op))
+        op, opdef = found
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_attrs(plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"))
+        attrs, dropped = convert_attrs(
+            plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"), declared_kinds_only=True
+        )
         check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
             ctx.dropped_attrs[node.name] = dropped
-        inputs = [ctx.input_value(node, slot) for slot in range(len(node.inputs))]
+        built = ctx._values
+        inputs = []
+        slot = 0
+        for edge in node.inputs:
+            value = built.get(edge) if type(edge) is tuple else None
+            inputs.append(value if value is not None else ctx.input_value(node, slot))
+            slot += 1
         controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
         return graph.add_node(
             op,
             inputs,
             name=node.name,
-            attrs=_keep_declared(attrs, opdef),
+            attrs=attrs,
             num_outputs=self._num_outputs(framework, node, opdef),
             control_inputs=controls,
             subgraphs=bodies,
@@ -250,7 +264,11 @@ class OpParserRegistry:
                     f"fusion {fusion.name!r} ({fusion.pass_name}) to {fusion.op_type}: its parameters cannot be read "
                     f"from the claimed nodes: {e}"
                 ) from e
+        names_given = "_original_nodes" in attrs
         attrs.update(provenance)
+        if not names_given:
+            # Set last below, where the update put it: the names need no conversion first.
+            del attrs["_original_nodes"]
         op = f"fused.{fusion.op_type}"
         opdef = ctx.graph.registry.lookup(op)
         typed, dropped = convert_attrs(attrs, opdef)
@@ -308,18 +326,6 @@ def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bo
     """True for a TF1 loop back edge: a ``NextIteration`` feeding a ``Merge``."""
     p = source.get(producer)
     return p is not None and is_back_edge_op_pair(p.op_type, consumer.op_type)
-
-
-def _keep_declared(attrs: dict[str, AttrValue], opdef) -> dict[str, AttrValue]:
-    """Drops attributes whose kind contradicts a declared one (kept by name in the dropped list upstream)."""
-    if opdef is None:
-        return attrs
-    out = {}
-    for key, value in attrs.items():
-        spec = opdef.attrs.get(key)
-        if spec is None or spec.type_id is value.type_id:
-            out[key] = value
-    return out
 
 
 def _array(node: SourceNode) -> np.ndarray:

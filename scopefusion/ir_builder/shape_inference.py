@@ -14,10 +14,15 @@ of exactly those inputs, the node's attributes and its output count, which a clo
 bodies or loop back edges are always inferred.
 
 Within one graph, a node that reads exactly what an earlier node of the same op definition read (the same
-interned input types, equal small known values, equal plain attributes, as many outputs) takes that node's
-output types and folded values (shared arrays) instead of being inferred again: a model repeats its shape
-arithmetic per layer. A node whose inference or folding said anything (an error, an unfolded note, a failed
-fold) is never remembered.
+interned input types, equal small known values where inference or folding reads them, equal plain
+attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
+being inferred again: a model repeats its shape arithmetic and its layers. A node whose inference or
+folding said anything (an error, an unfolded note, a failed fold) is never remembered. The first node of
+an op definition, which cannot repeat, and a node that takes its input's type (below), which costs no more
+than its key, are not keyed.
+
+A node whose op has no inference function and whose every output follows one input's dtype and shape (an
+``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is.
 
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
@@ -109,6 +114,7 @@ def infer_graph(
         earlier_outcomes = earlier[1].outcomes
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
+    keyed_defs: set[int] = set()  # ids of the op definitions of the nodes met so far that may be keyed
     collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
@@ -128,8 +134,7 @@ def infer_graph(
         if op == CONST_OP:
             array = node.attrs.get("value")
             known_values[id(node.outputs[0])] = array
-            dtype = _dt.from_numpy(array.dtype)
-            node.outputs[0].type = context.tensor(dtype, array.shape) if dtype is not None else None
+            node.outputs[0].type = context.array_type(array)
             continue
         if node.subgraphs:
             for body in node.subgraphs.values():
@@ -162,7 +167,17 @@ def infer_graph(
                 result.folded += was_folded
                 result.outcomes[id(node)] = outcome
                 continue
-        key = None if node.subgraphs else _node_key(node, known_values)
+        opdef = node.opdef
+        direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
+        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is the
+        # first node of an op definition, which cannot repeat an earlier node.
+        if direct is not None or node.subgraphs:
+            key = None
+        elif id(opdef) in keyed_defs:
+            key = _node_key(node, known_values)
+        else:
+            keyed_defs.add(id(opdef))
+            key = None
         if key is not None:
             answer = repeated.get(key)
             if answer is not None:
@@ -175,25 +190,41 @@ def infer_graph(
                 result.outcomes[id(node)] = (was_folded, None)
                 continue
         unfolded = len(result.unfolded)
-        infos: list[InputInfo | None] = []
-        plain: list[InputInfo | None] = []  # the same without data
-        for v in node.inputs:
-            if v is None:
-                infos.append(None)
-                plain.append(None)
-                continue
-            info = plain_infos.get(v.type)
-            if info is None:
-                info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
-            plain.append(info)
-            data = known_values.get(id(v))
-            infos.append(info if data is None else input_info(v, data))
-        attrs = dict(node.attrs._attrs)
-        ctx = InferContext(node.opdef, node.name, infos, attrs, len(node.outputs), node.subgraphs, plain)
-        node.opdef.infer(ctx)
-        inferred = ctx.results()
-        check_contradictions(node, infos, inferred)
-        folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
+        if direct is not None:
+            # Each output follows one input's type (no inference function): the input's interned type.
+            inferred: list = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]
+            attrs = node.attrs._attrs
+            folded = None
+            if _fold_fits(node, inferred, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
+                folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
+        else:
+            depends = opdef._value_depend_slots(len(node.inputs))
+            infos: list[InputInfo | None] = []
+            seen: list[InputInfo | None] = []  # the same with data only where inference reads it
+            slot = 0
+            for v in node.inputs:
+                if v is None:
+                    infos.append(None)
+                    seen.append(None)
+                else:
+                    info = plain_infos.get(v.type)
+                    if info is None:
+                        info = plain_infos[v.type] = input_info(v, None)  # type: ignore[assignment]
+                    data = known_values.get(id(v))
+                    if data is None:
+                        infos.append(info)
+                        seen.append(info)
+                    else:
+                        full = input_info(v, data)
+                        infos.append(full)
+                        seen.append(full if slot in depends else info)
+                slot += 1
+            attrs = dict(node.attrs._attrs)
+            ctx = InferContext._of_seen_inputs(opdef, node.name, seen, attrs, len(node.outputs), node.subgraphs)
+            opdef.infer(ctx)
+            inferred = ctx.results()
+            check_contradictions(node, infos, inferred)
+            folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         if folded is _FOLD_FAILED:
             folded = key = None
         arrays: list[np.ndarray | None] = []
@@ -202,10 +233,14 @@ def infer_graph(
             if folded is not None and i < len(folded) and folded[i] is not None:
                 array = np.asarray(folded[i])
                 result.known_values[id(value)] = array
-                folded_dtype = _dt.from_numpy(array.dtype)
-                shape, dtype = array.shape, dtype or folded_dtype
+                shape = array.shape
+                if dtype is None:
+                    dtype = _dt.from_numpy(array.dtype)
             try:
-                value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+                if array is None and direct is not None:
+                    value.type = direct[i]
+                else:
+                    value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
             except (TypeError, ValueError) as e:
                 # An op's inference (or a hostile input: a negative Tile multiple) produced an impossible shape.
                 raise InferenceError(
@@ -233,41 +268,96 @@ def infer_graph(
     return result
 
 
+_CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads
+
 # Largest known input value (in elements) whose bytes go into a node's key (see _node_key).
 MAX_KEYED_ELEMENTS = 64
+PLAIN_MEMO_LIMIT = 4096  # attribute values whose stand-ins _node_key remembers; the table starts afresh when full
+_plain_memo: dict[int, tuple[AttrValue, object]] = {}  # id(AttrValue) -> (the value, kept alive; its stand-in)
+# (attribute names, ids of their values) -> (the values, kept alive; the stand-in of the map)
+_attrs_memo: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[AttrValue, ...], tuple]] = {}
 
 
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
     """What ``node``'s inference and folding read: its op definition, output count, each input's interned
     type and (small, numeric) known value, and its attributes' plain values; None when part of it cannot be
-    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute)."""
-    parts: list = [id(node.opdef), len(node.outputs)]
-    for value in node.inputs:
+    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute).
+
+    NOTE: a known value is part of the key only where something reads it: a value-dependent input (its
+    inference sees the value), or every input when the op can fold (a ``fold`` hook, or a kernel while
+    every input is known and small enough to fold; ``Range``, whose values are checked). Inference sees
+    the other inputs' types only, so a node reading a weight is keyed by the weight's type. The names of
+    the source nodes a fused node stands for (``_original_nodes``) are left out: nothing infers from them."""
+    opdef = node.opdef
+    inputs = node.inputs
+    parts: list = [id(opdef), len(node.outputs)]
+    depends: frozenset[int] | None = None  # the slots whose values are read; None: every slot's
+    if opdef.fold is None and node._op_type != "Range":  # type: ignore[union-attr]
+        foldable = opdef.reference is not None and bool(inputs)  # type: ignore[union-attr]
+        if foldable:
+            for value in inputs:
+                data = None if value is None else known.get(id(value))
+                if data is None or data.size > MAX_FOLD_ELEMENTS:
+                    foldable = False
+                    break
+        if not foldable:
+            try:
+                depends = opdef._value_depend_slots(len(inputs))  # type: ignore[union-attr]
+            except ValueError:
+                return None
+    for slot, value in enumerate(inputs):
         if value is None:
             parts.append(None)
             continue
         if value.type is None:  # a loop back edge not inferred yet
             return None
         data = known.get(id(value))
-        if data is None:
+        if data is None or (depends is not None and slot not in depends):
             parts.append(value.type)
             continue
         if data.size > MAX_KEYED_ELEMENTS or data.dtype.kind not in "biuf":
             return None
         parts.append((value.type, data.dtype.str, data.shape, data.tobytes()))
-    for name, attr in node.attrs._attrs.items():
-        plain = _plain(attr.value)
-        if plain is None:
-            return None
-        parts.append((name, attr.type_id, plain))
+    attrs = node.attrs._attrs
+    values = tuple(attrs.values())
+    # The attribute values of most nodes are shared objects (see source_attrs): a map's names and the
+    # identities of its values find its stand-in; the entry keeps the values alive, so no identity is reused.
+    maps = _attrs_memo
+    ids = (tuple(attrs), tuple(map(id, values)))
+    found = maps.get(ids)
+    if found is not None:
+        parts.append(found[1])
+        return tuple(parts)
+    memo = _plain_memo
+    stand_ins = []
+    for name, attr in attrs.items():
+        if name == "_original_nodes":
+            continue
+        known_attr = memo.get(id(attr))
+        if known_attr is not None and known_attr[0] is attr:
+            plain = known_attr[1]
+        else:
+            plain = _plain(attr.value)
+            if plain is None:
+                return None
+            if len(memo) >= PLAIN_MEMO_LIMIT:
+                memo.clear()
+            memo[id(attr)] = (attr, plain)
+        stand_ins.append((name, attr.type_id, plain))
+    part = tuple(stand_ins)
+    if len(maps) >= PLAIN_MEMO_LIMIT:
+        maps.clear()
+    maps[ids] = (values, part)
+    parts.append(part)
     return tuple(parts)
 
 
 def _plain(value: object) -> object:
     """A hashable stand-in for an attribute payload, equal only for equal payloads of the same Python types
-    (floats by their bits), or None for a payload that is not a plain value or a tuple or list of them."""
+    (floats by their bits, dtypes by identity), or None for a payload that is not a plain value or a tuple
+    or list of them."""
     kind = type(value)
-    if kind is int or kind is str or kind is bool or kind is bytes:
+    if kind is int or kind is str or kind is bool or kind is bytes or kind is _dt.DType:
         return (kind, value)
     if kind is float:
         return (kind, value.hex())  # type: ignore[attr-defined]
@@ -275,6 +365,57 @@ def _plain(value: object) -> object:
         items = [_plain(v) for v in value]  # type: ignore[attr-defined]
         return None if any(v is None for v in items) else (kind, tuple(items))
     return None
+
+
+def _direct_types(opdef, inputs: list[Value | None], count: int) -> list[TensorType] | None:
+    """The output types of a node whose op has no inference function and whose every output follows one
+    present input's dtype and shape (and format, else has format ``ND`` like its input): those inputs'
+    interned types, as inferring through the op's rules would give. None otherwise (inference decides)."""
+    plan = opdef._direct_plan(len(inputs), count)
+    if plan is None:
+        return None
+    out = []
+    for slot, keeps_format in plan:
+        value = inputs[slot]
+        if value is None:
+            return None
+        t = value.type
+        if type(t) is not TensorType or not (keeps_format or t.format == "ND"):
+            return None
+        out.append(t)
+    return out
+
+
+def _may_fold(opdef, inputs: list[Value | None], known: dict[int, np.ndarray]) -> bool:
+    """Whether :func:`_try_fold` could fold a node: a ``fold`` hook, or a kernel and every input known and
+    small enough."""
+    if opdef.fold is not None:
+        return True
+    if opdef.reference is None or not inputs:
+        return False
+    for value in inputs:
+        data = None if value is None else known.get(id(value))
+        if data is None or data.size > MAX_FOLD_ELEMENTS:
+            return False
+    return True
+
+
+def _infos(node: Node, known: dict[int, np.ndarray], plain_infos: dict) -> list[InputInfo | None]:
+    """What folding sees of each input: its type and its known value."""
+    infos: list[InputInfo | None] = []
+    for v in node.inputs:
+        if v is None:
+            infos.append(None)
+            continue
+        data = known.get(id(v))
+        if data is None:
+            info = plain_infos.get(v.type)
+            if info is None:
+                info = plain_infos[v.type] = input_info(v, None)
+            infos.append(info)
+        else:
+            infos.append(input_info(v, data))
+    return infos
 
 
 def _same_inputs(node: Node, twin: Node, known: dict[int, np.ndarray], twin_known: dict[int, np.ndarray]) -> bool:

@@ -7,20 +7,23 @@ decides the conversion (an empty list becomes that list kind; a shape becomes ``
 the type id is inferred from the value. Values with no IR form (an unknown rank, a foreign dtype such as
 TF's resource, a placeholder left in a function body) are dropped and listed, never guessed.
 
-NOTE: most attribute values repeat from node to node (``T``, ``padding``, ``strides``...). The conversions
-of plain values whose equality is exact (str, int, DType, and tuples of ints or strs; not floats, where
-``0.0 == -0.0``, nor bools, where ``True == 1``, inside tuples) are remembered once per process, keyed by the
-declared type id, the value's type and the value, in a table of bounded size (:data:`CONVERTED_LIMIT`).
+NOTE: most attribute values repeat from node to node (``T``, ``padding``, ``strides``, ``epsilon``...). The
+conversions of plain values whose equality is exact (str, int, bool, DType, floats with their sign, since
+``0.0 == -0.0``, empty tuples and tuples of ints or strs; not tuples of floats or bools, where ``True == 1``)
+are remembered once per process, keyed by the declared type id, the value's type and the value, in a table
+of bounded size (:data:`CONVERTED_LIMIT`).
 An :class:`AttrValue` is immutable, so nodes share it.
 """
 
 from __future__ import annotations
 
+from math import copysign
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .. import dtypes as _dt
+from ..dtypes import DType
 from ..ir import attrs as A
 from ..ir.attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
 from ..ir.opdef import OpDef
@@ -103,15 +106,24 @@ def convert_attrs(
     opdef: OpDef | None,
     *,
     graph_converter: Callable[[Any], Any] | None = None,
+    declared_kinds_only: bool = False,
 ) -> tuple[dict[str, AttrValue], list[str]]:
-    """Converts a node's attributes; returns ``(converted, names dropped for having no IR form)``."""
+    """Converts a node's attributes; returns ``(converted, names dropped for having no IR form)``.
+
+    ``declared_kinds_only``: a converted value whose kind contradicts its declared one is left out of
+    ``converted`` too (and not listed: it has an IR form)."""
     out: dict[str, AttrValue] = {}
     dropped: list[str] = []
     specs = opdef.attrs if opdef is not None else {}
     for name, value in attrs.items():
         spec = specs.get(name)
         declared = spec.type_id if spec is not None else None
-        key = _key(value, declared)
+        kind = type(value)
+        # _key(value, declared), its common answers spelled out
+        if kind is str or kind is DType or kind is int or kind is bool:
+            key: tuple[Any, ...] | None = (declared, kind, value)
+        else:
+            key = _key(value, declared)
         converted = _converted.get(key) if key is not None else None
         if converted is None:
             try:
@@ -126,9 +138,10 @@ def convert_attrs(
             if value is not None:
                 dropped.append(name)
             continue
+        if declared_kinds_only and declared is not None and converted.type_id is not declared:
+            continue
         out[name] = converted
     return out, dropped
-
 
 
 def _key(value: Any, declared: AttrType | None) -> tuple[Any, ...] | None:
@@ -136,7 +149,11 @@ def _key(value: Any, declared: AttrType | None) -> tuple[Any, ...] | None:
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is _dt.DType:
         return (declared, kind, value)
-    if kind is tuple and value:
+    if kind is float:
+        return (declared, kind, value, copysign(1.0, value))  # NaN never equals itself: never found
+    if kind is tuple and not value:
+        return (declared, kind, value)
+    if kind is tuple:
         first = type(value[0])
         if (first is int or first is str) and all(type(v) is first for v in value):
             return (declared, first, value)

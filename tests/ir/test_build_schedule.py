@@ -1,14 +1,18 @@
-"""The build schedule's order (``lexicographic_order``) and cycle finder against networkx on random graphs,
-and the error a cycle made by fusions gives."""
+"""The build schedule's order (``lexicographic_order``, and ``_schedule`` on graphs contracted by fusions) and
+cycle finder against networkx on random graphs, and the error a cycle made by fusions gives."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scopefusion.ir_builder.build import find_cycle, lexicographic_order
+from scopefusion.errors import FusionError
+from scopefusion.ir_builder.build import _schedule, find_cycle, lexicographic_order
+from scopefusion.parser.source_graph import SourceGraph, SourceNode
 
 
 def random_graph(draw_edges: list[tuple[int, int]], size: int, ranks: list[int]) -> tuple[dict, nx.DiGraph]:
@@ -68,3 +72,55 @@ def test_long_chain_is_ordered_without_recursion(size):
     chain[size - 1] = {0: None}
     assert lexicographic_order(chain, lambda v: v) == []
     assert find_cycle(chain, set(chain)) == list(range(size))
+
+
+def _contracted_order(nodes, groups):
+    """The build schedule spelled out with networkx: the graph contracted by the fusions, ordered by each
+    unit's first source position (units are node names, or the fusion's name)."""
+    unit = {n.name: n.name for n in nodes}
+    for name, members in groups.items():
+        for m in members:
+            unit[m] = name
+    first = {}
+    for position, n in enumerate(nodes):
+        first.setdefault(unit[n.name], position)
+    dag = nx.DiGraph()
+    dag.add_nodes_from(first)
+    for n in nodes:
+        for producer in [p for p, _ in n.inputs] + n.control_inputs:
+            if unit[producer] != unit[n.name]:
+                dag.add_edge(unit[producer], unit[n.name])
+    if not nx.is_directed_acyclic_graph(dag):
+        return None
+    return list(nx.lexicographical_topological_sort(dag, key=first.__getitem__))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 25).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.booleans()), max_size=3 * n),
+    st.lists(st.integers(-1, 3), min_size=n, max_size=n),
+)))
+def test_schedule_is_the_contracted_graphs_least_rank_order(case):
+    size, edges, group_of = case
+    data: dict[int, list] = {i: [] for i in range(size)}
+    control: dict[int, list] = {i: [] for i in range(size)}
+    for a, b, is_control in edges:
+        a, b = min(a, b), max(a, b)
+        if a != b:
+            (control if is_control else data)[b].append(f"n{a}")
+    nodes = [SourceNode(f"n{i}", "Op", inputs=[(p, 0) for p in data[i]], control_inputs=control[i]) for i in range(size)]
+    source = SourceGraph(nodes, name="g")
+    groups: dict[str, list[str]] = {}
+    for i, g in enumerate(group_of):
+        if g >= 0:
+            groups.setdefault(f"fusion{g}", []).append(f"n{i}")
+    fusions = [SimpleNamespace(name=name, claimed=members) for name, members in groups.items()]
+    claimed_by = {m: f for f in fusions for m in f.claimed}
+    want = _contracted_order(source.nodes, groups)
+    if want is None:
+        with pytest.raises(FusionError, match="applying the fusions creates a cycle"):
+            _schedule(source, fusions, claimed_by)
+        return
+    got = _schedule(source, fusions, claimed_by)
+    assert [u.name for u in got] == want

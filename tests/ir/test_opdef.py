@@ -257,3 +257,20 @@ def test_typed_attribute_values_are_checked_and_completed_like_plain_ones():
     assert list(opened.get_all_attrs()) == ["anything", "k"]
     with pytest.raises(GraphError, match="attribute 'k' is str, expected int"):
         g.add_node("t.Open", [x], attrs={"k": A.AttrValue(A.STR, "1")}, name="open_wrong_kind")
+
+
+def test_defaults_and_required_attributes_follow_declarations_made_after_first_use():
+    op = OpDef("Scale", "t").input("x").output("y", follow="x").attr("a", A.INT, default=1)
+    complete = {"a": A.AttrValue(A.INT, 2)}
+    op.complete_attrs(complete, "n0")
+    assert complete == {"a": A.AttrValue(A.INT, 2)}
+    op.attr("b", A.INT, default=3)
+    given = {"a": A.AttrValue(A.INT, 2)}
+    op.complete_attrs(given, "n1")
+    assert given["b"] == A.AttrValue(A.INT, 3)
+    copy = op.copy().attr("c", A.INT)
+    with pytest.raises(ValueError, match="needs attribute 'c'"):
+        copy.complete_attrs({"a": A.AttrValue(A.INT, 2), "b": A.AttrValue(A.INT, 3)}, "n2")
+    done = {"a": A.AttrValue(A.INT, 2), "b": A.AttrValue(A.INT, 3)}
+    op.complete_attrs(done, "n3")  # the original has no 'c'
+    assert list(done) == ["a", "b"]

@@ -4,6 +4,7 @@ converted model's bytes are the same."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,14 @@ def test_repeated_nodes_give_what_inferring_each_gives(model_path, static, monke
     _every_node_inferred(monkeypatch)
     want, want_result = from_scratch(graph, shapes)
     assert_same_inference(got, got_result, want, want_result)
-    assert keys  # nodes were keyed
+    assert keys or not _repeated_inferring_defs(graph)  # nodes were keyed where some can repeat
+
+
+def _repeated_inferring_defs(graph: Graph) -> list[str]:
+    """The op definitions with an inference function that more than one node of ``graph`` has: only their
+    later nodes are keyed (a first node cannot repeat, and a node taking its input's type is not keyed)."""
+    counts = Counter(n.op for n in graph.nodes if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype))
+    return [op for op, count in counts.items() if count > 1]
 
 
 def test_the_encoder_repeats_its_shape_arithmetic(monkeypatch):
@@ -80,3 +88,47 @@ def test_converted_bytes_are_the_same(name, monkeypatch):
     slow = convert(path, input_shapes=shapes)
     for fmt in ("ge", "ge-text", "onnx"):
         assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["model_shapes", "static_shapes"])
+def test_outputs_that_follow_an_input_get_what_inference_gives(model_path, static, monkeypatch):
+    """A node whose outputs follow one input's type takes that type without running inference: the same
+    types, folds and notes as running the op's rules through inference for every node."""
+    graph = convert(model_path).graph
+    shapes = fixed_shapes(graph) if static else {}
+    _every_node_inferred(monkeypatch)
+    direct = []
+    direct_types = shape_inference._direct_types
+
+    def counted(opdef, inputs, count):
+        found = direct_types(opdef, inputs, count)
+        direct.append(found is not None)
+        return found
+
+    monkeypatch.setattr(shape_inference, "_direct_types", counted)
+    got, got_result = from_scratch(graph, shapes)
+    monkeypatch.setattr(shape_inference, "_direct_types", lambda opdef, inputs, count: None)
+    want, want_result = from_scratch(graph, shapes)
+    assert_same_inference(got, got_result, want, want_result)
+    if model_path.suffix == ".pb":
+        assert any(direct)  # TF models have Identity reads of their weights
+
+
+def test_nodes_reading_weights_repeat_by_the_weights_types(tf_mobilenet_pb, monkeypatch):
+    """A convolution or a fused batch norm reads its weights' types only (it cannot fold): layers of one
+    shape share one answer whatever their weights and source names."""
+    repeated_ops = []
+    node_key = shape_inference._node_key
+    seen = set()
+
+    def counted(node, known):
+        key = node_key(node, known)
+        if key is not None and key in seen:
+            repeated_ops.append(node.op_type)
+        if key is not None:
+            seen.add(key)
+        return key
+
+    monkeypatch.setattr(shape_inference, "_node_key", counted)
+    convert(tf_mobilenet_pb)
+    assert {"Conv2D", "BatchNorm"} & set(repeated_ops), repeated_ops

@@ -11,7 +11,7 @@ from scopefusion.ir_builder import source_attrs
 from scopefusion.ir_builder.source_attrs import convert_attrs, convert_value
 
 VALUES = [1, True, 0, False, "SAME", b"SAME", dtypes.FLOAT32, (1, 2), (True, False), (1.0, 2.0), ("a", "b"), (1, True),
-          0.0, -0.0, (0.0,), (-0.0,), (), None]  # fmt: skip
+          0.0, -0.0, (0.0,), (-0.0,), (), None, 2.5, float("nan"), float("-inf"), 1e-3]  # fmt: skip
 
 
 def same(a, b) -> bool:
@@ -20,7 +20,9 @@ def same(a, b) -> bool:
     return a.type_id is b.type_id and type(a.value) is type(b.value) and repr(a.value) == repr(b.value)
 
 
-@pytest.mark.parametrize("declared", [None, A.INT, A.BOOL, A.FLOAT, A.STR, A.LIST_INT, A.LIST_FLOAT, A.LIST_BOOL])
+@pytest.mark.parametrize(
+    "declared", [None, A.INT, A.BOOL, A.FLOAT, A.STR, A.LIST_INT, A.LIST_FLOAT, A.LIST_BOOL, A.LIST_STR]
+)
 def test_remembered_conversions_equal_fresh_ones_for_every_declared_kind(declared):
     opdef = OpDef("Op", "t", open_attrs=True) if declared is None else OpDef("Op", "t").attr("a", declared, optional=True)
     for _ in range(2):  # the second round hits the remembered table

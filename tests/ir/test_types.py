@@ -176,3 +176,21 @@ def test_shapes_are_ints():
     with pytest.raises(TypeError, match="dim 2.0 is a float"):
         ctx.tensor(dtypes.FLOAT32, (2.0, 3))
     assert ctx.tensor(dtypes.FLOAT32, (np.int64(2), np.int32(3))) is ctx.tensor(dtypes.FLOAT32, (2, 3))
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, -1, 5), (0, 4)])
+def test_a_new_type_of_plain_dims_is_the_canonical_one(shape):
+    fresh, canonical = IRContext(), IRContext()
+    made = fresh.tensor(dtypes.FLOAT32, shape)
+    want = canonical.get(TensorType, canonical.element(dtypes.FLOAT32), list(shape), "ND")
+    assert (made.shape, made.rank, made.is_static, made.num_elements, made.nbytes) == (
+        want.shape, want.rank, want.is_static, want.num_elements, want.nbytes
+    )
+    assert made is fresh.get(TensorType, fresh.element(dtypes.FLOAT32), list(shape), "ND")
+    assert len(fresh) == len(canonical)
+
+
+def test_array_type_is_the_tensor_type_of_its_dtype_and_shape(ctx):
+    for array in (np.zeros((2, 3), np.float32), np.array(5, np.int64), np.array([b"a"]), np.zeros(0, np.bool_)):
+        assert ctx.array_type(array) is ctx.tensor(dtypes.from_numpy(array.dtype), array.shape)
+    assert ctx.array_type(np.zeros(2, np.dtype("V4"))) is None
