@@ -362,10 +362,13 @@ def test_an_interrupt_while_the_writer_copies_a_block_ahead_goes_up_at_once(monk
     monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 512)
     real = weight_stream._c_order
 
+    writer_reached = threading.Event()
+
     def interrupted_in_the_writer(array, into=None):
         if threading.current_thread().name == "scopefusion-c-order":
-            time.sleep(0.002)
+            writer_reached.wait(5)  # the worker cannot finish every block before the writer asks for one
         else:
+            writer_reached.set()
             raise KeyboardInterrupt
         return real(array, into)
 
