@@ -193,15 +193,9 @@ class SourceGraph:
         self.opset_imports: dict[str, int] = dict(opset_imports or {})
         self.metadata: dict[str, Any] = dict(metadata or {})
         node_list = list(nodes)
-        by_name: dict[str, SourceNode] = {}
-        for node in node_list:
-            if node.name in by_name:
-                raise ParseError(
-                    f"{self._where()}: two nodes are named {node.name!r} (op types "
-                    f"{by_name[node.name].op_type} and {node.op_type}); node names must be unique, "
-                    "re-export the model with unique names"
-                )
-            by_name[node.name] = node
+        by_name: dict[str, SourceNode] = {node.name: node for node in node_list}
+        if len(by_name) != len(node_list):
+            self._raise_duplicate(node_list)
         self._by_name = by_name
         #: Every node by name (read it, do not change it).
         self.by_name: dict[str, SourceNode] = by_name
@@ -248,6 +242,17 @@ class SourceGraph:
         #: graph was sorted and has no loop back edge), so no check of the order is needed.
         self.edges_run_forward = False
         self.nodes: list[SourceNode] = self._toposort(node_list, back_edge_ops) if sort else node_list
+
+    def _raise_duplicate(self, node_list: list[SourceNode]) -> None:
+        seen: dict[str, SourceNode] = {}
+        for node in node_list:
+            first = seen.setdefault(node.name, node)
+            if first is not node:
+                raise ParseError(
+                    f"{self._where()}: two nodes are named {node.name!r} (op types "
+                    f"{first.op_type} and {node.op_type}); node names must be unique, "
+                    "re-export the model with unique names"
+                )
 
     # ------------------------------------------------------------------ queries
     @property

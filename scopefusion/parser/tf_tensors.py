@@ -145,10 +145,11 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
         TensorDecodeError: unknown dtype, unknown or negative shape, or values that do not fit the shape.
     """
     code = tensor.dtype
-    entry = _TF_TYPES.get(_base(code))
+    entry = _TF_TYPES.get(code - _REF_OFFSET if code > _REF_OFFSET else code)
     if entry is None:
         raise TensorDecodeError(f"unknown TensorFlow dtype enum {code}")
-    np_dtype, field, name = _numpy_dtype(entry[0]), entry[1], entry[2]
+    stored, field, name = entry
+    np_dtype = _numpy_dtype(stored) if isinstance(stored, str) else stored
     tensor_shape = tensor.tensor_shape
     if tensor_shape.unknown_rank:
         raise TensorDecodeError(f"a {name} constant has an unknown rank")
@@ -161,12 +162,12 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
     if count > (1 << 40):
         raise TensorDecodeError(f"a {name} constant claims {count} elements")
 
-    if content_view is not None or tensor.tensor_content:
-        if content_view is not None:
-            buffer, offset, length = content_view
-        else:
-            buffer = tensor.tensor_content
-            offset, length = 0, len(buffer)
+    if content_view is not None:
+        buffer, offset, length = content_view
+    else:
+        buffer = tensor.tensor_content
+        offset, length = 0, len(buffer)
+    if length or content_view is not None:
         if np_dtype == _OBJECT:
             if field != "string_val":
                 raise TensorDecodeError(f"a {name} constant cannot be read from tensor_content")
@@ -176,8 +177,10 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
                 f"a {name} constant of shape {list(shape)} needs {count * np_dtype.itemsize} bytes of "
                 f"tensor_content, found {length}"
             )
-        array = np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset)
-        return _read_only(array.reshape(shape))
+        array = np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset).reshape(shape)
+        if buffer.__class__ is not bytes:  # a view of bytes is read-only already
+            array.flags.writeable = False
+        return array
 
     values = getattr(tensor, field)
     if field == "float8_val":

@@ -67,6 +67,13 @@ class FileReader:
         if self._progress is not None:
             self._advance(self._start + len(self._data))
 
+    def _load_at(self, pos: int) -> None:
+        """Caches the chunk that starts at ``pos`` (the walker's next bytes, wherever chunks are aligned)."""
+        self._start = pos
+        self._data = os.pread(self._fd, self._chunk, pos)
+        if self._progress is not None:
+            self._advance(pos + len(self._data))
+
     def _advance(self, end: int) -> None:
         """Reports the furthest byte read, at most once per 1 MiB of progress."""
         report = self._progress
@@ -253,25 +260,44 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
     run_start = start  # start of the current run of verbatim fields
     counts: dict[int, int] = {}
     fields = spec.fields
-    # iter_fields written out: length-delimited fields (nearly all of a GraphDef's) skip without a call,
-    # and a one-byte key (nearly every key) is read from the bytes at hand (a FileReader's cached chunk).
+    # iter_fields written out: a field whose key is one byte and whose length is at most two (nearly every
+    # field of a GraphDef) is read from the bytes at hand (a FileReader's cached chunk) without a call.
     reader = buf.__class__ is FileReader
+    data, base = (buf._data, buf._start) if reader else (buf, 0)
+    size = len(data)
     pos = start
     while pos < end:
         field_start = pos
-        data, offset = (buf._data, pos - buf._start) if reader else (buf, pos)
-        if 0 <= offset < len(data) and data[offset] < 0x80:
+        offset = pos - base
+        if reader and pos + 11 <= end and not (0 <= offset and offset + 11 <= size):
+            buf._load_at(pos)
+            data, base = buf._data, buf._start
+            size = len(data)
+            offset = 0
+        if pos + 11 <= end and 0 <= offset and offset + 11 <= size and data[offset] < 0x80:
             key = data[offset]
-            pos += 1
+            number, wire_type = key >> 3, key & 7
+            if number == 0:
+                raise WireError("field number 0", field_start)
+            if wire_type != LEN:
+                _, pos = _skip(buf, pos + 1, end, wire_type, number)
+                continue
+            b = data[offset + 1]
+            if b < 0x80:
+                length, payload = b, pos + 2
+            elif data[offset + 2] < 0x80:
+                length, payload = (b & 0x7F) | (data[offset + 2] << 7), pos + 3
+            else:
+                length, payload = read_varint(buf, pos + 1, end)
         else:
             key, pos = read_varint(buf, pos, end)
-        number, wire_type = key >> 3, key & 7
-        if number == 0:
-            raise WireError("field number 0", field_start)
-        if wire_type != LEN:
-            _, pos = _skip(buf, pos, end, wire_type, number)
-            continue
-        length, payload = read_varint(buf, pos, end)
+            number, wire_type = key >> 3, key & 7
+            if number == 0:
+                raise WireError("field number 0", field_start)
+            if wire_type != LEN:
+                _, pos = _skip(buf, pos, end, wire_type, number)
+                continue
+            length, payload = read_varint(buf, pos, end)
         nxt = pos = payload + length
         if nxt > end:
             raise WireError(f"field {number} claims {length} bytes but the message ends first", payload)
@@ -280,13 +306,13 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
             continue
         ordinal = counts.get(number, 0)
         counts[number] = ordinal + 1
-        if nxt - payload < threshold:
+        if length < threshold:
             continue
         if run_start < field_start:
             pieces.append(buf[run_start:field_start])
         run_start = nxt
         if isinstance(sub, _CutMarker):
-            cuts.append(Cut(path + ((number, ordinal),), payload, nxt - payload))
+            cuts.append(Cut(path + ((number, ordinal),), payload, length))
             continue
         if isinstance(sub, MapField):
             key = _map_key(buf, payload, nxt)
@@ -296,6 +322,9 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
             step = (number, ordinal)
             inner = sub
         body = _strip(buf, payload, nxt, inner, threshold, path + (step,), cuts)
+        if reader:
+            data, base = buf._data, buf._start
+            size = len(data)
         pieces.append(encode_varint((number << 3) | LEN))
         pieces.append(encode_varint(len(body)))
         pieces.append(body)
