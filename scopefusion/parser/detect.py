@@ -7,11 +7,12 @@ import re
 
 from .wire import LEN, VARINT, WireError, field_kinds
 
-__all__ = ["FORMATS", "format_from_path", "sniff"]
+__all__ = ["FORMATS", "SUFFIX_FORMATS", "format_from_path", "sniff"]
 
 FORMATS = ("savedmodel", "pb", "pbtxt", "onnx")
 
-_SUFFIXES = {".onnx": "onnx", ".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt"}
+#: The format a file name's suffix (lower case) says.
+SUFFIX_FORMATS = {".onnx": "onnx", ".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt"}
 _TEXT_GRAPHDEF = re.compile(rb"^\s*(#[^\n]*\n\s*)*(node|library|versions)\s*[{:]")
 _TEXT_ONNX = re.compile(rb"^\s*(#[^\n]*\n\s*)*(ir_version|graph|opset_import|producer_name)\s*[{:]")
 _MAX_SNIFF_FIELDS = 64
@@ -24,7 +25,7 @@ def format_from_path(path: str) -> str | None:
     base = os.path.basename(path)
     if base in ("saved_model.pb", "saved_model.pbtxt"):
         return "savedmodel"
-    return _SUFFIXES.get(os.path.splitext(base)[1].lower())
+    return SUFFIX_FORMATS.get(os.path.splitext(base)[1].lower())
 
 
 def sniff(buffer) -> str | None:
