@@ -192,17 +192,18 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
     elif field == "string_val":
         flat = np.empty(len(values), dtype=object)
         flat[:] = list(values)
+    # The repeated fields are read through a list: numpy reads a list faster than protobuf's container.
     elif field == "half_val":
-        flat = np.asarray(values, dtype=np.int64).astype(np.uint16).view(np_dtype)
+        flat = np.asarray(list(values), dtype=np.int64).astype(np.uint16).view(np_dtype)
     elif field in ("scomplex_val", "dcomplex_val"):
-        parts = np.asarray(values, dtype=np.float32 if field == "scomplex_val" else np.float64)
+        parts = np.asarray(list(values), dtype=np.float32 if field == "scomplex_val" else np.float64)
         if parts.size % 2:
             raise TensorDecodeError(f"a {name} constant has an odd number ({parts.size}) of real/imaginary parts")
         flat = parts.view(np_dtype)
     elif field == "int_val" and np_dtype.itemsize < 4:
-        flat = np.asarray(values, dtype=np.int64).astype(np_dtype)
+        flat = np.asarray(list(values), dtype=np.int64).astype(np_dtype)
     else:
-        flat = np.asarray(values, dtype=np_dtype)
+        flat = np.asarray(list(values), dtype=np_dtype)
     n = flat.shape[0]
     if n == count:
         array = flat.reshape(shape)
