@@ -197,19 +197,28 @@ def _frame_depths(nodes: list[SourceNode]) -> dict[str, int]:
     from the nodes that read nothing."""
     readers: dict[str, list[str]] = {}
     for node in nodes:
+        name = node.name
         for producer in {p for p, _ in node.inputs} | set(node.control_inputs):
-            readers.setdefault(producer, []).append(node.name)
-    ops = {n.name: n.op_type for n in nodes}
+            found = readers.get(producer)
+            if found is None:
+                readers[producer] = [name]
+            else:
+                found.append(name)
+    steps = {n.name: _FRAME_STEP[n.op_type] for n in nodes if n.op_type in _FRAME_STEP}
     depth = {n.name: 0 for n in nodes if not n.inputs and not n.control_inputs}
     todo = list(depth)
     while todo:
         name = todo.pop()
+        here = depth[name]
         for reader in readers.get(name, ()):
             if reader not in depth:
-                step = {"Enter": 1, "Exit": -1}.get(ops.get(reader, ""), 0)
-                depth[reader] = max(depth[name] + step, 0)
+                below = here + steps.get(reader, 0)
+                depth[reader] = below if below > 0 else 0
                 todo.append(reader)
     return depth
+
+
+_FRAME_STEP = {"Enter": 1, "Exit": -1}  # how an op moves its outputs into (out of) a loop frame
 
 
 def _dtype(value):
