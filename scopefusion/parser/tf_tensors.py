@@ -133,6 +133,30 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _shape_and_count(tensor_shape, name: str) -> tuple[tuple[int, ...], int]:
+    """A constant's shape and element count.
+
+    Raises:
+        TensorDecodeError: the shape is not fully known, or holds more than 2**40 elements.
+    """
+    if tensor_shape.unknown_rank:
+        raise TensorDecodeError(f"a {name} constant has an unknown rank")
+    shape = tuple([d.size for d in tensor_shape.dim])
+    count = 1
+    for s in shape:
+        if s < 0:
+            raise TensorDecodeError(f"a {name} constant has unknown dimensions {shape}")
+        count *= s
+    if count > (1 << 40):
+        raise TensorDecodeError(f"a {name} constant claims {count} elements")
+    return shape, count
+
+
+# Constants' shapes and element counts by their encoding (a model's constants share a few dozen shapes).
+_SHAPES: dict[bytes, tuple[tuple[int, ...], int]] = {}
+_MAX_SHAPES = 4096
+
+
 def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) -> np.ndarray:
     """Decodes a TensorProto (ours or TensorFlow's class: only field names are used).
 
@@ -151,16 +175,14 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
     stored, field, name = entry
     np_dtype = _numpy_dtype(stored) if isinstance(stored, str) else stored
     tensor_shape = tensor.tensor_shape
-    if tensor_shape.unknown_rank:
-        raise TensorDecodeError(f"a {name} constant has an unknown rank")
-    shape = tuple([d.size for d in tensor_shape.dim])
-    count = 1
-    for s in shape:
-        if s < 0:
-            raise TensorDecodeError(f"a {name} constant has unknown dimensions {shape}")
-        count *= s
-    if count > (1 << 40):
-        raise TensorDecodeError(f"a {name} constant claims {count} elements")
+    encoded = tensor_shape.SerializeToString()
+    known = _SHAPES.get(encoded)
+    if known is None:
+        known = _shape_and_count(tensor_shape, name)
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        _SHAPES[encoded] = known
+    shape, count = known
 
     if content_view is not None:
         buffer, offset, length = content_view
@@ -177,7 +199,9 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
                 f"a {name} constant of shape {list(shape)} needs {count * np_dtype.itemsize} bytes of "
                 f"tensor_content, found {length}"
             )
-        array = np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset).reshape(shape)
+        array = np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset)
+        if len(shape) != 1:  # frombuffer's array is one-dimensional already
+            array = array.reshape(shape)
         if buffer.__class__ is not bytes:  # a view of bytes is read-only already
             array.flags.writeable = False
         return array
