@@ -96,8 +96,9 @@ def decode_attr(value, content_view: tuple[object, int, int] | None = None) -> A
 def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[str, Any]:
     """Decodes a NodeDef's attribute map, sorted by name; ``content_views`` maps attr names to cut tensors.
 
-    The kinds most attributes have (a dtype, a flag, a string, a list of numbers) are decoded here, the rest
-    by :func:`decode_attr`. Lists of plain values are decoded once per process for each distinct encoding.
+    The kinds most attributes have (a dtype, a flag, a string, a list of numbers, a constant's tensor) are
+    decoded here, the rest by :func:`decode_attr`. Lists of plain values are decoded once per process for
+    each distinct encoding.
     """
     out: dict[str, Any] = {}
     for name in sorted(attr_map):
@@ -113,6 +114,8 @@ def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[st
             out[name] = text(value.s)
         elif kind == "list":
             out[name] = _decode_list_value(value)
+        elif kind == "tensor":
+            out[name] = tensor_to_numpy(value.tensor, None if content_views is None else content_views.get(name))
         else:
             out[name] = decode_attr(value, None if content_views is None else content_views.get(name))
     return out
