@@ -139,7 +139,7 @@ def graph_from_graph_def(
     if inputs is None:
         graph_inputs = [
             GraphInput(n.name, n.name, _dtype(n.attrs.get("dtype")), _shape(n.attrs.get("shape")), i)
-            for i, n in enumerate(n for n in nodes if n.op_type == "Placeholder")
+            for i, n in enumerate([n for n in nodes if n.op_type == "Placeholder"])
         ]
     else:
         by_name = {n.name: n for n in nodes}
@@ -181,7 +181,7 @@ def _sink_outputs(nodes: Iterable[SourceNode]) -> Iterable[GraphOutput]:
     nodes = list(nodes)
     consumed = {p for n in nodes for p, _ in n.inputs}
     consumed.update(p for n in nodes for p in n.control_inputs)
-    depth = _frame_depths(nodes) if any(n.op_type == "Enter" for n in nodes) else {}
+    depth = _frame_depths(nodes) if "Enter" in {n.op_type for n in nodes} else {}
     for node in nodes:
         if node.name in consumed or node.op_type in NON_OUTPUT_OPS:
             continue
