@@ -240,13 +240,13 @@ _IMPORTED_FOR: set[str] = set()  # the formats whose modules were imported here 
 def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
     from .parser.detect import SUFFIX_FORMATS, format_from_path
 
-    if model_format in _IMPORTED_FOR:
-        return
-    if model_format is None:
-        # The name's suffix, without asking the file system: were the path a SavedModel directory, its
-        # modules are a part of every format's.
-        if SUFFIX_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower()) in _IMPORTED_FOR:
+    if model_format:
+        if model_format in _IMPORTED_FOR:
             return
+    elif SUFFIX_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower()) in _IMPORTED_FOR:
+        # The name's suffix says a format whose modules are here, without asking the file system: were the
+        # path a SavedModel directory, its modules are a part of every format's.
+        return
     fmt = model_format or format_from_path(str(path)) or ""
     if fmt in _IMPORTED_FOR:
         return
