@@ -18,6 +18,7 @@ from typing import Iterator
 
 __all__ = [
     "Budgets",
+    "DEFAULT_BUDGETS",
     "DEFAULT_MAX_FOLDED_BYTES",
     "DEFAULT_MAX_INLINED_NODES",
     "MAX_CALL_DEPTH",

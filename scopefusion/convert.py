@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Sequence
 
-from .budgets import DEFAULT_MAX_FOLDED_BYTES, DEFAULT_MAX_INLINED_NODES, Budgets, current_budgets, use_budgets
+from .budgets import (
+    DEFAULT_BUDGETS,
+    DEFAULT_MAX_FOLDED_BYTES,
+    DEFAULT_MAX_INLINED_NODES,
+    Budgets,
+    current_budgets,
+    use_budgets,
+)
 from .collector import collector_paused
 from .errors import ModelLoadError
 from .model import Model
@@ -64,10 +73,14 @@ def convert(
     Raises:
         ScopeFusionError: any stage's error (ModelLoadError, ParseError, FusionError, InferenceError).
     """
-    try:
-        budgets = Budgets(max_inlined_nodes=max_inlined_nodes, max_folded_bytes=max_folded_bytes)
-    except ValueError as e:
-        raise ModelLoadError(f"{path}: {e}") from None
+    if (max_inlined_nodes.__class__ is int and max_inlined_nodes == DEFAULT_MAX_INLINED_NODES
+            and max_folded_bytes.__class__ is int and max_folded_bytes == DEFAULT_MAX_FOLDED_BYTES):
+        budgets = DEFAULT_BUDGETS
+    else:
+        try:
+            budgets = Budgets(max_inlined_nodes=max_inlined_nodes, max_folded_bytes=max_folded_bytes)
+        except ValueError as e:
+            raise ModelLoadError(f"{path}: {e}") from None
     with use_budgets(budgets), collector_paused():
         try:
             return _convert(path, input_shapes=input_shapes, enable=enable, disable=disable, rules=rules,
@@ -83,16 +96,22 @@ def convert(
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
     imported = len(sys.modules)
-    from .dialects import op_names
-    from .dialects.fused.declared import op_registry_for
-    from .ir.types import IRContext
-    from .ir_builder.build import build_graph
-    from .ir_builder.memory_plan import plan_memory
-    from .ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
-    from .ir_builder.shape_inference import infer_graph
-    from .ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes
-    from .parser import load
-    from .scope import PassManager, ScopeGraph
+    modules = _stage_modules()
+    op_names = modules.dialects.op_names
+    op_registry_for = modules.declared.op_registry_for
+    IRContext = modules.types.IRContext
+    build_graph = modules.build.build_graph
+    plan_memory = modules.memory_plan.plan_memory
+    build_profile = modules.profiles.build_profile
+    deferred_profile = modules.profiles.deferred_profile
+    normalize_input_shapes = modules.profiles.normalize_input_shapes
+    infer_graph = modules.shape_inference.infer_graph
+    arena_fits = modules.size_limits.arena_fits
+    check_arena = modules.size_limits.check_arena
+    check_tensor_sizes = modules.size_limits.check_tensor_sizes
+    load = modules.parser.load
+    PassManager = modules.scope.PassManager
+    ScopeGraph = modules.scope.ScopeGraph
 
     _import_conversion_modules(path, model_format)
     if len(sys.modules) > imported:
@@ -186,6 +205,25 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     )
 
 
+_STAGE_MODULES: list[SimpleNamespace] = []  # the modules of the stages, imported on the first conversion
+
+
+def _stage_modules() -> SimpleNamespace:
+    """The modules ``_convert`` calls into, imported once (their functions are read from them on each call,
+    so a replaced function is the one called)."""
+    if not _STAGE_MODULES:
+        from . import dialects, parser, scope
+        from .dialects.fused import declared
+        from .ir import types
+        from .ir_builder import build, memory_plan, profiles, shape_inference, size_limits
+
+        _STAGE_MODULES.append(SimpleNamespace(
+            dialects=dialects, parser=parser, scope=scope, declared=declared, types=types, build=build,
+            memory_plan=memory_plan, profiles=profiles, shape_inference=shape_inference, size_limits=size_limits,
+        ))
+    return _STAGE_MODULES[0]
+
+
 # The modules a conversion runs beyond those ``_convert`` imports: the fusion rules, and the parser and op
 # definitions of the model's format (by its name or the forced format; a wrong guess only imports early).
 _CONVERSION_MODULES = ("scopefusion.fusion_rules", "scopefusion.ir_builder.op_parsers", "scopefusion.dialects.fused")
@@ -200,8 +238,15 @@ _IMPORTED_FOR: set[str] = set()  # the formats whose modules were imported here 
 
 
 def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
-    from .parser.detect import format_from_path
+    from .parser.detect import SUFFIX_FORMATS, format_from_path
 
+    if model_format:
+        if model_format in _IMPORTED_FOR:
+            return
+    elif SUFFIX_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower()) in _IMPORTED_FOR:
+        # The name's suffix says a format whose modules are here, without asking the file system: were the
+        # path a SavedModel directory, its modules are a part of every format's.
+        return
     fmt = model_format or format_from_path(str(path)) or ""
     if fmt in _IMPORTED_FOR:
         return

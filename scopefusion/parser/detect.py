@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import re
 
-from .wire import LEN, VARINT, WireError, _skip, read_varint
+from .wire import LEN, VARINT, WireError, field_kinds
 
-__all__ = ["FORMATS", "format_from_path", "sniff"]
+__all__ = ["FORMATS", "SUFFIX_FORMATS", "format_from_path", "sniff"]
 
 FORMATS = ("savedmodel", "pb", "pbtxt", "onnx")
 
-_SUFFIXES = {".onnx": "onnx", ".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt"}
+#: The format a file name's suffix (lower case) says.
+SUFFIX_FORMATS = {".onnx": "onnx", ".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt"}
 _TEXT_GRAPHDEF = re.compile(rb"^\s*(#[^\n]*\n\s*)*(node|library|versions)\s*[{:]")
 _TEXT_ONNX = re.compile(rb"^\s*(#[^\n]*\n\s*)*(ir_version|graph|opset_import|producer_name)\s*[{:]")
 _MAX_SNIFF_FIELDS = 64
@@ -24,7 +25,7 @@ def format_from_path(path: str) -> str | None:
     base = os.path.basename(path)
     if base in ("saved_model.pb", "saved_model.pbtxt"):
         return "savedmodel"
-    return _SUFFIXES.get(os.path.splitext(base)[1].lower())
+    return SUFFIX_FORMATS.get(os.path.splitext(base)[1].lower())
 
 
 def sniff(buffer) -> str | None:
@@ -55,32 +56,14 @@ def sniff(buffer) -> str | None:
 
 
 def _field_kinds(buffer, limit: int) -> dict[int, int] | None:
-    """The wire type of each field number among the first ``limit + 1`` top-level fields (``iter_fields``
-    written out: a length-delimited field, nearly every one, is skipped without a call), or None when one
+    """The wire type of each field number among the first ``limit + 1`` top-level fields, or None when one
     number comes with two wire types.
 
     Raises:
         WireError: one of those fields is malformed.
     """
     seen: dict[int, int] = {}
-    pos, end = 0, len(buffer)
-    count = 0
-    while pos < end:
-        field_start = pos
-        key, pos = read_varint(buffer, pos, end)
-        number, wire_type = key >> 3, key & 7
-        if number == 0:
-            raise WireError("field number 0", field_start)
-        if wire_type == LEN:
-            length, start = read_varint(buffer, pos, end)
-            pos = start + length
-            if pos > end:
-                raise WireError(f"field {number} claims {length} bytes but the message ends first", start)
-        else:
-            _, pos = _skip(buffer, pos, end, wire_type, number)
+    for number, wire_type in field_kinds(buffer, 0, len(buffer), limit + 1):
         if seen.setdefault(number, wire_type) != wire_type:
             return None
-        if count >= limit:
-            break
-        count += 1
     return seen

@@ -117,6 +117,13 @@ class OpSignatures:
         defaults = {} if op_type in self._functions else self._defaults.get(op_type, {})
         return [(a.name, a.size(attrs, defaults)) for a in args]
 
+    def fixed_count(self, op_type: str) -> int | None:
+        """The op's output count when no attribute decides it (a builtin op of single-tensor arguments,
+        not shadowed by a library function), else None."""
+        if op_type in self._functions:
+            return None
+        return self._ops.fixed_count(op_type)
+
     def num_outputs(self, op_type: str, attrs: Mapping[str, Any]) -> int | None:
         """The node's number of output tensors, or None for an unknown op or unresolved list sizes."""
         if op_type not in self._functions:

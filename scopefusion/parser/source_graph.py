@@ -193,21 +193,19 @@ class SourceGraph:
         self.opset_imports: dict[str, int] = dict(opset_imports or {})
         self.metadata: dict[str, Any] = dict(metadata or {})
         node_list = list(nodes)
-        by_name: dict[str, SourceNode] = {}
-        for node in node_list:
-            if node.name in by_name:
-                raise ParseError(
-                    f"{self._where()}: two nodes are named {node.name!r} (op types "
-                    f"{by_name[node.name].op_type} and {node.op_type}); node names must be unique, "
-                    "re-export the model with unique names"
-                )
-            by_name[node.name] = node
+        by_name: dict[str, SourceNode] = {node.name: node for node in node_list}
+        if len(by_name) != len(node_list):
+            self._raise_duplicate(node_list)
         self._by_name = by_name
         #: Every node by name (read it, do not change it).
         self.by_name: dict[str, SourceNode] = by_name
         out_edges: dict[str, dict[str, dict[int, int]]] = {name: {} for name in by_name}
         in_edges: dict[str, dict[str, dict[int, int]]] = {}
-        for node in node_list:
+        position = {name: i for i, name in enumerate(by_name)}  # file order (the names are unique)
+        # Edges out of these (TF1 loop back edges into a Merge) do not count for the order.
+        exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
+        in_order = True  # whether every counted edge's producer comes earlier in the file than its consumer
+        for i, node in enumerate(node_list):
             consumer = node.name
             producers: dict[str, dict[int, int]] = {}
             in_edges[consumer] = producers
@@ -223,6 +221,9 @@ class SourceGraph:
                             f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
                         )
                     keyed = producers[producer] = consumers[consumer] = {}
+                    if in_order and position[producer] >= i and (
+                            not exempt or producer not in exempt or node.op_type != "Merge"):
+                        in_order = False
                 keyed[slot] = index
             for producer in node.control_inputs:
                 keyed = producers.get(producer)
@@ -234,6 +235,9 @@ class SourceGraph:
                             f"^{producer}, but no node has that name; the graph is incomplete"
                         )
                     keyed = producers[producer] = consumers[consumer] = {}
+                    if in_order and position[producer] >= i and (
+                            not exempt or producer not in exempt or node.op_type != "Merge"):
+                        in_order = False
                 keyed[CONTROL_SLOT] = CONTROL_SLOT
         for out in self.outputs:
             if out.node not in by_name:
@@ -247,7 +251,18 @@ class SourceGraph:
         #: True when every edge, data or control, runs from an earlier to a later node of ``nodes`` (the
         #: graph was sorted and has no loop back edge), so no check of the order is needed.
         self.edges_run_forward = False
-        self.nodes: list[SourceNode] = self._toposort(node_list, back_edge_ops) if sort else node_list
+        self.nodes: list[SourceNode] = self._toposort(node_list, exempt, position, in_order) if sort else node_list
+
+    def _raise_duplicate(self, node_list: list[SourceNode]) -> None:
+        seen: dict[str, SourceNode] = {}
+        for node in node_list:
+            first = seen.setdefault(node.name, node)
+            if first is not node:
+                raise ParseError(
+                    f"{self._where()}: two nodes are named {node.name!r} (op types "
+                    f"{first.op_type} and {node.op_type}); node names must be unique, "
+                    "re-export the model with unique names"
+                )
 
     # ------------------------------------------------------------------ queries
     @property
@@ -314,26 +329,18 @@ class SourceGraph:
         return g
 
     # ------------------------------------------------------------------ ordering
-    def _toposort(self, node_list: list[SourceNode], back_edge_ops: frozenset[str]) -> list[SourceNode]:
+    def _toposort(self, node_list: list[SourceNode], exempt: set[str], position: dict[str, int],
+                  in_order: bool) -> list[SourceNode]:
         """The nodes in topological order, ties broken by file order (the smallest position first), so the
-        result is deterministic and close to the source; a file already in order keeps it."""
+        result is deterministic and close to the source; a file already in order (``in_order``) keeps it.
+        ``exempt``: the producers of back edges; ``position``: each node's place in ``node_list``."""
         by_name = self._by_name
         in_edges = self.in_edges
-        exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
         self.edges_run_forward = not exempt
 
         def counts(producer: str, consumer: str) -> bool:
             return producer not in exempt or by_name[consumer].op_type != "Merge"
 
-        position = {n.name: i for i, n in enumerate(node_list)}
-        in_order = True
-        for i, node in enumerate(node_list):
-            for producer in in_edges[node.name]:
-                if position[producer] >= i and (not exempt or counts(producer, node.name)):
-                    in_order = False
-                    break
-            if not in_order:
-                break
         if in_order:
             self._order = position
             return node_list

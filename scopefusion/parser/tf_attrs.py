@@ -96,25 +96,48 @@ def decode_attr(value, content_view: tuple[object, int, int] | None = None) -> A
 def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[str, Any]:
     """Decodes a NodeDef's attribute map, sorted by name; ``content_views`` maps attr names to cut tensors.
 
-    The kinds most attributes have (a dtype, a flag, a string) are decoded here, the rest by :func:`decode_attr`.
+    The kinds most attributes have (a dtype, a flag, a string, a list of numbers, a constant's tensor) are
+    decoded here, the rest by :func:`decode_attr`. Lists of plain values are decoded once per process for
+    each distinct encoding.
     """
-    views = content_views or _NO_VIEWS
     out: dict[str, Any] = {}
     for name in sorted(attr_map):
         value = attr_map[name]
         kind = value.WhichOneof("value")
         if kind == "type":
             code = value.type
-            dtype = from_tf(code)
+            dtype = _DTYPES.get(code)
             out[name] = dtype if dtype is not None else tf_dtype(code)
         elif kind == "b":
             out[name] = bool(value.b)
         elif kind == "s":
             out[name] = text(value.s)
+        elif kind == "list":
+            out[name] = _decode_list_value(value)
+        elif kind == "tensor":
+            out[name] = tensor_to_numpy(value.tensor, None if content_views is None else content_views.get(name))
         else:
-            out[name] = decode_attr(value, views.get(name))
+            out[name] = decode_attr(value, None if content_views is None else content_views.get(name))
     return out
 
 
-_NO_VIEWS: ContentViews = {}
+def _decode_list_value(value) -> tuple:
+    """``decode_attr`` of a ``list`` AttrValue; lists without tensors or functions (strides, shapes, dtypes)
+    come from a table keyed by their encoding, as such lists repeat across the nodes of a model."""
+    key = value.SerializeToString()
+    found = _LISTS.get(key)
+    if found is not None:
+        return found
+    lst = value.list
+    decoded = _decode_list(lst)
+    if not lst.tensor and not lst.func:  # the decoded values are immutable: one tuple may serve every node
+        if len(_LISTS) >= _MAX_LISTS:
+            _LISTS.clear()
+        _LISTS[key] = decoded
+    return decoded
 
+
+# TF DataType enum -> DType, for the codes that have one (``*_REF`` included).
+_DTYPES = {code: dtype for code in range(256) if (dtype := from_tf(code)) is not None}
+_LISTS: dict[bytes, tuple] = {}
+_MAX_LISTS = 4096

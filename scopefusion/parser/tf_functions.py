@@ -132,32 +132,34 @@ class FunctionLibrary:
             body.append((node, node_def))
             by_name[node.name] = node
 
-        def resolve(text: str, user: str) -> tuple[str, int]:
-            parts = text.split(":")
-            if len(parts) == 1:
+        def resolve(text: str, user: SourceNode | str) -> tuple[str, int]:
+            """The flat ``(producer, index)`` that ``text`` names; ``user`` (a node, or the words for an output)
+            reads it, for the messages."""
+            if ":" not in text:
                 return text, 0
+            parts = text.split(":")
             if len(parts) == 2 and parts[1].isdigit():
                 return parts[0], int(parts[1])
             if len(parts) == 3 and parts[2].isdigit():
                 producer, out_arg, index = parts[0], parts[1], int(parts[2])
                 node = by_name.get(producer)
                 if node is None:
-                    raise ParseError(f"{where}: {user} reads {text!r}, but the body has no node {producer!r}")
+                    raise ParseError(f"{where}: {_reader(user)} reads {text!r}, but the body has no node {producer!r}")
                 try:
                     flat = self.signatures.output_index(node.op_type, node.attrs, out_arg, index)
                 except IndexError as exc:
-                    raise ParseError(f"{where}: {user} reads {text!r}, but {exc}") from None
+                    raise ParseError(f"{where}: {_reader(user)} reads {text!r}, but {exc}") from None
                 if flat is None:
                     flat = self._guess_index(node, out_arg, index, fdef, where)
                 return producer, flat
-            raise ParseError(f"{where}: {user} reads {text!r}, which is not a tensor name (node:output_arg:index)")
+            raise ParseError(f"{where}: {_reader(user)} reads {text!r}, which is not a tensor name (node:output_arg:index)")
 
         for node, node_def in body:
             for text in node_def.input:
-                if text.startswith("^"):
+                if text[:1] == "^":
                     node.control_inputs.append(text[1:])
                 else:
-                    node.inputs.append(resolve(text, f"node {node.name!r} ({node.op_type})"))
+                    node.inputs.append(resolve(text, node))
             nodes.append(node)
 
         outputs: list[GraphOutput] = []
@@ -384,6 +386,11 @@ class FunctionLibrary:
                     for i, ref in enumerate(value):
                         if isinstance(ref, FunctionRef) and ref.name in self._defs:
                             node.subgraphs[f"{attr}:{i}"] = self.graph(ref.name)
+
+
+def _reader(user: SourceNode | str) -> str:
+    """Who reads a tensor, in a message: a body node, or the words given (an output argument)."""
+    return f"node {user.name!r} ({user.op_type})" if isinstance(user, SourceNode) else user
 
 
 def _substitute(value: Any, values: Mapping[str, Any]) -> Any:

@@ -139,7 +139,7 @@ def graph_from_graph_def(
     if inputs is None:
         graph_inputs = [
             GraphInput(n.name, n.name, _dtype(n.attrs.get("dtype")), _shape(n.attrs.get("shape")), i)
-            for i, n in enumerate(n for n in nodes if n.op_type == "Placeholder")
+            for i, n in enumerate([n for n in nodes if n.op_type == "Placeholder"])
         ]
     else:
         by_name = {n.name: n for n in nodes}
@@ -181,7 +181,7 @@ def _sink_outputs(nodes: Iterable[SourceNode]) -> Iterable[GraphOutput]:
     nodes = list(nodes)
     consumed = {p for n in nodes for p, _ in n.inputs}
     consumed.update(p for n in nodes for p in n.control_inputs)
-    depth = _frame_depths(nodes) if any(n.op_type == "Enter" for n in nodes) else {}
+    depth = _frame_depths(nodes) if "Enter" in {n.op_type for n in nodes} else {}
     for node in nodes:
         if node.name in consumed or node.op_type in NON_OUTPUT_OPS:
             continue
@@ -197,19 +197,28 @@ def _frame_depths(nodes: list[SourceNode]) -> dict[str, int]:
     from the nodes that read nothing."""
     readers: dict[str, list[str]] = {}
     for node in nodes:
+        name = node.name
         for producer in {p for p, _ in node.inputs} | set(node.control_inputs):
-            readers.setdefault(producer, []).append(node.name)
-    ops = {n.name: n.op_type for n in nodes}
+            found = readers.get(producer)
+            if found is None:
+                readers[producer] = [name]
+            else:
+                found.append(name)
+    steps = {n.name: _FRAME_STEP[n.op_type] for n in nodes if n.op_type in _FRAME_STEP}
     depth = {n.name: 0 for n in nodes if not n.inputs and not n.control_inputs}
     todo = list(depth)
     while todo:
         name = todo.pop()
+        here = depth[name]
         for reader in readers.get(name, ()):
             if reader not in depth:
-                step = {"Enter": 1, "Exit": -1}.get(ops.get(reader, ""), 0)
-                depth[reader] = max(depth[name] + step, 0)
+                below = here + steps.get(reader, 0)
+                depth[reader] = below if below > 0 else 0
                 todo.append(reader)
     return depth
+
+
+_FRAME_STEP = {"Enter": 1, "Exit": -1}  # how an op moves its outputs into (out of) a loop frame
 
 
 def _dtype(value):

@@ -64,7 +64,7 @@ def decode_node_def(
         attrs = decode_attrs(node_def.attr, content_views)
     except TensorDecodeError as exc:
         raise ParseError(f"{where}: node {name!r} ({op}) has an unreadable tensor attribute: {exc}") from None
-    node = SourceNode(name=name, op_type=op, attrs=attrs, device=node_def.device)
+    value = frame = None
     if op in CONST_OPS:
         value = attrs.get("value")
         if not isinstance(value, np.ndarray):
@@ -72,21 +72,24 @@ def decode_node_def(
             raise ParseError(
                 f"{where}: constant node {name!r} ({op}) has {found}; expected a tensor, so the model is incomplete or corrupt"
             )
-        node.value = value
     elif op in ENTER_OPS:
-        frame = attrs.get("frame_name")
-        if isinstance(frame, str):
-            node.frame = frame
+        frame_name = attrs.get("frame_name")
+        if isinstance(frame_name, str):
+            frame = frame_name
+    inputs: list[tuple[str, int]] = []
+    controls: list[str] = []
     if resolve_inputs:  # parse_graph_input written out: a node has several inputs and there are many nodes
-        inputs = node.inputs
-        controls = node.control_inputs
         for text in node_def.input:
             if text[:1] == "^":
                 controls.append(text[1:])
-                continue
-            producer, sep, index = text.rpartition(":")
-            inputs.append((producer, int(index)) if sep and index.isdigit() else (text, 0))
-    return node
+            elif ":" in text:
+                producer, _, index = text.rpartition(":")
+                inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
+            else:
+                inputs.append((text, 0))
+    # SourceNode's fields in order: name, op_type, inputs, control_inputs, attrs, domain, value, subgraphs,
+    # frame, output_names, device (positional arguments cost less than keywords, and there are many nodes).
+    return SourceNode(name, op, inputs, controls, attrs, "", value, {}, frame, [], node_def.device)
 
 
 def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, consumed: Iterable[tuple[str, int]] = ()) -> None:
@@ -96,15 +99,22 @@ def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, c
     (or ``consumed``, e.g. graph outputs) reads, at least one.
     """
     unknown: list[SourceNode] = []  # nodes of ops the table does not know: counted from their consumers
+    fixed: dict[str, int | None] = {}  # op type -> its output count when the attributes do not decide it
+    num_outputs = signatures.num_outputs
     for node in nodes:
         if node.output_names:
             continue
-        count = signatures.num_outputs(node.op_type, node.attrs)
+        op_type = node.op_type
+        count = fixed.get(op_type)
         if count is None:
-            unknown.append(node)
-            continue
+            count = num_outputs(op_type, node.attrs)
+            if count is None:
+                unknown.append(node)
+                continue
+            if signatures.fixed_count(op_type) == count:
+                fixed[op_type] = count
         name = node.name
-        node.output_names = [f"{name}:{i}" for i in range(count)]
+        node.output_names = [name + ":0"] if count == 1 else [f"{name}:{i}" for i in range(count)]
     if not unknown:
         return
     highest: dict[str, int] = {}

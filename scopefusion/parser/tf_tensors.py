@@ -133,6 +133,30 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _shape_and_count(tensor_shape, name: str) -> tuple[tuple[int, ...], int]:
+    """A constant's shape and element count.
+
+    Raises:
+        TensorDecodeError: the shape is not fully known, or holds more than 2**40 elements.
+    """
+    if tensor_shape.unknown_rank:
+        raise TensorDecodeError(f"a {name} constant has an unknown rank")
+    shape = tuple([d.size for d in tensor_shape.dim])
+    count = 1
+    for s in shape:
+        if s < 0:
+            raise TensorDecodeError(f"a {name} constant has unknown dimensions {shape}")
+        count *= s
+    if count > (1 << 40):
+        raise TensorDecodeError(f"a {name} constant claims {count} elements")
+    return shape, count
+
+
+# Constants' shapes and element counts by their encoding (a model's constants share a few dozen shapes).
+_SHAPES: dict[bytes, tuple[tuple[int, ...], int]] = {}
+_MAX_SHAPES = 4096
+
+
 def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) -> np.ndarray:
     """Decodes a TensorProto (ours or TensorFlow's class: only field names are used).
 
@@ -145,28 +169,27 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
         TensorDecodeError: unknown dtype, unknown or negative shape, or values that do not fit the shape.
     """
     code = tensor.dtype
-    entry = _TF_TYPES.get(_base(code))
+    entry = _TF_TYPES.get(code - _REF_OFFSET if code > _REF_OFFSET else code)
     if entry is None:
         raise TensorDecodeError(f"unknown TensorFlow dtype enum {code}")
-    np_dtype, field, name = _numpy_dtype(entry[0]), entry[1], entry[2]
+    stored, field, name = entry
+    np_dtype = _numpy_dtype(stored) if isinstance(stored, str) else stored
     tensor_shape = tensor.tensor_shape
-    if tensor_shape.unknown_rank:
-        raise TensorDecodeError(f"a {name} constant has an unknown rank")
-    shape = tuple([d.size for d in tensor_shape.dim])
-    count = 1
-    for s in shape:
-        if s < 0:
-            raise TensorDecodeError(f"a {name} constant has unknown dimensions {shape}")
-        count *= s
-    if count > (1 << 40):
-        raise TensorDecodeError(f"a {name} constant claims {count} elements")
+    encoded = tensor_shape.SerializeToString()
+    known = _SHAPES.get(encoded)
+    if known is None:
+        known = _shape_and_count(tensor_shape, name)
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        _SHAPES[encoded] = known
+    shape, count = known
 
-    if content_view is not None or tensor.tensor_content:
-        if content_view is not None:
-            buffer, offset, length = content_view
-        else:
-            buffer = tensor.tensor_content
-            offset, length = 0, len(buffer)
+    if content_view is not None:
+        buffer, offset, length = content_view
+    else:
+        buffer = tensor.tensor_content
+        offset, length = 0, len(buffer)
+    if length or content_view is not None:
         if np_dtype == _OBJECT:
             if field != "string_val":
                 raise TensorDecodeError(f"a {name} constant cannot be read from tensor_content")
@@ -177,7 +200,11 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
                 f"tensor_content, found {length}"
             )
         array = np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset)
-        return _read_only(array.reshape(shape))
+        if len(shape) != 1:  # frombuffer's array is one-dimensional already
+            array = array.reshape(shape)
+        if buffer.__class__ is not bytes:  # a view of bytes is read-only already
+            array.flags.writeable = False
+        return array
 
     values = getattr(tensor, field)
     if field == "float8_val":
@@ -189,17 +216,18 @@ def tensor_to_numpy(tensor, content_view: tuple[Any, int, int] | None = None) ->
     elif field == "string_val":
         flat = np.empty(len(values), dtype=object)
         flat[:] = list(values)
+    # The repeated fields are read through a list: numpy reads a list faster than protobuf's container.
     elif field == "half_val":
-        flat = np.asarray(values, dtype=np.int64).astype(np.uint16).view(np_dtype)
+        flat = np.asarray(list(values), dtype=np.int64).astype(np.uint16).view(np_dtype)
     elif field in ("scomplex_val", "dcomplex_val"):
-        parts = np.asarray(values, dtype=np.float32 if field == "scomplex_val" else np.float64)
+        parts = np.asarray(list(values), dtype=np.float32 if field == "scomplex_val" else np.float64)
         if parts.size % 2:
             raise TensorDecodeError(f"a {name} constant has an odd number ({parts.size}) of real/imaginary parts")
         flat = parts.view(np_dtype)
     elif field == "int_val" and np_dtype.itemsize < 4:
-        flat = np.asarray(values, dtype=np.int64).astype(np_dtype)
+        flat = np.asarray(list(values), dtype=np.int64).astype(np_dtype)
     else:
-        flat = np.asarray(values, dtype=np_dtype)
+        flat = np.asarray(list(values), dtype=np_dtype)
     n = flat.shape[0]
     if n == count:
         array = flat.reshape(shape)

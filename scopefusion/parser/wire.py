@@ -25,7 +25,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-__all__ = ["CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "iter_fields", "encode_varint", "read_varint", "strip"]
+__all__ = [
+    "CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "encode_varint", "field_kinds", "iter_fields",
+    "read_varint", "strip",
+]
 
 Path = tuple[tuple[int, Union[int, str]], ...]
 
@@ -66,6 +69,13 @@ class FileReader:
         self._data = os.pread(self._fd, self._chunk, self._start)
         if self._progress is not None:
             self._advance(self._start + len(self._data))
+
+    def _load_at(self, pos: int) -> None:
+        """Caches the chunk that starts at ``pos`` (the walker's next bytes, wherever chunks are aligned)."""
+        self._start = pos
+        self._data = os.pread(self._fd, self._chunk, pos)
+        if self._progress is not None:
+            self._advance(pos + len(self._data))
 
     def _advance(self, end: int) -> None:
         """Reports the furthest byte read, at most once per 1 MiB of progress."""
@@ -113,6 +123,11 @@ class MapField:
     """Spec node for a ``map<string, V>`` field: entries are addressed by key; ``value`` walks field 2."""
 
     value: "Spec"
+    #: The spec of one map entry (``value`` at field 2), made once.
+    entry: "Spec" = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "entry", Spec({2: self.value}))
 
 
 @dataclass
@@ -215,6 +230,51 @@ def iter_fields(buf, start: int, end: int):
         yield field_number, wire_type, field_start, payload, pos
 
 
+def field_kinds(buf, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """``(field number, wire type)`` of the first ``limit`` fields of the message in ``buf[start:end]`` (fewer
+    when it has fewer), read as :func:`iter_fields` reads them, without walking into any field.
+
+    Raises:
+        WireError: one of those fields is malformed.
+    """
+    out: list[tuple[int, int]] = []
+    reader = buf.__class__ is FileReader
+    data, base = (buf._data, buf._start) if reader else (buf, 0)
+    size = len(data)
+    pos = start
+    while pos < end and len(out) < limit:
+        field_start = pos
+        offset = pos - base
+        if reader and pos + 11 <= end and not (0 <= offset and offset + 11 <= size):
+            buf._load_at(pos)
+            data, base = buf._data, buf._start
+            size = len(data)
+            offset = 0
+        if pos + 11 <= end and 0 <= offset and offset + 11 <= size and data[offset] < 0x80 and data[offset] & 7 == LEN:
+            number = data[offset] >> 3
+            if number == 0:
+                raise WireError("field number 0", field_start)
+            b = data[offset + 1]
+            if b < 0x80:
+                length, payload = b, pos + 2
+            elif data[offset + 2] < 0x80:
+                length, payload = (b & 0x7F) | (data[offset + 2] << 7), pos + 3
+            else:
+                length, payload = read_varint(buf, pos + 1, end)
+            pos = payload + length
+            if pos > end:
+                raise WireError(f"field {number} claims {length} bytes but the message ends first", payload)
+            out.append((number, LEN))
+            continue
+        key, pos = read_varint(buf, pos, end)
+        number, wire_type = key >> 3, key & 7
+        if number == 0:
+            raise WireError("field number 0", field_start)
+        _, pos = _skip(buf, pos, end, wire_type, number)
+        out.append((number, wire_type))
+    return out
+
+
 def encode_varint(value: int) -> bytes:
     """The protobuf varint of a non-negative ``value``."""
     out = bytearray()
@@ -229,6 +289,10 @@ def encode_varint(value: int) -> bytes:
 
 
 def _map_key(buf, start: int, end: int) -> str | None:
+    # Fast path: the key (field 1, shorter than 128 bytes) comes first, as every writer puts it.
+    head = buf[start:start + 2] if start + 2 <= end else b""
+    if len(head) == 2 and head[0] == 0x0A and head[1] < 0x80 and start + 2 + head[1] <= end:
+        return bytes(buf[start + 2:start + 2 + head[1]]).decode("utf-8", "replace")
     for number, wire_type, _, payload, nxt in iter_fields(buf, start, end):
         if number == 1 and wire_type == LEN:
             return bytes(buf[payload:nxt]).decode("utf-8", "replace")
@@ -248,30 +312,52 @@ def strip(buf, start: int, end: int, spec: Spec, threshold: int = 1024) -> tuple
     return data, cuts
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]  # the varints of 0..127
+
+
 def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cuts: list[Cut]) -> bytes:
     pieces: list[bytes] = []
     run_start = start  # start of the current run of verbatim fields
     counts: dict[int, int] = {}
     fields = spec.fields
-    # iter_fields written out: length-delimited fields (nearly all of a GraphDef's) skip without a call,
-    # and a one-byte key (nearly every key) is read from the bytes at hand (a FileReader's cached chunk).
+    # iter_fields written out: a field whose key is one byte and whose length is at most two (nearly every
+    # field of a GraphDef) is read from the bytes at hand (a FileReader's cached chunk) without a call.
     reader = buf.__class__ is FileReader
+    data, base = (buf._data, buf._start) if reader else (buf, 0)
+    size = len(data)
     pos = start
     while pos < end:
         field_start = pos
-        data, offset = (buf._data, pos - buf._start) if reader else (buf, pos)
-        if 0 <= offset < len(data) and data[offset] < 0x80:
+        offset = pos - base
+        if reader and pos + 11 <= end and not (0 <= offset and offset + 11 <= size):
+            buf._load_at(pos)
+            data, base = buf._data, buf._start
+            size = len(data)
+            offset = 0
+        if pos + 11 <= end and 0 <= offset and offset + 11 <= size and data[offset] < 0x80:
             key = data[offset]
-            pos += 1
+            number, wire_type = key >> 3, key & 7
+            if number == 0:
+                raise WireError("field number 0", field_start)
+            if wire_type != LEN:
+                _, pos = _skip(buf, pos + 1, end, wire_type, number)
+                continue
+            b = data[offset + 1]
+            if b < 0x80:
+                length, payload = b, pos + 2
+            elif data[offset + 2] < 0x80:
+                length, payload = (b & 0x7F) | (data[offset + 2] << 7), pos + 3
+            else:
+                length, payload = read_varint(buf, pos + 1, end)
         else:
             key, pos = read_varint(buf, pos, end)
-        number, wire_type = key >> 3, key & 7
-        if number == 0:
-            raise WireError("field number 0", field_start)
-        if wire_type != LEN:
-            _, pos = _skip(buf, pos, end, wire_type, number)
-            continue
-        length, payload = read_varint(buf, pos, end)
+            number, wire_type = key >> 3, key & 7
+            if number == 0:
+                raise WireError("field number 0", field_start)
+            if wire_type != LEN:
+                _, pos = _skip(buf, pos, end, wire_type, number)
+                continue
+            length, payload = read_varint(buf, pos, end)
         nxt = pos = payload + length
         if nxt > end:
             raise WireError(f"field {number} claims {length} bytes but the message ends first", payload)
@@ -280,24 +366,28 @@ def _strip(buf, start: int, end: int, spec: Spec, threshold: int, path: Path, cu
             continue
         ordinal = counts.get(number, 0)
         counts[number] = ordinal + 1
-        if nxt - payload < threshold:
+        if length < threshold:
             continue
         if run_start < field_start:
             pieces.append(buf[run_start:field_start])
         run_start = nxt
         if isinstance(sub, _CutMarker):
-            cuts.append(Cut(path + ((number, ordinal),), payload, nxt - payload))
+            cuts.append(Cut(path + ((number, ordinal),), payload, length))
             continue
         if isinstance(sub, MapField):
             key = _map_key(buf, payload, nxt)
             step: tuple[int, int | str] = (number, key if key is not None else "")
-            inner = Spec({2: sub.value})
+            inner = sub.entry
         else:
             step = (number, ordinal)
             inner = sub
         body = _strip(buf, payload, nxt, inner, threshold, path + (step,), cuts)
-        pieces.append(encode_varint((number << 3) | LEN))
-        pieces.append(encode_varint(len(body)))
+        if reader:
+            data, base = buf._data, buf._start
+            size = len(data)
+        tag = (number << 3) | LEN
+        pieces.append(_ONE_BYTE[tag] if tag < 0x80 else encode_varint(tag))
+        pieces.append(_ONE_BYTE[len(body)] if len(body) < 0x80 else encode_varint(len(body)))
         pieces.append(body)
     if not pieces:
         return bytes(buf[start:end])
