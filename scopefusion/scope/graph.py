@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Sequence
+from typing import AbstractSet, Any, Iterable, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
@@ -140,6 +140,15 @@ class ScopeGraph:
                 for consumer, keyed in self._succ[name].items()
                 for slot, index in keyed.items()
             ]
+        return found
+
+    def shared_consumers_of(self, names: Iterable[str]) -> dict[str, list[tuple[str, int, int]]]:
+        """:meth:`shared_consumers` of each of ``names``, by name (the lists are shared: do not modify them)."""
+        cache = self._consumers
+        found = {}
+        for name in names:
+            listed = cache.get(name)
+            found[name] = listed if listed is not None else self.shared_consumers(name)
         return found
 
     # ------------------------------------------------------------------ scopes
