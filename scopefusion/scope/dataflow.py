@@ -49,6 +49,7 @@ from .pattern_values import (
     Tensor,
     ValuePattern,
     Var,
+    structure_key,
 )
 from .tree import Scope
 
@@ -148,6 +149,7 @@ class DataflowPattern:
         self.name: str = name or str(getattr(fn, "__name__", "pattern"))
         self._fn: Callable[..., Any] | None = fn
         self._commutative = frozenset(commutative)
+        self._parts: dict[int, tuple[OpPattern, Any]] = {}  # id(op) -> (op, key of the pattern part below it)
         if not deferred:
             self._build_pattern()
 
@@ -268,7 +270,10 @@ class DataflowPattern:
         pattern computes below that op (its inputs, theirs, ...) does not match at ``node`` (a test of a
         part of the pattern, so cheaper than a search; True says nothing about a whole match)."""
         for op in self._ops_by_type.get(node.op_type, ()):
-            key = ("sub-pattern matches", op, node.name)
+            part = self._parts.get(id(op))  # patterns whose parts are alike share the answer
+            if part is None:
+                part = self._parts[id(op)] = (op, structure_key(op) or op)
+            key = ("sub-pattern matches", part[1], node.name)
             answer = graph.memo.get(key)
             if answer is None:
                 run = _Run(self, graph, None)
