@@ -319,7 +319,7 @@ class DataflowPattern:
                 key = ("nodes of types", types)
                 listed = graph.memo.get(key)
                 if listed is None:
-                    position = graph.tree.positions
+                    position = graph.positions
                     listed = graph.memo[key] = sorted(
                         (n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
                 anchors = listed
@@ -405,7 +405,7 @@ class DataflowPattern:
         return state
 
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
-        position = graph.tree.positions
+        position = graph.positions
         by_name = graph.source.by_name
         op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
         bound = {state[key] for key in op_ids if key in state}
@@ -458,7 +458,7 @@ class _Run:
     A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
     attempts fail shallowly and their reasons are never read."""
 
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of", "_chain", "_bound")
+    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_chain", "_bound")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
@@ -467,7 +467,6 @@ class _Run:
         self.best_depth = -1
         self.best_reason = ""
         self._nodes = graph.source.by_name
-        self._scope_of = graph.tree.scope_of
         self._chain = graph.shared_constant_chain
         self._bound: set[str] = set()  # the node names bound to pattern ops (the state's string values)
 
@@ -569,7 +568,7 @@ class _Run:
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:
             return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
-        if self.within is not None and not self.within.contains(self._scope_of(node.name)):
+        if self.within is not None and not self.within.contains(self.graph.tree.scope_of(node.name)):
             return f"{node.name} lies outside scope {self.within.name}"
         if len(node.inputs) != len(op.inputs):
             return f"{node.name} ({node.op_type}) has {len(node.inputs)} input(s), the pattern expects {len(op.inputs)}"
