@@ -93,7 +93,7 @@ def while_loop(graph: ScopeGraph, node: Any) -> Loop:
     if (len(body_src.inputs), len(body_src.outputs), len(cond_src.inputs)) != (n, n, n) or not cond_src.outputs:
         raise Refused(f"{node.name}: the body or cond signature does not match the {n} loop inputs")
     main = Env(graph)
-    body_graph = ScopeGraph.build(body_src)
+    body_graph = ScopeGraph.build(body_src, tree=False)  # read by dataflow only
     probe = Env(body_graph)
     invariant: dict[int, Tensor] = {}
     for k in range(n):
@@ -102,7 +102,7 @@ def while_loop(graph: ScopeGraph, node: Any) -> Loop:
             invariant[k] = node.inputs[k]
     body = Env(body_graph, outer=main, invariants={body_src.inputs[k].node: t for k, t in invariant.items()})
     cond_invariants = {cond_src.inputs[k].node: t for k, t in invariant.items()}
-    cond = Env(ScopeGraph.build(cond_src), outer=main, invariants=cond_invariants)
+    cond = Env(ScopeGraph.build(cond_src, tree=False), outer=main, invariants=cond_invariants)
     variables = []
     for k in range(n):
         if k in invariant:

@@ -16,7 +16,6 @@ TF1 loop back edges (``NextIteration`` -> ``Merge``) are not edges here, as in S
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Iterator, Mapping, TypeVar, cast
 
 from ..errors import FusionError
@@ -36,18 +35,21 @@ class _Group(tuple[str]):
         return f"<fusion {self[0]}>"
 
 
-@dataclass(frozen=True)
 class Contraction:
     """What :meth:`ContractedOrder.find_cycle` learned about one fusion, handed back to
-    :meth:`ContractedOrder.contract`: the vertices it merges, their outside neighbours, the highest
-    predecessor number ``top``, the lowest successor number ``low``, and the region to renumber."""
+    :meth:`ContractedOrder.contract`: the vertices it merges and their nodes, the highest predecessor
+    number ``top``, the lowest successor number ``low``, and the region to renumber."""
 
-    vertices: set[_Group | str]
-    predecessors: set[Hashable]
-    successors: set[Hashable]
-    top: float
-    low: float
-    region: list[Hashable] = field(default_factory=list)
+    __slots__ = ("vertices", "nodes", "top", "low", "region")
+
+    def __init__(
+        self, vertices: set[Hashable], nodes: list[str], top: float, low: float, region: list[Hashable] | None = None
+    ) -> None:
+        self.vertices = vertices
+        self.nodes = nodes
+        self.top = top
+        self.low = low
+        self.region: list[Hashable] = region if region is not None else []
 
 
 class ContractedOrder:
@@ -168,49 +170,49 @@ class ContractedOrder:
         """
         self._ensure_valid()
         group_of = self._group_of
-        group_vertices = {group_of.get(m, m) for m in members}
-        members_of = self._members
-        nodes: list[str] = []
-        for v in group_vertices:
-            if isinstance(v, _Group):
-                nodes.extend(members_of[v])
-            else:
-                nodes.append(v)
-        preds: set[Hashable] = set()
-        succs: set[Hashable] = set()
+        nodes = list(members)
+        group_vertices: set[Hashable] = set(nodes)
+        if group_of and not group_of.keys().isdisjoint(group_vertices):  # members of earlier fusions
+            group_vertices = {group_of.get(m, m) for m in nodes}
+            nodes = []
+            for v in group_vertices:
+                nodes.extend(self._nodes_of(v))
         back = self._has_back_edges
         pred_of, succ_of = self._pred, self._succ
+        override, base = self._override, self._base
+        top = -math.inf
+        low = math.inf
         for node in nodes:
             for producer in pred_of[node]:
                 other = group_of.get(producer, producer)
-                if other not in group_vertices and not (back and self._is_back_edge(producer, node)):
-                    preds.add(other)
+                if other in group_vertices or (back and self._is_back_edge(producer, node)):
+                    continue
+                value = override.get(other)
+                if value is None:
+                    value = base[other]  # type: ignore[index]
+                if value > top:
+                    top = value
+            for consumer in succ_of[node]:
+                other = group_of.get(consumer, consumer)
+                if other in group_vertices or (back and self._is_back_edge(node, consumer)):
+                    continue
+                value = override.get(other)
+                if value is None:
+                    value = base[other]  # type: ignore[index]
+                if value < low:
+                    low = value
+        if top < low:
+            return None, Contraction(group_vertices, nodes, top, low)
+        succs: dict[Hashable, None] = {}  # dicts, not sets: the cycle reported does not depend on hashing
+        for node in nodes:
             for consumer in succ_of[node]:
                 other = group_of.get(consumer, consumer)
                 if other not in group_vertices and not (back and self._is_back_edge(node, consumer)):
-                    succs.add(other)
-        override, base = self._override, self._base
-        top = -math.inf
-        for p in preds:
-            value = override.get(p)
-            if value is None:
-                value = base[p]  # type: ignore[index]
-            if value > top:
-                top = value
-        low = math.inf
-        for p in succs:
-            value = override.get(p)
-            if value is None:
-                value = base[p]  # type: ignore[index]
-            if value < low:
-                low = value
-        if top < low:
-            return None, Contraction(group_vertices, preds, succs, top, low)
+                    succs[other] = None
         # Search the successors' descendants numbered <= top, the only ones that can reach a predecessor.
         region: list[Hashable] = []
-        seen: set[Hashable] = set()
         stack = [s for s in succs if self.pos(s) <= top]
-        seen.update(stack)
+        seen = dict.fromkeys(stack)
         local: dict[Hashable, dict[Hashable, None]] = {}
         group = _Group((name,))
         closes = False
@@ -226,7 +228,7 @@ class ContractedOrder:
                 if self.pos(nxt) <= top:
                     out[nxt] = None
                     if nxt not in seen:
-                        seen.add(nxt)
+                        seen[nxt] = None
                         stack.append(nxt)
         if closes:  # only cycles through the group are possible; spell one out
             local[group] = dict.fromkeys(s for s in seen if s in succs)
@@ -234,21 +236,20 @@ class ContractedOrder:
             if edges:
                 path = [_label(u) for u, _ in edges] + [_label(edges[0][0])]
                 return path, None
-        return None, Contraction(group_vertices, preds, succs, top, low, region)
+        return None, Contraction(group_vertices, nodes, top, low, region)
 
     def contract(self, name: str, contraction: Contraction) -> None:
         """Contracts the fusion's members into its vertex; ``contraction`` comes from :meth:`find_cycle`."""
         group_vertices, top, low, region = contraction.vertices, contraction.top, contraction.low, contraction.region
         group = _Group((name,))
-        nodes: list[str] = []
+        nodes = contraction.nodes
+        drop = self._override.pop
         for vertex in group_vertices:
-            nodes.extend(self._nodes_of(vertex))
-            self._override.pop(vertex, None)
-            if isinstance(vertex, _Group):
+            drop(vertex, None)
+            if vertex.__class__ is _Group:
                 del self._members[vertex]
         self._members[group] = nodes
-        for node in nodes:
-            self._group_of[node] = group
+        self._group_of.update(dict.fromkeys(nodes, group))
         if not region:
             if top == -math.inf and low == math.inf:
                 value = 0.0

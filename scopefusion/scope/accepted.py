@@ -131,6 +131,14 @@ class AcceptedFusion:
     attrs: dict[str, Any] = field(default_factory=dict, compare=False)
     captures: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @classmethod
+    def assemble(cls, values: dict[str, Any]) -> AcceptedFusion:
+        """``AcceptedFusion(**values)`` when ``values`` names every field, made without the frozen class's
+        field-by-field set-up (the validator makes one per accepted fusion; it gives every field)."""
+        made = object.__new__(cls)
+        made.__dict__.update(values)
+        return made
+
     @property
     def type(self) -> str:
         """Former name of :attr:`op_type`."""

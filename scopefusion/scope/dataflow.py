@@ -49,6 +49,7 @@ from .pattern_values import (
     Tensor,
     ValuePattern,
     Var,
+    structure_key,
 )
 from .tree import Scope
 
@@ -148,6 +149,7 @@ class DataflowPattern:
         self.name: str = name or str(getattr(fn, "__name__", "pattern"))
         self._fn: Callable[..., Any] | None = fn
         self._commutative = frozenset(commutative)
+        self._parts: dict[int, tuple[OpPattern, Any]] = {}  # id(op) -> (op, key of the pattern part below it)
         if not deferred:
             self._build_pattern()
 
@@ -268,7 +270,10 @@ class DataflowPattern:
         pattern computes below that op (its inputs, theirs, ...) does not match at ``node`` (a test of a
         part of the pattern, so cheaper than a search; True says nothing about a whole match)."""
         for op in self._ops_by_type.get(node.op_type, ()):
-            key = ("sub-pattern matches", op, node.name)
+            part = self._parts.get(id(op))  # patterns whose parts are alike share the answer
+            if part is None:
+                part = self._parts[id(op)] = (op, structure_key(op) or op)
+            key = ("sub-pattern matches", part[1], node.name)
             answer = graph.memo.get(key)
             if answer is None:
                 run = _Run(self, graph, None)
@@ -314,7 +319,7 @@ class DataflowPattern:
                 key = ("nodes of types", types)
                 listed = graph.memo.get(key)
                 if listed is None:
-                    position = graph.tree.positions
+                    position = graph.positions
                     listed = graph.memo[key] = sorted(
                         (n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
                 anchors = listed
@@ -400,7 +405,7 @@ class DataflowPattern:
         return state
 
     def _build(self, graph: ScopeGraph, state: _State) -> Match:
-        position = graph.tree.positions
+        position = graph.positions
         by_name = graph.source.by_name
         op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
         bound = {state[key] for key in op_ids if key in state}
@@ -453,7 +458,7 @@ class _Run:
     A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
     attempts fail shallowly and their reasons are never read."""
 
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_scope_of", "_chain", "_bound")
+    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_chain", "_bound")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
@@ -462,7 +467,6 @@ class _Run:
         self.best_depth = -1
         self.best_reason = ""
         self._nodes = graph.source.by_name
-        self._scope_of = graph.tree.scope_of
         self._chain = graph.shared_constant_chain
         self._bound: set[str] = set()  # the node names bound to pattern ops (the state's string values)
 
@@ -564,7 +568,7 @@ class _Run:
     def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
         if node.op_type not in op.op_types:
             return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
-        if self.within is not None and not self.within.contains(self._scope_of(node.name)):
+        if self.within is not None and not self.within.contains(self.graph.tree.scope_of(node.name)):
             return f"{node.name} lies outside scope {self.within.name}"
         if len(node.inputs) != len(op.inputs):
             return f"{node.name} ({node.op_type}) has {len(node.inputs)} input(s), the pattern expects {len(op.inputs)}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Sequence
+from typing import AbstractSet, Any, Iterable, Mapping, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
@@ -20,14 +20,16 @@ class ScopeGraph:
 
     Attributes:
         source: the SourceGraph, unchanged.
-        tree: the :class:`ScopeTree` built from its node names.
+        tree: the :class:`ScopeTree` built from its node names (on first use, for a graph built with
+            ``tree=False``).
         memo: answers that depend only on the graph, kept for its life so that passes asking the same
             question share one answer (a dataflow pattern's match or near miss at an anchor, per scope).
     """
 
-    def __init__(self, source: SourceGraph, tree: ScopeTree, by_type: dict[str, list[SourceNode]]) -> None:
+    def __init__(self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]]) -> None:
         self.source = source
-        self.tree = tree
+        self._tree = tree
+        self._positions: dict[str, int] | None = None
         self._by_type = by_type
         self._succ = source.out_edges
         self._by_name = source.by_name
@@ -36,12 +38,13 @@ class ScopeGraph:
         self.memo: dict[Any, Any] = {}
 
     @classmethod
-    def build(cls, source: SourceGraph) -> ScopeGraph:
-        """Builds the scope tree and the op-type index in one pass over ``source.nodes``."""
+    def build(cls, source: SourceGraph, *, tree: bool = True) -> ScopeGraph:
+        """Builds the scope tree and the op-type index in one pass over ``source.nodes``; with ``tree``
+        False the tree is built on first use (a graph read only by dataflow, a loop body, may never need it)."""
         if not isinstance(source, SourceGraph):
             raise FusionError(f"ScopeGraph.build needs a SourceGraph, got {type(source).__name__}")
         nodes = source.nodes
-        tree = ScopeTree.from_nodes(nodes)
+        scopes = ScopeTree.from_nodes(nodes) if tree else None
         by_type: dict[str, list[SourceNode]] = {}
         for node in nodes:
             bucket = by_type.get(node.op_type)
@@ -49,7 +52,23 @@ class ScopeGraph:
                 by_type[node.op_type] = [node]
             else:
                 bucket.append(node)
-        return cls(source, tree, by_type)
+        return cls(source, scopes, by_type)
+
+    @property
+    def tree(self) -> ScopeTree:
+        tree = self._tree
+        if tree is None:
+            tree = self._tree = ScopeTree.from_nodes(self.source.nodes)
+        return tree
+
+    @property
+    def positions(self) -> Mapping[str, int]:
+        """Every node's index in graph order (the tree's :attr:`~.ScopeTree.positions`; read-only)."""
+        if self._tree is not None:
+            return self._tree.positions
+        if self._positions is None:
+            self._positions = {node.name: i for i, node in enumerate(self.source.nodes)}
+        return self._positions
 
     # ------------------------------------------------------------------ nodes
     def node(self, name: str) -> SourceNode:
@@ -124,7 +143,7 @@ class ScopeGraph:
 
     def position(self, name: str) -> int:
         """The node's index in graph order."""
-        return self.tree._position[name]
+        return self.positions[name]
 
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;
@@ -140,6 +159,15 @@ class ScopeGraph:
                 for consumer, keyed in self._succ[name].items()
                 for slot, index in keyed.items()
             ]
+        return found
+
+    def shared_consumers_of(self, names: Iterable[str]) -> dict[str, list[tuple[str, int, int]]]:
+        """:meth:`shared_consumers` of each of ``names``, by name (the lists are shared: do not modify them)."""
+        cache = self._consumers
+        found = {}
+        for name in names:
+            listed = cache.get(name)
+            found[name] = listed if listed is not None else self.shared_consumers(name)
         return found
 
     # ------------------------------------------------------------------ scopes

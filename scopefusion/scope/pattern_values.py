@@ -4,7 +4,7 @@ pattern function receives (see :mod:`.dataflow` for how patterns are written and
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -12,7 +12,17 @@ from ..dtypes import DType
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
 
-__all__ = ["COMMUTATIVE_OPS", "ConstPattern", "OpBuilder", "OpOutput", "OpPattern", "Tensor", "ValuePattern", "Var"]
+__all__ = [
+    "COMMUTATIVE_OPS",
+    "ConstPattern",
+    "OpBuilder",
+    "OpOutput",
+    "OpPattern",
+    "Tensor",
+    "ValuePattern",
+    "Var",
+    "structure_key",
+]
 
 COMMUTATIVE_OPS = frozenset(
     {"Add", "AddV2", "Mul", "Maximum", "Minimum", "Max", "Min", "Sum", "AddN", "Equal", "NotEqual",
@@ -171,3 +181,41 @@ class OpBuilder:
         if isinstance(value, (bool, int, float, np.ndarray, np.generic, list, tuple)):
             return ConstPattern(value=value)
         raise FusionError(f"a pattern input must be a pattern value, a constant or a literal number, got {value!r}")
+
+
+def structure_key(op: OpPattern) -> Hashable | None:
+    """What matching the part of a pattern below ``op`` (``op``, its operands, theirs...) depends on, as a
+    hashable value: parts of different patterns with equal keys match at the same nodes. It holds each op's
+    types, operand order, attributes and check, each constant's constraints (not its name), and which
+    operands are one variable or one op. None when an attribute value is not hashable (a list, an array)."""
+    seen: dict[int, int] = {}  # id of an op, variable or constant -> the order it was first reached in
+
+    def op_key(node: OpPattern) -> Hashable:
+        attrs = []
+        for name, want in node.attrs.items():
+            hash(want)  # TypeError when unhashable
+            attrs.append((name, type(want).__name__, want))
+        operands = tuple(value_key(v) for v in node.inputs)
+        return (node.op_types, node.commute, node.operand_order, tuple(attrs), node.check, operands)
+
+    def value_key(value: ValuePattern) -> Hashable:
+        ident = id(value.op) if isinstance(value, OpOutput) else id(value)
+        order = seen.get(ident)
+        if order is not None:  # the same op, variable or constant again
+            return ("again", order, value.index if isinstance(value, OpOutput) else -1)
+        seen[ident] = len(seen)
+        if isinstance(value, OpOutput):
+            return ("op", value.index, op_key(value.op))
+        if isinstance(value, ConstPattern):
+            array = value.value
+            wanted = None if array is None else (array.dtype.str, array.shape, array.tobytes())
+            return ("const", wanted, value.shape, value.dtype, value.check, value.rtol, value.atol)
+        if isinstance(value, Var):
+            return ("var",)
+        return ("value", ident)  # another kind of value: only itself
+
+    seen[id(op)] = 0
+    try:
+        return op_key(op)
+    except TypeError:
+        return None

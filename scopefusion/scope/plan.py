@@ -8,7 +8,7 @@ one-sentence reason. Nothing is applied to the graph here: the IR builder reads 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..parser.source_graph import GraphOutput
 from ._order import ContractedOrder, Contraction
@@ -90,6 +90,15 @@ class FusionPlan:
         group = self._order.group_of(node)
         return None if group is None else group[0]
 
+    def first_owned(self, nodes: Iterable[str]) -> tuple[str, str] | None:
+        """The first of ``nodes`` that an accepted fusion claims, with that fusion's name, else None."""
+        group_of = self._order.group_of
+        for node in nodes:
+            group = group_of(node)
+            if group is not None:
+                return node, group[0]
+        return None
+
     def name_user(self, name: str) -> str | None:
         """The accepted fusion whose name (or one of whose inner nodes' names) is ``name``, else None."""
         return self._names.get(name)
@@ -97,6 +106,11 @@ class FusionPlan:
     def graph_outputs_at(self, node: str) -> Sequence[GraphOutput]:
         """The graph outputs that name an output of ``node``."""
         return self._graph_outputs.get(node, ())
+
+    @property
+    def graph_outputs_by_node(self) -> Mapping[str, Sequence[GraphOutput]]:
+        """:meth:`graph_outputs_at` for every node that has some (read-only; do not modify)."""
+        return self._graph_outputs
 
     def find_cycle(self, name: str, claimed: Sequence[str]) -> tuple[list[str] | None, Contraction | None]:
         """Whether fusing ``claimed`` as ``name`` would close a cycle with the fusions accepted so far:

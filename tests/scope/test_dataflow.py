@@ -356,3 +356,35 @@ def test_may_match_at_never_rules_out_a_match(model, request):
         assert [m.node_names for m in pattern.find(fresh, near_miss=False)] == [m.node_names for m in pattern.find(graph)]
         held_out += sum(not pattern.may_hold(graph, n) for t in pattern._all_op_types for n in graph.nodes_by_type(t))
     assert matched and ruled_out and anchors_ruled_out and held_out
+
+
+def test_patterns_with_alike_parts_share_may_hold_answers(gelu_graph):
+    """``may_hold`` asks once per graph, node and shape of the pattern part below the node's op: patterns
+    built apart with the same part share the answer; a part with another constant, op type or variable
+    sharing gets its own."""
+
+    def erf_part(op, x):
+        return op.Erf(op.RealDiv(x, op.const("sqrt2", value=1.4142135)))
+
+    def erf_then_add(op, x):
+        return op.AddV2(erf_part(op, x), 1.0)
+
+    def erf_then_mul(op, x):
+        return op.Mul(erf_part(op, x), 2.0)
+
+    def other_constant(op, x):
+        return op.Mul(op.Erf(op.RealDiv(x, op.const("sqrt2", value=2.0))), 2.0)
+
+    def one_variable_twice(op, x):
+        return op.Mul(op.Erf(op.RealDiv(x, x)), 2.0)
+
+    erf = gelu_graph.node("g1/erf")
+    first, second = DataflowPattern(erf_then_add), DataflowPattern(erf_then_mul)
+    assert df.structure_key(first._ops_by_type["Erf"][0]) == df.structure_key(second._ops_by_type["Erf"][0])
+    assert first.may_hold(gelu_graph, erf)
+    asked = len(gelu_graph.memo)
+    assert second.may_hold(gelu_graph, erf)
+    assert len(gelu_graph.memo) == asked  # the answer of the first pattern's part
+    assert not DataflowPattern(other_constant).may_hold(gelu_graph, erf)
+    assert not DataflowPattern(one_variable_twice).may_hold(gelu_graph, erf)
+    assert len(gelu_graph.memo) == asked + 2

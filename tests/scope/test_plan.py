@@ -420,3 +420,29 @@ def test_omitted_optional_inputs(mk):
 
     miss = DataflowPattern(lambda op, x, a, b, c: op.Resize(x, a, b, c), name="resize").match_at(graph, "f/r")
     assert miss.reason == "an omitted optional input stands where Var('a') is expected"
+
+
+def test_problems_of_several_kinds_refuse_for_the_earliest_kind(mk):
+    """The boundary checks walk the claimed nodes once, yet a result is refused as if each check walked
+    them in turn: an unmapped input of a later node before a value leaving an earlier one."""
+    graph = ScopeGraph.build(
+        mk.graph(
+            *mk.ops(
+                ("x", "Placeholder"), ("z", "Placeholder"), ("f/a", "Neg", "x"), ("f/b", "Add", "f/a", "z"),
+                ("w", "Relu", "f/a"), ("y", "Relu", "f/b"),
+            ),
+            outputs=("y", "f/a"),
+        )
+    )
+    result = FusionScopesResult("f", "T", scopes=[graph.scope("f/")])
+    result.pass_name = "TestPass"
+    result.insert_inputs("f/a", [0])
+    result.insert_outputs("f/b", [0])
+    assert refuse(FusionPlan(graph), result) == (
+        "input 1 of f/b (Add) comes from z:0 outside the fusion but no fused input port maps it; map it with insert_inputs"
+    )
+    result.insert_inputs("f/b", [OFF, 1])
+    assert refuse(FusionPlan(graph), result) == (
+        "intermediate value f/a:0 is consumed outside the fusion by w (input 0); map it to a fused output port "
+        "or leave the node out"
+    )

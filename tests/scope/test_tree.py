@@ -165,3 +165,12 @@ def test_empty_tree():
 def test_build_refuses_a_non_source_graph():
     with pytest.raises(FusionError, match="needs a SourceGraph"):
         ScopeGraph.build([])  # type: ignore[arg-type]
+
+
+def test_a_graph_built_without_its_tree_builds_the_same_tree_on_first_use(mk):
+    source = mk.graph(*mk.ops(("x", "Placeholder"), ("a/b", "Neg", "x"), ("a/c/d", "Relu", "a/b"), ("y", "Neg", "a/c/d")))
+    eager, lazy = ScopeGraph.build(source), ScopeGraph.build(source, tree=False)
+    assert dict(lazy.positions) == dict(eager.positions) == {"x": 0, "a/b": 1, "a/c/d": 2, "y": 3}
+    assert lazy.position("a/c/d") == 2
+    assert [s.name for s in lazy.scopes()] == [s.name for s in eager.scopes()]
+    assert dict(lazy.positions) == dict(eager.tree.positions)
