@@ -500,17 +500,18 @@ class _BodySource:
             )
 
 
-@dataclass
 class _OpRecord:
-    name: str
-    op: str
-    inputs: list[tuple[str, int] | None]
-    controls: list[str]
-    types: list[Any]
-    bodies: list[tuple[str, str]]  # (key, GraphDef name)
-    attrs: dict[str, AttrValue]
-    where: str
-    back_edges: tuple[int, ...] = ()
+    """One ``OpDef`` as read, before its inputs are resolved (a plain class: a dataclass costs a third of a
+    millisecond at import, and writing GE imports this module too)."""
+
+    __slots__ = ("name", "op", "inputs", "controls", "types", "bodies", "attrs", "where", "back_edges")
+
+    def __init__(self, name: str, op: str, inputs: list[tuple[str, int] | None], controls: list[str],
+                 types: list[Any], bodies: list[tuple[str, str]], attrs: dict[str, AttrValue], where: str,
+                 back_edges: tuple[int, ...] = ()) -> None:
+        self.name, self.op, self.inputs, self.controls, self.types = name, op, inputs, controls, types
+        self.bodies = bodies  # (key, GraphDef name)
+        self.attrs, self.where, self.back_edges = attrs, where, back_edges
 
 
 def _read_graph(graph_def: pb.GraphDef, bodies: _BodySource, ctx: SerdeContext) -> Graph:
