@@ -22,7 +22,6 @@ import signal
 import stat
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from os import PathLike
 from typing import Iterable, Iterator, Sequence, Union
 
@@ -30,14 +29,21 @@ __all__ = ["Data", "FileRange", "default_file_mode", "describe_write_error", "it
 
 
 
-@dataclass(frozen=True)
 class FileRange:
     """A chunk of output that is ``length`` bytes of the open file ``fd`` from ``offset``: the kernel copies
     it into the output file (``os.sendfile``), so the bytes never pass through this process's memory."""
 
-    fd: int
-    offset: int
-    length: int
+    # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond on a process's
+    # first write.
+    __slots__ = ("fd", "offset", "length")
+
+    def __init__(self, fd: int, offset: int, length: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.length = length
+
+    def __repr__(self) -> str:
+        return f"FileRange(fd={self.fd}, offset={self.offset}, length={self.length})"
 
     def chunks(self, size: int = 8 << 20) -> Iterator[bytes]:
         """The bytes, read in pieces of at most ``size``.

@@ -20,18 +20,15 @@ if TYPE_CHECKING:  # pragma: no cover
         default_registry,
         default_serializer_registry,
     )
-    from .ge import (
+    from .ge import graph_to_proto, model_to_proto, to_bytes, to_text
+    from .ge_read import (
         ModelContents,
         from_bytes,
         from_text,
         graph_from_proto,
-        graph_to_proto,
         model_from_bytes,
         model_from_proto,
         model_from_text,
-        model_to_proto,
-        to_bytes,
-        to_text,
     )
 
 __all__ = [
@@ -55,12 +52,14 @@ __all__ = [
     "to_text",
 ]
 
-# The names above, imported on first use: writing ONNX imports this package without needing GE's messages.
+# The names above, imported on first use: writing ONNX imports this package without needing GE's messages,
+# and writing GE does not load the reading side.
 _MODULE_OF = {
     **dict.fromkeys(("AttrSerializer", "AttrSerializerRegistry", "ListSerializer", "SerdeContext", "ValueSerializer",
                      "default_registry", "default_serializer_registry"), "attr_serializers"),
-    **dict.fromkeys(("ModelContents", "from_bytes", "from_text", "graph_from_proto", "graph_to_proto", "model_from_bytes",
-                     "model_from_proto", "model_from_text", "model_to_proto", "to_bytes", "to_text"), "ge"),
+    **dict.fromkeys(("graph_to_proto", "model_to_proto", "to_bytes", "to_text"), "ge"),
+    **dict.fromkeys(("ModelContents", "from_bytes", "from_text", "graph_from_proto", "model_from_bytes",
+                     "model_from_proto", "model_from_text"), "ge_read"),
 }
 
 

@@ -117,7 +117,7 @@ class SerdeContext:
         write_standalone_graph(graph, graph_def, self)
 
     def read_graph(self, graph_def: pb.GraphDef) -> "Graph":
-        from .ge import read_standalone_graph
+        from .ge_read import read_standalone_graph
 
         return read_standalone_graph(graph_def, self)
 

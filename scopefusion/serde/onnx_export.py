@@ -42,7 +42,7 @@ from .onnx_attrs import type_proto
 from .onnx_fused import FusedExporterRegistry, fused_exporters_for
 from .onnx_graph import FALLBACK_DOMAIN, GraphWriter, append_value_infos
 from .onnx_lowering import LoweringRegistry, default_lowerings
-from .onnx_lowering.tf1_frames import functional_loops
+from .onnx_lowering.registry import FRAME_MARKERS
 from .onnx_node import append_initializers, append_nodes
 from .onnx_optimize import optimize_nodes
 from .onnx_proto import (
@@ -265,7 +265,7 @@ def _graph_model(
     writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry),
                          domain_versions, lowerings=lowerings if lowerings is not None else default_lowerings())
     if writer.lowerings is not None and len(writer.lowerings):
-        graph = functional_loops(graph)  # TF1 loop frames as While nodes (a copy; the model's graph stays)
+        graph = _functional_loops(graph)
     # The graph is written in place into the model (helper.make_model would copy it, weights and all).
     proto = ModelProto()
     proto.ir_version = ir_version()
@@ -371,6 +371,16 @@ def _dim_params(model: "Model") -> dict[str, tuple[str, ...]]:
                 stem = node.name.split(":")[0].replace("/", "_")
                 out[node.name] = tuple(f"{stem}_dim{i}" if d < 0 else "" for i, d in enumerate(t.shape))
     return out
+
+
+def _functional_loops(graph: Graph) -> Graph:
+    """``graph`` with its TF1 loop frames as While nodes and v1 conds as If nodes (a copy; the model's graph
+    stays), or ``graph`` itself when it has neither (then :mod:`.onnx_lowering.tf1_frames` is not imported)."""
+    if not any(node.op in FRAME_MARKERS for node in graph.nodes):
+        return graph
+    from .onnx_lowering.tf1_frames import functional_loops
+
+    return functional_loops(graph)
 
 
 def _guard(fn, what: str):

@@ -26,7 +26,6 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import SerdeError
@@ -75,17 +74,20 @@ class _Names:
         return name
 
 
-@dataclass
 class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
-    graph: Graph
-    parent: "_Scope | None"
-    names: dict[int, str] = field(default_factory=dict)  # id(value) -> ONNX name
-    visible: dict[str, str] = field(default_factory=dict)  # source tensor / IR value name -> ONNX name
-    initializers: list[Initializer] = field(default_factory=list)  # made by fused exporters
-    folded: dict[int, Any] = field(default_factory=dict)  # id(value) -> array, tf values computed from constants
-    output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
+    # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
+    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids")
+
+    def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
+        self.graph = graph
+        self.parent = parent
+        self.names: dict[int, str] = {}  # id(value) -> ONNX name
+        self.visible: dict[str, str] = {}  # source tensor / IR value name -> ONNX name
+        self.initializers: list[Initializer] = []  # made by fused exporters
+        self.folded: dict[int, Any] = {}  # id(value) -> array, tf values computed from constants
+        self.output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self

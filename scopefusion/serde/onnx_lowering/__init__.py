@@ -17,6 +17,10 @@ gathers, scatters), :mod:`.shapes`, :mod:`.reduce`, :mod:`.misc` (identities, No
 :mod:`.control` (While, If, Case, calls; bodies typed by :mod:`.bodies`, lists written in order as scan outputs
 by :mod:`.loop_scans`). TF1 frames are rebuilt as While and If first (:mod:`.tf1_frames`, :mod:`.tf1_conds`).
 
+A family's module is imported on the first lookup of one of its op types (the table
+:data:`.registry.FAMILIES` names each family's types; a new family module goes there too), and the writer
+imports :mod:`.tf1_frames` only for a graph that has a loop frame or a v1 cond.
+
 Registering a lowering is one call::
 
     lowerings = default_lowerings()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from ...errors import SerdeError
@@ -9,7 +10,7 @@ from ...errors import SerdeError
 if TYPE_CHECKING:  # pragma: no cover
     from .emitter import LoweringEmitter
 
-__all__ = ["Lowering", "LoweringRegistry", "default_lowerings"]
+__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "default_lowerings", "family_types"]
 
 Lowering = Callable[["LoweringEmitter"], None]
 
@@ -18,7 +19,8 @@ class LoweringRegistry:
     """Lowerings by ``tf`` op type (``"Conv2D"``, no dialect)."""
 
     def __init__(self, lowerings: Iterable[tuple[str, Lowering]] = ()) -> None:
-        self._lowerings: dict[str, Lowering] = {}
+        # a str value names the builtin family module whose LOWERINGS holds the function (not yet imported)
+        self._lowerings: dict[str, Lowering | str] = {}
         for op_type, fn in lowerings:
             self.register(op_type, fn)
 
@@ -35,7 +37,18 @@ class LoweringRegistry:
         self._lowerings[op_type] = lowering
 
     def get(self, op_type: str) -> Lowering | None:
-        return self._lowerings.get(op_type)
+        found = self._lowerings.get(op_type)
+        if isinstance(found, str):
+            return self._load(found)[op_type]
+        return found
+
+    def _load(self, family: str) -> dict[str, Lowering]:
+        """Imports builtin family ``family`` and puts its functions in place of the types still naming it."""
+        lowerings = dict(importlib.import_module(f"{__package__}.{family}").LOWERINGS)
+        for op_type, fn in lowerings.items():
+            if self._lowerings.get(op_type) == family:
+                self._lowerings[op_type] = fn
+        return lowerings
 
     def types(self) -> list[str]:
         return sorted(self._lowerings)
@@ -47,40 +60,74 @@ class LoweringRegistry:
         return len(self._lowerings)
 
 
-_BUILTIN: dict[str, Lowering] = {}  # the builtin lowerings, gathered once (each registry gets its own copy)
+# The builtin lowering families: module of this package -> the tf op types its ``LOWERINGS`` maps (a module is
+# imported on the first lookup of one of its types: a model needs a few families). tests/serde/
+# test_onnx_lowering_registry.py compares this table with what the modules register.
+FAMILIES: dict[str, str] = {  # the types separated by spaces
+    "elementwise": (
+        "Abs Acos Acosh Add AddN AddV2 ApproximateEqual Asin Asinh Atan Atanh BitwiseAnd BitwiseOr BitwiseXor "
+        "Cast Ceil ClipByValue Cos Cosh Div DivNoNan Elu Equal Erf Erfc Exp Expm1 Floor FloorDiv FloorMod "
+        "Greater GreaterEqual Inv Invert IsFinite IsInf IsNan LeakyRelu LeftShift Less LessEqual Log Log1p "
+        "LogicalAnd LogicalNot LogicalOr Maximum Minimum Mod Mul MulNoNan Neg NotEqual OnesLike Pow RealDiv "
+        "Reciprocal Relu Relu6 RightShift Rint Round Rsqrt Select SelectV2 Selu Sigmoid Sign Sin Sinh "
+        "Softplus Softsign Sqrt Square SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy Xlogy "
+        "ZerosLike"
+    ),
+    "compositions": "Atan2 BroadcastGradientArgs Cumprod InTopKV2",
+    "nn": (
+        "AvgPool AvgPool3D BatchMatMul BatchMatMulV2 BatchMatMulV3 BiasAdd BiasAddV1 Conv2D Conv3D "
+        "DepthToSpace DepthwiseConv2dNative Einsum FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3 L2Loss "
+        "LRN LogSoftmax MatMul MaxPool MaxPool3D MaxPoolV2 ResizeBilinear ResizeNearestNeighbor Softmax "
+        "SpaceToDepth"
+    ),
+    "conv_transpose": "Conv2DBackpropInput",
+    "resize": "ResizeArea ResizeBicubic",
+    "detection": "NonMaxSuppressionV2 NonMaxSuppressionV3 NonMaxSuppressionV4 NonMaxSuppressionV5 TopKV2",
+    "array": (
+        "BroadcastTo ConjugateTranspose ExpandDims Fill InvertPermutation MirrorPad Pad PadV2 Range Reshape "
+        "ReverseV2 Squeeze Tile Transpose Unique Where"
+    ),
+    "space_batch": "BatchToSpaceND SpaceToBatchND",
+    "slicing": (
+        "Concat ConcatV2 Gather GatherNd GatherV2 OneHot Pack ScatterNd Slice Split SplitV StridedSlice "
+        "TensorScatterAdd TensorScatterUpdate Unpack"
+    ),
+    "shapes": "BroadcastArgs Rank Shape ShapeN Size",
+    "reduce": "All Any ArgMax ArgMin Cumsum EuclideanNorm Max Mean Min Prod Sum",
+    "control": (
+        "Case Enter Exit If LoopCond Merge NextIteration PartitionedCall StatefulPartitionedCall "
+        "StatelessCase StatelessIf StatelessWhile Switch While"
+    ),
+    "tensor_lists": (
+        "EmptyTensorList TensorArrayCloseV3 TensorArrayConcatV3 TensorArrayGatherV3 TensorArrayReadV3 "
+        "TensorArrayScatterV3 TensorArraySizeV3 TensorArraySplitV3 TensorArrayV3 TensorArrayWriteV3 "
+        "TensorListElementShape TensorListFromTensor TensorListGather TensorListGetItem TensorListLength "
+        "TensorListPopBack TensorListPushBack TensorListReserve TensorListSetItem TensorListStack"
+    ),
+    "misc": (
+        "Assert CheckNumerics ControlTrigger DebugIdentity EnsureShape Identity IdentityN NoOp "
+        "PlaceholderWithDefault PreventGradient Print Snapshot StopGradient"
+    ),
+    "random_ops": "RandomStandardNormal RandomUniform RandomUniformInt TruncatedNormal",
+}
+
+# The qualified ops that mark a TF1 loop frame or a v1 cond: a graph without them needs no rebuilding, and the
+# writer imports :mod:`.tf1_frames` only for one that has them.
+FRAME_MARKERS = frozenset({"tf.LoopCond", "tf.Switch"})
+
+# NOTE: a pure cache: tf op type -> its family's module name, made from FAMILIES on first use
+_FAMILY_OF: dict[str, str] = {}
+
+
+def family_types(family: str) -> list[str]:
+    """The tf op types :data:`FAMILIES` gives ``family``."""
+    return FAMILIES[family].split()
 
 
 def default_lowerings() -> LoweringRegistry:
-    """A fresh registry holding every builtin lowering."""
-    if not _BUILTIN:
-        _BUILTIN.update(_builtin_lowerings()._lowerings)
+    """A fresh registry holding every builtin lowering (each family's module imported on first use)."""
+    if not _FAMILY_OF:
+        _FAMILY_OF.update((op_type, family) for family in FAMILIES for op_type in family_types(family))
     registry = LoweringRegistry()
-    registry._lowerings = dict(_BUILTIN)
-    return registry
-
-
-def _builtin_lowerings() -> LoweringRegistry:
-    from . import (
-        array,
-        compositions,
-        control,
-        conv_transpose,
-        detection,
-        elementwise,
-        misc,
-        nn,
-        random_ops,
-        reduce,
-        resize,
-        shapes,
-        slicing,
-        space_batch,
-        tensor_lists,
-    )
-
-    registry = LoweringRegistry()
-    for family in (elementwise, compositions, nn, conv_transpose, resize, detection, array, space_batch, slicing, shapes,
-                   reduce, control, tensor_lists, misc, random_ops):
-        for op_type, fn in family.LOWERINGS:
-            registry.register(op_type, fn)
+    registry._lowerings = dict(_FAMILY_OF)
     return registry

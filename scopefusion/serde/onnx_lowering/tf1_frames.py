@@ -32,13 +32,13 @@ from ...errors import SerdeError
 from ...ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from .bodies import infer_again
+from .registry import FRAME_MARKERS
 from .tensor_lists import declared_element_shape, holds_list, list_element_type
 from .tf1_conds import conds_to_if
 
 __all__ = ["functional_loops"]
 
 _FRAME_OPS = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
-_FRAME_MARKERS = frozenset({"tf.LoopCond", "tf.Switch"})  # a loop frame's or a v1 cond's qualified ops
 
 
 class _NotALoop(Exception):
@@ -68,7 +68,7 @@ def functional_loops(graph: Graph) -> Graph:
     """``graph`` with each TF1 loop frame as a ``tf.While`` and each v1 cond as a ``tf.If`` (a copy), or
     ``graph`` itself when it has neither."""
     for node in graph.nodes:
-        if node.op in _FRAME_MARKERS:
+        if node.op in FRAME_MARKERS:
             break
     else:
         return graph  # no loop frame and no v1 cond
