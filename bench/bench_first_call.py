@@ -96,7 +96,9 @@ def _env(repo: Path, workdir: Path) -> dict[str, str]:
 
 
 def _run(script: str, args: list[str], env: dict[str, str]) -> object:
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
+    # run in the measured checkout: ``python -c`` puts the working directory first on the path
+    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+                         cwd=env["PYTHONPATH"])
     if out.returncode:
         raise SystemExit(f"the measuring process failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
