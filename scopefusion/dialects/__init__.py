@@ -19,6 +19,7 @@ __all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names", "r
 
 DEFAULT_ONNX_OPSET = 17
 _ONNX_DIALECT = "onnx"
+_FUSED_DIALECT = "fused"
 
 
 def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[OpDef] = ()) -> OpRegistry:
@@ -26,8 +27,8 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
 
     The registry and its definitions are new objects on each call (copies of definitions made once per
     process), so changing one registry changes no other. A definition is copied into the registry when
-    it is first looked up, and an ONNX one is made from its schema then (once per process and opset):
-    a conversion pays only for the ops its model uses. For an ONNX ``source``, onnxruntime's definitions
+    it is first looked up, and an ONNX one is made from its schema then (once per process and opset), a
+    fused one when its module is imported then: a conversion pays only for the ops its model uses. For an ONNX ``source``, onnxruntime's definitions
     (contrib ops, ``SimplifiedLayerNormalization``) are included only when the model has an op that
     ONNX's default domain does not define at its opset: a model that cannot use them does not pay for
     loading onnxruntime.
@@ -66,7 +67,10 @@ def _pending_template(
             pending[f"{_ONNX_DIALECT}.{name}"] = _Pending(OpName(name, _ONNX_DIALECT), partial(_onnx_prototype, opset, name))
         if with_onnxruntime:
             add(_prototypes("onnxruntime"))
-    add(_prototypes("fused"))
+    from .fused import OP_MODULES
+
+    for name in OP_MODULES:  # each fused op's module is imported when the op is first looked up
+        pending[f"{_FUSED_DIALECT}.{name}"] = _Pending(OpName(name, _FUSED_DIALECT), partial(_fused_prototype, name))
     return pending, tuple(entry.name for entry in pending.values())
 
 
@@ -181,8 +185,8 @@ def _same(opdef: OpDef) -> OpDef:
 
 @lru_cache(maxsize=None)
 def _prototypes(dialect: str) -> tuple[OpDef, ...]:
-    """A dialect's builtin definitions (``ge``, ``tf``, ``onnxruntime``, ``fused``), made once per process;
-    registries get copies, never these."""
+    """A dialect's builtin definitions (``ge``, ``tf``, ``onnxruntime``), made once per process; registries
+    get copies, never these. (``fused`` ones are made one op at a time: :func:`_fused_prototype`.)"""
     if dialect == "ge":
         from . import ge
 
@@ -195,9 +199,15 @@ def _prototypes(dialect: str) -> tuple[OpDef, ...]:
         from .onnx.microsoft import microsoft_definitions, onnxruntime_extensions
 
         return tuple(onnxruntime_extensions() + microsoft_definitions())
-    from . import fused
+    raise ValueError(f"no builtin definitions are made as a whole for dialect {dialect!r}")
 
-    return tuple(fused.definitions())
+
+@lru_cache(maxsize=None)
+def _fused_prototype(name: str) -> OpDef:
+    """The definition of builtin fused op ``name``, made once per process (registries get copies)."""
+    from .fused import definition
+
+    return definition(name)
 
 
 @lru_cache(maxsize=None)

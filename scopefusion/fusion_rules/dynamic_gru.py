@@ -36,15 +36,18 @@ and validated against escaping values.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from scopefusion.scope import DataflowPattern, Match
+from scopefusion.scope import DataflowPattern, Match, Refused
 
+from .base.constants import ADD as ADD_OPS
 from .base.recurrent import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine, gate_affine
-from .rnn_loops import SequenceLoop
-from .rnn_values import ADD_OPS, Refused, Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rnn_loops import SequenceLoop
+    from .rnn_values import Tensor
 
 __all__ = ["DynamicGRUFusion", "GRU_SKELETON", "GRU_UPDATE", "PASS", "gru_pattern"]
 

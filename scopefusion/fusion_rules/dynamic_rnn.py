@@ -48,18 +48,22 @@ Loops of one state are left to DynamicGRUFusion. The candidates, the claim and t
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from scopefusion.scope import (
     DataflowPattern,
     Match,
+    Refused,
 )
 
+from .base.constants import ADD as ADD_OPS
 from .base.recurrent import ACTIVATIONS, Affine, Cell, RecurrentLoopPass, activation_mismatch, affine
-from .rnn_loops import SequenceLoop
-from .rnn_values import ADD_OPS, Refused, Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rnn_loops import SequenceLoop
+    from .rnn_values import Tensor
 
 __all__ = ["DynamicRNNFusion", "LSTM_CELL", "LSTM_SKELETON", "PASS", "lstm_pattern"]
 

@@ -37,6 +37,7 @@ from typing import Any, Iterable
 
 from scopefusion.scope import ScopeGraph
 
+from .base.constants import WHILE
 from .rnn_values import ADD_OPS, Env, LazyShape, Refused, Tensor, full_slice, int_list, shape_of, slice_index, sym
 
 __all__ = [
@@ -49,7 +50,7 @@ __all__ = [
     "while_loop",
 ]
 
-WHILE_OPS = ("While", "StatelessWhile")
+WHILE_OPS = WHILE
 
 
 # ------------------------------------------------------------------------------------------ loops

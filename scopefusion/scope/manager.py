@@ -13,7 +13,6 @@ result was refused, the first failing feature, or the nearest miss of its datafl
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
@@ -211,7 +210,7 @@ class PassManager:
                 report.status = ERROR
                 report.error = f"{type(exc).__name__}: {exc}"
                 report.error_at = raised_at(exc, user=not entry.is_builtin)
-                report.notes.append("".join(traceback.format_exception_only(type(exc), exc)).strip())
+                report.notes.append(_exception_text(exc))
                 report.seconds = time.perf_counter() - t0
                 if self.strict:
                     before = [r.name for r in reports[:-1]]
@@ -325,9 +324,17 @@ class PassManager:
         return "matched, but last_match_scopes_and_ops did not select it or another check declined it"
 
 
+def _exception_text(exc: BaseException) -> str:
+    import traceback  # only a failing pass needs it
+
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
 def raised_at(exc: BaseException, *, user: bool) -> str:
     """``file:line`` where ``exc`` was raised: the innermost frame, or for a user pass the innermost frame
     outside scopefusion itself (the rule's own code rather than a library call it made)."""
+    import traceback  # only a failing pass needs it
+
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return ""

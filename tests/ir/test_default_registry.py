@@ -73,3 +73,34 @@ def test_definitions_looked_up_one_by_one_iterate_in_registration_order():
         registry.get(f"{name.dialect}.{name.name}")
     registry.define("Mine", "fused")
     assert [(d.name, d.dialect) for d in registry] == names + [("Mine", "fused")]
+
+
+def test_fused_op_table_names_every_fused_definition_in_order():
+    from scopefusion.dialects.fused import OP_MODULES, definition, definitions
+    from scopefusion.dialects.fused.declared import builtin_fused_op_names
+
+    made = definitions()
+    assert [(d.name, d.dialect) for d in made] == [(name, "fused") for name in OP_MODULES]
+    assert builtin_fused_op_names() == set(OP_MODULES)
+    assert definition("Gelu") is not definition("Gelu")  # fresh objects
+    with pytest.raises(KeyError):
+        definition("NoSuchOp")
+    registry = default_op_registry()
+    assert [n.name for n in op_names(registry) if n.dialect == "fused"] == list(OP_MODULES)
+
+
+def test_a_fused_op_module_is_imported_when_the_op_is_first_looked_up():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from scopefusion.dialects import default_op_registry, op_names\n"
+        "registry = default_op_registry()\n"
+        "assert ('Clip', 'fused') in op_names(registry)\n"
+        "assert 'scopefusion.dialects.fused.clip' not in sys.modules\n"
+        "assert registry.get('fused.Clip').name == 'Clip'\n"
+        "assert 'scopefusion.dialects.fused.clip' in sys.modules\n"
+        "assert 'scopefusion.dialects.fused.dynamic_gru' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

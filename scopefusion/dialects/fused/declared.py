@@ -114,10 +114,10 @@ def builtin_fused_op_names() -> set[str]:
 
 @lru_cache(maxsize=1)
 def _builtin_fused_op_names() -> frozenset[str]:
-    """The names of the builtin fused ops, read from their definitions once per process."""
-    from . import definitions
+    """The names of the builtin fused ops (without importing their definitions)."""
+    from . import OP_MODULES
 
-    return frozenset(d.name for d in definitions())
+    return frozenset(OP_MODULES)
 
 
 def check_declared_ops(declared: Sequence[DeclaredFusedOp], builtin_names: Iterable[str] | None = None) -> None:

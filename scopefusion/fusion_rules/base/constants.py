@@ -11,11 +11,12 @@ from scopefusion.scope import (
     ScopeGraph,
 )
 
-__all__ = ["ADD", "DIV", "const_value", "eps_check", "int_check", "read_axes"]
+__all__ = ["ADD", "DIV", "WHILE", "const_value", "eps_check", "int_check", "read_axes"]
 
 
 ADD = ("Add", "AddV2")
 DIV = ("Div", "RealDiv")
+WHILE = ("While", "StatelessWhile")  # the functional loops
 
 
 # ------------------------------------------------------------------------------------------ constants

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from scopefusion.scope import (
     FusionScopesResult,
     Match,
     NodeOpTypeFeature,
+    Refused,
     Scope,
     ScopeBasePass,
     ScopeFeature,
@@ -26,8 +27,14 @@ from scopefusion.scope import (
     ScopesResult,
 )
 
-from ..rnn_loops import WHILE_OPS, LoopVar, SequenceLoop, analyze_sequence_loop, frame_loop, while_loop
-from ..rnn_values import ADD_OPS, Env, Refused, Tensor, column_slice
+from .constants import ADD as ADD_OPS
+from .constants import WHILE as WHILE_OPS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..rnn_loops import LoopVar, SequenceLoop
+    from ..rnn_values import Env, Tensor
+
+# The loop analysis (:mod:`..rnn_loops`, :mod:`..rnn_values`) is imported when a graph has a loop to read.
 
 __all__ = ["ACTIVATIONS", "Affine", "Cell", "RecurrentLoopPass", "activation_mismatch", "affine", "gate_affine"]
 
@@ -226,6 +233,8 @@ def _sequence_loop(graph: ScopeGraph, node: Any) -> SequenceLoop:
     key = ("sequence loop", node.name)
     known = graph.memo.get(key)
     if known is None:
+        from ..rnn_loops import analyze_sequence_loop, frame_loop, while_loop
+
         try:
             known = analyze_sequence_loop(while_loop(graph, node) if node.op_type in WHILE_OPS else frame_loop(graph, node))
         except Refused as refused:
@@ -409,6 +418,8 @@ def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: in
         for leaf, m in b.terms.items():
             terms[leaf] = terms[leaf] + m if leaf in terms else m
         return Affine(terms, a.bias + b.bias, a.width)
+    from ..rnn_values import column_slice  # loaded with the loop ``env`` was read from
+
     cols = column_slice(env, node, t[1])
     if cols is not None:
         inner = affine(env, node.inputs[1] if op == "Split" else node.inputs[0], leaves, depth - 1)
@@ -422,6 +433,8 @@ def gate_affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None]) -> A
     _, node, index = env.producer(tensor)
     if node.op_type == "Sigmoid":
         return affine(env, node.inputs[0], leaves)
+    from ..rnn_values import column_slice  # loaded with the loop ``env`` was read from
+
     cols = column_slice(env, node, index)
     if cols is not None:
         inner = gate_affine(env, node.inputs[1] if node.op_type == "Split" else node.inputs[0], leaves)
