@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "scopefusion"
 ALLOWED = {
     "ir": {"errors", "dtypes"},
     "parser": {"errors", "dtypes", "budgets"},
-    "scope": {"errors", "dtypes", "parser"},
+    "scope": {"errors", "dtypes", "parser", "collector"},
     "fusion_rules": {"errors", "dtypes", "parser", "scope"},
     "dialects": {"errors", "dtypes", "ir", "parser"},
     "ir_builder": {"errors", "dtypes", "budgets", "ir", "dialects", "parser", "scope"},

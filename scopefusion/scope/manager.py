@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
+from ..collector import collector_paused
 from ..errors import FusionError
 from .accepted import AcceptedFusion, PatternCheck, Refusal
 from .graph import ScopeGraph
@@ -186,7 +187,15 @@ class PassManager:
     def run(self, graph: ScopeGraph, progress: ProgressFn | None = None) -> RunReport:
         """Runs every enabled pass on ``graph`` (whose sub_types are cleared first) and returns the
         per-pass reports with the fusion plan; ``progress("fusion", done, total, pass_name)`` is called
-        before each pass and once at the end (see :mod:`scopefusion.progress`)."""
+        before each pass and once at the end (see :mod:`scopefusion.progress`).
+
+        Python's cyclic collector is paused meanwhile (:func:`~scopefusion.collector.collector_paused`, as
+        ``convert`` does for a whole conversion): the passes add tables and matches that all stay alive, and
+        the collector's full passes over a large graph's objects would make the run grow faster than the graph."""
+        with collector_paused():
+            return self._run(graph, progress)
+
+    def _run(self, graph: ScopeGraph, progress: ProgressFn | None) -> RunReport:
         start = time.perf_counter()
         known = self._known_types(graph)
         would_fuse = self._replaced_builtin_counts(graph, known)
