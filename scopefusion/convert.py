@@ -14,7 +14,6 @@ import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Sequence
 
 from .budgets import (
@@ -96,22 +95,16 @@ def convert(
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
     imported = len(sys.modules)
-    modules = _stage_modules()
-    op_names = modules.dialects.op_names
-    op_registry_for = modules.declared.op_registry_for
-    IRContext = modules.types.IRContext
-    build_graph = modules.build.build_graph
-    plan_memory = modules.memory_plan.plan_memory
-    build_profile = modules.profiles.build_profile
-    deferred_profile = modules.profiles.deferred_profile
-    normalize_input_shapes = modules.profiles.normalize_input_shapes
-    infer_graph = modules.shape_inference.infer_graph
-    arena_fits = modules.size_limits.arena_fits
-    check_arena = modules.size_limits.check_arena
-    check_tensor_sizes = modules.size_limits.check_tensor_sizes
-    load = modules.parser.load
-    PassManager = modules.scope.PassManager
-    ScopeGraph = modules.scope.ScopeGraph
+    from .dialects import op_names
+    from .dialects.fused.declared import op_registry_for
+    from .ir.types import IRContext
+    from .ir_builder.build import build_graph
+    from .ir_builder.memory_plan import plan_memory
+    from .ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
+    from .ir_builder.shape_inference import infer_graph
+    from .ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes
+    from .parser import load
+    from .scope import PassManager, ScopeGraph
 
     _import_conversion_modules(path, model_format)
     if len(sys.modules) > imported:
@@ -203,25 +196,6 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         dropped_attrs=built.dropped_attrs,
         timings=timings,
     )
-
-
-_STAGE_MODULES: list[SimpleNamespace] = []  # the modules of the stages, imported on the first conversion
-
-
-def _stage_modules() -> SimpleNamespace:
-    """The modules ``_convert`` calls into, imported once (their functions are read from them on each call,
-    so a replaced function is the one called)."""
-    if not _STAGE_MODULES:
-        from . import dialects, parser, scope
-        from .dialects.fused import declared
-        from .ir import types
-        from .ir_builder import build, memory_plan, profiles, shape_inference, size_limits
-
-        _STAGE_MODULES.append(SimpleNamespace(
-            dialects=dialects, parser=parser, scope=scope, declared=declared, types=types, build=build,
-            memory_plan=memory_plan, profiles=profiles, shape_inference=shape_inference, size_limits=size_limits,
-        ))
-    return _STAGE_MODULES[0]
 
 
 # The modules a conversion runs beyond those ``_convert`` imports: the fusion rules, and the parser and op
