@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from scopefusion.convert import convert
 from scopefusion.runtime.source_runner import source_runner
-from scopefusion.serde.onnx_export import model_to_onnx
+
+from ._onnx_runs import checked_export, ort_outputs
 
 ANY = np.asarray([0.0, -0.0, 1e-10, -1e-10, 0.3, -0.7, 1.0, -2.5, 7.0, -20.0, 40.0, -40.0, 1e20, -1e20, np.inf,
                   -np.inf, np.nan])  # fmt: skip
@@ -65,11 +65,8 @@ def float16_checks_pb(model_store) -> Path:
 
 def _run_both(path: Path, feeds: dict[str, np.ndarray], opset: int) -> tuple[dict, dict, onnx.ModelProto]:
     model = convert(path)
-    proto = model_to_onnx(model, opset=opset)
-    onnx.checker.check_model(proto, full_check=True)
-    assert {n.domain for n in proto.graph.node} <= {""}
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    proto = checked_export(model, opset)
+    ours = ort_outputs(proto, feeds)
     return ours, source_runner(model.source).run(feeds), proto
 
 

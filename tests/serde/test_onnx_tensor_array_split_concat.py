@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 
 from scopefusion import SerdeError
 from scopefusion.convert import convert
-from scopefusion.runtime.source_runner import source_runner
 from scopefusion.serde.onnx_export import model_to_onnx
+
+from ._onnx_runs import assert_runs_like_source, checked_export
 
 
 def _v1_graph(build: Callable[[Any, Any], None], shape: list[int | None]) -> bytes:
@@ -104,20 +103,10 @@ def frozen(model_store) -> Callable[[str], Path]:
 def test_split_and_concat_compute_what_tensorflow_computes(name, opset, frozen):
     model = convert(frozen(name))
     assert {"TensorArraySplitV3", "TensorArrayConcatV3"} & {n.op_type for n in model.graph.nodes}
-    proto = model_to_onnx(model, opset=opset)
-    onnx.checker.check_model(proto, full_check=True)
-    assert {n.domain for n in proto.graph.node} == {""}
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    runner = source_runner(model.source)
-    for batch in MODELS[name][2]:
-        feeds = {"x": np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)}
-        ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
-        theirs = runner.run(feeds)
-        assert sorted(ours) == sorted(theirs)
-        for key, expected in theirs.items():
-            where = f"{name} output {key} at opset {opset}, batch {batch}"
-            assert ours[key].dtype == expected.dtype and ours[key].shape == expected.shape, where
-            np.testing.assert_allclose(ours[key], expected, rtol=1e-5, atol=1e-6, err_msg=where)
+    proto = checked_export(model, opset)
+    feed_sets = [{"x": np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)}
+                 for batch in MODELS[name][2]]
+    assert_runs_like_source(model, proto, feed_sets, f"{name} at opset {opset}", rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name,reason", [

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 
 from scopefusion import SerdeError
 from scopefusion.convert import convert
-from scopefusion.runtime.source_runner import source_runner
 from scopefusion.serde.onnx_export import model_to_onnx
+
+from ._onnx_runs import assert_runs_like_source, checked_export
 
 
 def _outside_loops(x: Any) -> tuple[Any, ...]:
@@ -76,20 +75,9 @@ def frozen(model_store) -> Callable[[str], Path]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_element_shape_is_the_shape_the_list_was_made_with(name, opset, frozen):
     model = convert(frozen(name))
-    proto = model_to_onnx(model, opset=opset)
-    onnx.checker.check_model(proto, full_check=True)
-    assert {n.domain for n in proto.graph.node} == {""}
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    runner = source_runner(model.source)
-    for batch in (2, 5):
-        feeds = {"x": np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)}
-        ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
-        theirs = runner.run(feeds)
-        assert sorted(ours) == sorted(theirs)
-        for key, expected in theirs.items():
-            where = f"{name} output {key} at opset {opset}, batch {batch}"
-            assert ours[key].dtype == expected.dtype and ours[key].shape == expected.shape, where
-            np.testing.assert_allclose(ours[key], expected, rtol=1e-6, err_msg=where)
+    proto = checked_export(model, opset)
+    feed_sets = [{"x": np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)} for batch in (2, 5)]
+    theirs = assert_runs_like_source(model, proto, feed_sets, f"{name} at opset {opset}", rtol=1e-6)
     if name == "outside_loops":  # the free dims are -1, as TF says, though every element has them
         assert any(np.array_equal(v, [-1, 3]) for v in theirs.values())
 

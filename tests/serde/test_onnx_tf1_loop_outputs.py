@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 
 from scopefusion import SerdeError
 from scopefusion.convert import convert
-from scopefusion.runtime.source_runner import source_runner
 from scopefusion.serde.onnx_export import model_to_onnx
+
+from ._onnx_runs import assert_runs_like_source, checked_export
 
 
 def _v1_graph(build: Callable[[Any, Any], Any]) -> Any:
@@ -105,20 +104,11 @@ def _saved_model(path: Path, fetch: str) -> Path:
 
 
 def _runs_like_tensorflow(model: Any, opset: int, where: str) -> None:
-    proto = model_to_onnx(model, opset=opset)
-    onnx.checker.check_model(proto, full_check=True)
-    assert {n.domain for n in proto.graph.node} == {""} and any(n.op_type == "Loop" for n in proto.graph.node)
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    runner = source_runner(model.source)
+    proto = checked_export(model, opset)
+    assert any(n.op_type == "Loop" for n in proto.graph.node), where
     rng = np.random.default_rng(7)
-    for batch in (1, 4):
-        feeds = {"x": rng.standard_normal((batch, 3)).astype(np.float32)}
-        ours = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
-        theirs = runner.run(feeds)
-        assert sorted(ours) == sorted(theirs), where
-        for key, expected in theirs.items():
-            assert ours[key].dtype == expected.dtype and ours[key].shape == expected.shape, f"{where}: {key}"
-            np.testing.assert_allclose(ours[key], expected, rtol=1e-5, atol=1e-6, err_msg=f"{where}: {key}")
+    feed_sets = [{"x": rng.standard_normal((batch, 3)).astype(np.float32)} for batch in (1, 4)]
+    assert_runs_like_source(model, proto, feed_sets, where, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("opset", [17, 23])
