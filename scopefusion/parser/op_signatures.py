@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import json
 import pkgutil
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
+
+from ..records import FrozenRecord
 
 __all__ = ["OutputArg", "OpSignatures", "builtin_signatures"]
 
 
-@dataclass(frozen=True)
-class OutputArg:
+class OutputArg(FrozenRecord):
     """One output argument: a single tensor, ``number_attr`` tensors, or one per ``type_list_attr`` entry."""
 
-    name: str
-    number_attr: str = ""
-    type_list_attr: str = ""
+    _fields = ("name", "number_attr", "type_list_attr")
+
+    def __init__(self, name: str, number_attr: str = "", type_list_attr: str = "") -> None:
+        self.name = name
+        self.number_attr = number_attr
+        self.type_list_attr = type_list_attr
 
     @classmethod
     def parse(cls, text: str) -> "OutputArg":
