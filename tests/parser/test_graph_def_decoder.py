@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from scopefusion.parser import graph_def_decoder as gd
+from scopefusion.parser import message_decoder as md
 from scopefusion.parser.proto import tf_framework_pb2 as tfpb
 from scopefusion.parser.tf_graphdef import GRAPH_DEF_SPEC
 from scopefusion.parser.wire import encode_varint, strip
@@ -26,11 +27,11 @@ def tree(message, cls=gd.GraphDef) -> dict:
         out["oneof"] = message.WhichOneof(cls._oneof[0])
     for name, kind, repeated, sub in cls._fields.values():
         value = getattr(message, name)
-        if kind == gd._MAP:
+        if kind == md.MAP:
             out[name] = {k: tree(v, sub[1]) if isinstance(sub[1], type) else v for k, v in value.items()}
-        elif kind == gd._MESSAGE:
+        elif kind == md.MESSAGE:
             out[name] = [tree(v, sub) for v in value] if repeated else (message.HasField(name), tree(value, sub))
-        elif kind in (gd._FLOAT, gd._DOUBLE):
+        elif kind in (md.FLOAT, md.DOUBLE):
             out[name] = [struct.pack("<d", v) for v in value] if repeated else struct.pack("<d", value)
         else:
             out[name] = list(value) if repeated else value
