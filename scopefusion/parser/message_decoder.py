@@ -35,6 +35,7 @@ _WIRE_TYPE = {INT32: 0, INT64: 0, UINT32: 0, UINT64: 0, BOOL: 0, ENUM: 0, FLOAT:
 _MAX_DEPTH = 32  # protobuf allows 100 levels; deeper messages are left to it
 _MASK32 = (1 << 32) - 1
 
+
 class NeedsProtobuf(Exception):
     """The bytes hold something this decoder leaves to protobuf (see the module docstring)."""
 
@@ -99,6 +100,7 @@ def finish(*classes: Any) -> None:
 
 
 def _set_defaults(cls) -> None:
+    # NOTE: a closed enum's default is its first value, 0 for every enum of the schemas declared here.
     for name, kind, repeated, sub in cls._fields.values():
         if kind == MAP:
             value: Any = MappingProxyType({})
@@ -131,8 +133,6 @@ def decode_or_none(cls: Any, data: bytes) -> Any:
         return decode(cls, data, 0, len(data), 0)
     except (NeedsProtobuf, IndexError, struct.error):
         return None
-
-
 
 
 def varint(data: bytes, pos: int, end: int) -> tuple[int, int]:

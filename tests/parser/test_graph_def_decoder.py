@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 
 from scopefusion.parser import graph_def_decoder as gd
@@ -187,3 +188,55 @@ def test_converting_a_frozen_graph_does_not_import_protobuf(tf_bert_pb):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+_KINDS = {
+    FieldDescriptor.TYPE_INT32: md.INT32, FieldDescriptor.TYPE_INT64: md.INT64, FieldDescriptor.TYPE_UINT32: md.UINT32,
+    FieldDescriptor.TYPE_UINT64: md.UINT64, FieldDescriptor.TYPE_BOOL: md.BOOL, FieldDescriptor.TYPE_FLOAT: md.FLOAT,
+    FieldDescriptor.TYPE_DOUBLE: md.DOUBLE, FieldDescriptor.TYPE_STRING: md.STRING, FieldDescriptor.TYPE_BYTES: md.BYTES,
+    FieldDescriptor.TYPE_MESSAGE: md.MESSAGE, FieldDescriptor.TYPE_ENUM: md.INT32,  # proto3 enums are open
+}
+_OURS = {
+    "TensorShapeProto.Dim": gd.Dim, "NodeDef.ExperimentalDebugInfo": gd.DebugInfo, "AttrValue.ListValue": gd.ListValue,
+    "ResourceHandleProto.DtypeAndShape": gd.DtypeAndShape, "OpDef.ArgDef": gd.ArgDef, "OpDef.AttrDef": gd.AttrDef,
+    "FunctionDef.ArgAttrs": gd.ArgAttrs,
+}
+
+
+def _our_class(descriptor):
+    name = descriptor.full_name.removeprefix("scopefusion.tf.")
+    return _OURS.get(name) or getattr(gd, name)
+
+
+@pytest.mark.parametrize("name", ["GraphDef", "NodeDef", "AttrValue", "TensorProto", "FunctionDef", "OpDef", "VersionDef",
+                                  "FunctionDefLibrary", "NameAttrList", "GradientDef", "TensorShapeProto"])
+def test_the_declarations_are_the_schema_of_the_generated_messages(name):
+    pending = [tfpb.DESCRIPTOR.message_types_by_name[name]]
+    seen = set()
+    while pending:
+        descriptor = pending.pop()
+        if descriptor.full_name in seen:
+            continue
+        seen.add(descriptor.full_name)
+        ours = _our_class(descriptor)
+        declared = {}
+        for f in descriptor.fields:
+            if f.number in ours._refused:
+                continue
+            sub = None
+            kind = _KINDS[f.type]
+            if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
+                key, value = f.message_type.fields
+                value_kind = _KINDS[value.type]
+                sub = (_KINDS[key.type], _our_class(value.message_type) if value_kind == md.MESSAGE else value_kind)
+                declared[f.number] = (f.name, md.MAP, False, sub)
+                if value_kind == md.MESSAGE:
+                    pending.append(value.message_type)
+                continue
+            if kind == md.MESSAGE:
+                sub = _our_class(f.message_type)
+                pending.append(f.message_type)
+            declared[f.number] = (f.name, kind, f.is_repeated, sub)
+        assert ours._fields == declared, descriptor.full_name
+        oneofs = [(o.name, frozenset(f.name for f in o.fields)) for o in descriptor.oneofs]
+        assert [ours._oneof] == oneofs if oneofs else ours._oneof is None

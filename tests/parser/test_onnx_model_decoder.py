@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from google.protobuf import message_factory
 from google.protobuf.descriptor import FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 
@@ -56,6 +57,10 @@ def test_the_declarations_are_the_schema_of_the_generated_messages(descriptor):
     assert ours._fields == declared
     oneofs = [(o.name, frozenset(f.name for f in o.fields)) for o in descriptor.oneofs]
     assert [ours._oneof] == oneofs if oneofs else ours._oneof is None
+    empty, theirs = ours.__new__(ours), message_factory.GetMessageClass(descriptor)()
+    for name, kind, repeated, _ in declared.values():
+        if not repeated and kind != md.MESSAGE:
+            assert getattr(empty, name) == getattr(theirs, name), name
     for enum in descriptor.enum_types:
         for value in enum.values:
             assert getattr(ours, value.name) == value.number
