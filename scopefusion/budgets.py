@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextvars
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator
+
+from .records import FrozenRecord
 
 __all__ = [
     "Budgets",
@@ -35,17 +36,18 @@ MAX_CALL_DEPTH = 200
 MAX_ELEMENTS = (1 << 63) - 1
 
 
-@dataclass(frozen=True)
-class Budgets:
+class Budgets(FrozenRecord):
     """``max_inlined_nodes``: nodes that inlining TF function calls may add, over the whole model.
     ``max_folded_bytes``: bytes of one value computed at build time (constant folding, a one-value
     constant written out in full); a larger value stays an op with a known shape."""
 
-    max_inlined_nodes: int = DEFAULT_MAX_INLINED_NODES
-    max_folded_bytes: int = DEFAULT_MAX_FOLDED_BYTES
+    _fields = ("max_inlined_nodes", "max_folded_bytes")
 
-    def __post_init__(self) -> None:
-        for name in ("max_inlined_nodes", "max_folded_bytes"):
+    def __init__(self, max_inlined_nodes: int = DEFAULT_MAX_INLINED_NODES,
+                 max_folded_bytes: int = DEFAULT_MAX_FOLDED_BYTES) -> None:
+        self.max_inlined_nodes = max_inlined_nodes
+        self.max_folded_bytes = max_folded_bytes
+        for name in self._fields:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")

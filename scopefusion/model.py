@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import SerdeError
+from .records import Record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir.graph import Graph
@@ -50,18 +50,30 @@ def output_format(path: "str | PathLike", requested: str | None = None) -> tuple
                   "give --format to choose")
 
 
-@dataclass
-class Model:
+class Model(Record):
     """A converted model. ``graph`` is the main graph (the model's own shapes); ``profiles`` one per input-shape set."""
 
-    graph: "Graph"
-    profiles: list["Profile"]
-    source: "SourceGraph"
-    fusion_run: Any
-    inference: "InferenceResult"
-    dropped_attrs: dict[str, list[str]] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    onnx_export: dict[str, Any] | None = None  # the last ONNX export's summary (report field "onnx")
+    _fields = ("graph", "profiles", "source", "fusion_run", "inference", "dropped_attrs", "timings", "onnx_export")
+
+    def __init__(
+        self,
+        graph: "Graph",
+        profiles: list["Profile"],
+        source: "SourceGraph",
+        fusion_run: Any,
+        inference: "InferenceResult",
+        dropped_attrs: dict[str, list[str]] | None = None,
+        timings: dict[str, float] | None = None,
+        onnx_export: dict[str, Any] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.profiles = profiles
+        self.source = source
+        self.fusion_run = fusion_run
+        self.inference = inference
+        self.dropped_attrs = {} if dropped_attrs is None else dropped_attrs
+        self.timings = {} if timings is None else timings
+        self.onnx_export = onnx_export  # the last ONNX export's summary (report field "onnx")
 
     # ------------------------------------------------------------------ counts
     def fusion_counts(self) -> dict[str, int]:

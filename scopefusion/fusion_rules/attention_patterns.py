@@ -7,11 +7,11 @@ Each pattern is a :class:`~scopefusion.scope.DataflowPattern`; the rule module r
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from scopefusion.scope import DataflowPattern
 
+from ..records import FrozenRecord
 from .attention_lowered import TF2ONNX_MASK, ctx_lowered, scores_lowered
 
 __all__ = [
@@ -87,12 +87,14 @@ FAMILIES: dict[str, tuple[dict[str, Callable], Callable, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class CoreKind:
-    family: str
-    scores: str
-    scaling: str
-    mask: str = "none"
+class CoreKind(FrozenRecord):
+    _fields = ("family", "scores", "scaling", "mask")
+
+    def __init__(self, family: str, scores: str, scaling: str, mask: str = "none") -> None:
+        self.family = family
+        self.scores = scores
+        self.scaling = scaling
+        self.mask = mask
     """How the scores are masked before the Softmax: a key of :data:`MASKINGS`."""
 
     @property

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,6 +76,7 @@ from scopefusion.scope import (
     map_ports,
 )
 
+from ..records import Record
 from .attention_lowered import lowered_claims
 from .attention_patterns import (
     ATTENTION_NAMES,
@@ -175,19 +175,32 @@ def _softmax_axis_reason(graph: ScopeGraph, node: Any, rank: int) -> str | None:
     return None
 
 
-@dataclass
-class Candidate:
+class Candidate(Record):
     """What one attention fusion claims and reads."""
 
-    softmax: str
-    core: Match
-    kind: CoreKind
-    layout: str = "BNSD"
-    projections: list[Match] = field(default_factory=list)
-    output: Match | None = None
-    attrs: dict[str, Any] = field(default_factory=dict)
-    dropped: list[tuple[str, int]] = field(default_factory=list)
-    extra: list[str] = field(default_factory=list)
+    _fields = ("softmax", "core", "kind", "layout", "projections", "output", "attrs", "dropped", "extra")
+
+    def __init__(
+        self,
+        softmax: str,
+        core: Match,
+        kind: CoreKind,
+        layout: str = "BNSD",
+        projections: list[Match] | None = None,
+        output: Match | None = None,
+        attrs: dict[str, Any] | None = None,
+        dropped: list[tuple[str, int]] | None = None,
+        extra: list[str] | None = None,
+    ) -> None:
+        self.softmax = softmax
+        self.core = core
+        self.kind = kind
+        self.layout = layout
+        self.projections = [] if projections is None else projections
+        self.output = output
+        self.attrs = {} if attrs is None else attrs
+        self.dropped = [] if dropped is None else dropped
+        self.extra = [] if extra is None else extra
     """Nodes claimed besides the matches' (the computed reshape targets of tf2onnx's lowered einsums)."""
     """(Reshape, slot) of split / merge targets computed at run time: read as shapes, their edges dropped."""
 

@@ -17,13 +17,13 @@ with ``infer_dtype``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, cast
 
 import numpy as np
 
 from ..dtypes import DType
 from ..errors import InferenceError
+from ..records import FrozenRecord
 from .attrs import AttrType, AttrValue
 
 __all__ = [
@@ -51,43 +51,54 @@ class FollowType(enum.Flag):
     ALL = 3
 
 
-@dataclass(frozen=True)
-class InputSpec:
-    name: str
-    param: ParamType = ParamType.REQUIRED
-    dtypes: frozenset[DType] | None = None  # None: any
-    formats: frozenset[str] | None = None
-    value_depend: bool = False
+class InputSpec(FrozenRecord):
+    _fields = ("name", "param", "dtypes", "formats", "value_depend")
+
+    def __init__(self, name: str, param: ParamType = ParamType.REQUIRED, dtypes: frozenset[DType] | None = None,
+                 formats: frozenset[str] | None = None, value_depend: bool = False) -> None:
+        self.name = name
+        self.param = param
+        self.dtypes = dtypes  # None: any
+        self.formats = formats
+        self.value_depend = value_depend
 
 
-@dataclass(frozen=True)
-class OutputSpec:
-    name: str
-    param: ParamType = ParamType.REQUIRED
-    dtypes: frozenset[DType] | None = None
-    formats: frozenset[str] | None = None
-    follow: tuple[str, FollowType] | None = None
+class OutputSpec(FrozenRecord):
+    _fields = ("name", "param", "dtypes", "formats", "follow")
+
+    def __init__(self, name: str, param: ParamType = ParamType.REQUIRED, dtypes: frozenset[DType] | None = None,
+                 formats: frozenset[str] | None = None, follow: tuple[str, FollowType] | None = None) -> None:
+        self.name = name
+        self.param = param
+        self.dtypes = dtypes
+        self.formats = formats
+        self.follow = follow
 
 
-@dataclass(frozen=True)
-class AttrSpec:
-    name: str
-    type_id: AttrType
-    required: bool = True
-    default: AttrValue | None = None
+class AttrSpec(FrozenRecord):
+    _fields = ("name", "type_id", "required", "default")
+
+    def __init__(self, name: str, type_id: AttrType, required: bool = True, default: AttrValue | None = None) -> None:
+        self.name = name
+        self.type_id = type_id
+        self.required = required
+        self.default = default
 
 
-@dataclass(frozen=True)
-class InputInfo:
+class InputInfo(FrozenRecord):
     """What inference sees of one input: shape (None = unknown rank), dtype, format, and its value.
 
     ``data`` is set only for a value-dependent input whose producer is constant; otherwise None.
     """
 
-    shape: tuple[int, ...] | None
-    dtype: DType | None
-    format: str = "ND"
-    data: np.ndarray | None = None
+    _fields = ("shape", "dtype", "format", "data")
+
+    def __init__(self, shape: tuple[int, ...] | None, dtype: DType | None, format: str = "ND",
+                 data: np.ndarray | None = None) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.format = format
+        self.data = data
 
 
 ShapeFn = Callable[["InferContext"], None]

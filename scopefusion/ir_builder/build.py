@@ -16,7 +16,6 @@ fusions, ties broken by source order, so the output is deterministic.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import FusionError
@@ -25,6 +24,7 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.opdef import OpRegistry
 from ..ir.types import IRContext
 from ..parser.source_graph import BACK_EDGE_OPS, SourceGraph, SourceNode
+from ..records import Record
 from ..scope.result import OUTPUT_TO_FUSION_SCOPE
 from .op_parsers import BuildContext, OpParserRegistry, is_back_edge
 
@@ -34,11 +34,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["BuildResult", "build_graph", "find_cycle", "lexicographic_order"]
 
 
-@dataclass
-class BuildResult:
-    graph: Graph
-    dropped_attrs: dict[str, list[str]] = field(default_factory=dict)  # node -> attribute names with no IR form
-    fused_nodes: dict[str, str] = field(default_factory=dict)  # IR node name -> rule
+class BuildResult(Record):
+    _fields = ("graph", "dropped_attrs", "fused_nodes")
+
+    def __init__(
+        self,
+        graph: Graph,
+        dropped_attrs: dict[str, list[str]] | None = None,
+        fused_nodes: dict[str, str] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.dropped_attrs = {} if dropped_attrs is None else dropped_attrs  # node -> attribute names with no IR form
+        self.fused_nodes = {} if fused_nodes is None else fused_nodes  # IR node name -> rule
 
 
 def build_graph(

@@ -42,7 +42,6 @@ sizes, a forwarding group counted once): no plan with this alignment can use les
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -50,6 +49,7 @@ import numpy as np
 from ..errors import ScopeFusionError
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Value
 from ..ir.types import TensorType
+from ..records import Record
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "plan_memory"]
 
@@ -77,27 +77,50 @@ class Buffer(NamedTuple):
         return self.offset + self.size
 
 
-@dataclass
-class MemoryPlan:
+class MemoryPlan(Record):
     """The arena layout of one graph (see the module docstring).
 
     Values are keyed by their GE reference ``"node:index"``; the accessors also take :class:`Value` s.
     """
 
-    alignment: int
-    buffers: list[Buffer]
-    offsets: dict[str, int]  # every value in the arena -> its offset (aliases share their owner's)
-    sizes: dict[str, int]  # every value in the arena -> its tensor bytes (not rounded)
-    lifetimes: dict[str, tuple[int, int]]  # every value in the arena -> (producer, last use) positions
-    forwards: dict[str, str]  # aliasing value -> the value owning the buffer it aliases
-    arena_bytes: int
-    naive_bytes: int  # sum of the aligned sizes of every value in the arena, aliases included
-    lower_bound_bytes: int
-    dynamic_values: list[str] = field(default_factory=list)
-    external_values: list[str] = field(default_factory=list)  # graph inputs, constants and views of them
-    external_forwards: dict[str, str] = field(default_factory=dict)  # view of an external buffer -> its owner
-    strategy: str = "greedy_by_size"
-    schedule_length: int = 0
+    _fields = (
+        "alignment", "buffers", "offsets", "sizes", "lifetimes", "forwards", "arena_bytes", "naive_bytes",
+        "lower_bound_bytes", "dynamic_values", "external_values", "external_forwards", "strategy", "schedule_length",
+    )
+
+    def __init__(
+        self,
+        alignment: int,
+        buffers: list[Buffer],
+        offsets: dict[str, int],
+        sizes: dict[str, int],
+        lifetimes: dict[str, tuple[int, int]],
+        forwards: dict[str, str],
+        arena_bytes: int,
+        naive_bytes: int,
+        lower_bound_bytes: int,
+        dynamic_values: list[str] | None = None,
+        external_values: list[str] | None = None,
+        external_forwards: dict[str, str] | None = None,
+        strategy: str = "greedy_by_size",
+        schedule_length: int = 0,
+    ) -> None:
+        self.alignment = alignment
+        self.buffers = buffers
+        self.offsets = offsets  # every value in the arena -> its offset (aliases share their owner's)
+        self.sizes = sizes  # every value in the arena -> its tensor bytes (not rounded)
+        self.lifetimes = lifetimes  # every value in the arena -> (producer, last use) positions
+        self.forwards = forwards  # aliasing value -> the value owning the buffer it aliases
+        self.arena_bytes = arena_bytes
+        self.naive_bytes = naive_bytes  # sum of the aligned sizes of every value in the arena, aliases included
+        self.lower_bound_bytes = lower_bound_bytes
+        self.dynamic_values = [] if dynamic_values is None else dynamic_values
+        # graph inputs, constants and views of them
+        self.external_values = [] if external_values is None else external_values
+        # view of an external buffer -> its owner
+        self.external_forwards = {} if external_forwards is None else external_forwards
+        self.strategy = strategy
+        self.schedule_length = schedule_length
 
     @property
     def dynamic_tensors(self) -> int:

@@ -11,7 +11,6 @@ The registry is an ordinary object; :func:`default_op_parsers` makes one with th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -32,6 +31,7 @@ from ..parser.source_graph import (
     SourceNode,
     is_back_edge_op_pair,
 )
+from ..records import Record
 from .attr_checks import check_source_attrs
 from .source_attrs import convert_attrs
 from .splat_consts import add_constant
@@ -55,20 +55,37 @@ def dialect_of(framework: str, domain: str = "") -> str:
     return "tf" if framework in (FRAMEWORK_TENSORFLOW, "tf", "") else framework
 
 
-@dataclass
-class BuildContext:
+class BuildContext(Record):
     """What parsers see while one graph is built: the source, the IR graph, and the value map."""
 
-    source: SourceGraph
-    graph: Graph
-    parsers: "OpParserRegistry"
-    dropped_attrs: dict[str, list[str]]
-    build_body: Callable[[SourceGraph, str], Graph]
-    _values: dict[tuple[str, int], Value] = field(default_factory=dict)
-    _nodes: dict[str, Node] = field(default_factory=dict)
-    _fusions: dict[str, list[Node]] = field(default_factory=dict)
-    _back_edges: list[tuple[str, int, str, int]] = field(default_factory=list)
-    _ops: dict[tuple[str, str], tuple[str, Any]] = field(default_factory=dict)  # (domain, op type) -> (op, its definition)
+    _fields = (
+        "source", "graph", "parsers", "dropped_attrs", "build_body", "_values", "_nodes", "_fusions", "_back_edges",
+        "_ops",
+    )
+
+    def __init__(
+        self,
+        source: SourceGraph,
+        graph: Graph,
+        parsers: "OpParserRegistry",
+        dropped_attrs: dict[str, list[str]],
+        build_body: Callable[[SourceGraph, str], Graph],
+        _values: dict[tuple[str, int], Value] | None = None,
+        _nodes: dict[str, Node] | None = None,
+        _fusions: dict[str, list[Node]] | None = None,
+        _back_edges: list[tuple[str, int, str, int]] | None = None,
+        _ops: dict[tuple[str, str], tuple[str, Any]] | None = None,
+    ) -> None:
+        self.source = source
+        self.graph = graph
+        self.parsers = parsers
+        self.dropped_attrs = dropped_attrs
+        self.build_body = build_body
+        self._values = {} if _values is None else _values
+        self._nodes = {} if _nodes is None else _nodes
+        self._fusions = {} if _fusions is None else _fusions
+        self._back_edges = [] if _back_edges is None else _back_edges
+        self._ops = {} if _ops is None else _ops  # (domain, op type) -> (op, its definition)
 
     def bind(self, source_name: str, index: int, value: Value) -> None:
         self._values[(source_name, index)] = value

@@ -31,7 +31,6 @@ An op with no definition gets unknown output types, a warning and a count; with 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -44,6 +43,7 @@ from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
 from ..ir.opdef import InferContext, InputInfo
 from ..ir.types import TensorType, Type
+from ..records import Record
 from .consistency import check_contradictions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,18 +64,30 @@ def _log() -> logging.Logger:
 MAX_FOLD_ELEMENTS = 1 << 16
 
 
-@dataclass
-class InferenceResult:
+class InferenceResult(Record):
     """What inference found: ops without definitions, dynamic values, folded values."""
 
-    uninferred: Counter = field(default_factory=Counter)  # qualified op -> node count
-    uninferred_nodes: list[str] = field(default_factory=list)
-    dynamic_values: list[str] = field(default_factory=list)
-    folded: int = 0
-    unfolded: list[str] = field(default_factory=list)  # nodes whose value is over max_folded_bytes
-    known_values: dict[int, np.ndarray] = field(default_factory=dict)  # id(Value) -> value
+    _fields = ("uninferred", "uninferred_nodes", "dynamic_values", "folded", "unfolded", "known_values", "outcomes")
+    _not_shown = frozenset({"outcomes"})
+
+    def __init__(
+        self,
+        uninferred: Counter | None = None,
+        uninferred_nodes: list[str] | None = None,
+        dynamic_values: list[str] | None = None,
+        folded: int = 0,
+        unfolded: list[str] | None = None,
+        known_values: dict[int, np.ndarray] | None = None,
+        outcomes: dict[int, tuple[bool, str | None]] | None = None,
+    ) -> None:
+        self.uninferred = Counter() if uninferred is None else uninferred  # qualified op -> node count
+        self.uninferred_nodes = [] if uninferred_nodes is None else uninferred_nodes
+        self.dynamic_values = [] if dynamic_values is None else dynamic_values
+        self.folded = folded
+        self.unfolded = [] if unfolded is None else unfolded  # nodes whose value is over max_folded_bytes
+        self.known_values = {} if known_values is None else known_values  # id(Value) -> value
+        self.outcomes = {} if outcomes is None else outcomes
     # id(Node) -> (whether the node was folded, its note in ``unfolded`` or None), for inferred nodes
-    outcomes: dict[int, tuple[bool, str | None]] = field(default_factory=dict, repr=False)
 
     def known(self, value: Value) -> np.ndarray | None:
         return self.known_values.get(id(value))

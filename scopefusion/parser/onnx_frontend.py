@@ -13,9 +13,10 @@
 * ``raw_data`` of large tensors are zero-copy views of the mmap'd file; external data is read from files
   inside the model's directory only.
 
-The model is parsed with the messages of :mod:`.proto.onnx_model_pb2` (the ONNX schema declared for
-scopefusion, with UTF-8 checks of string fields at C speed), so loading a model does not import the
-``onnx`` package.
+The model is decoded with the messages of :mod:`.onnx_model_decoder` (the ONNX schema declared for
+scopefusion), so loading a model imports neither the ``onnx`` package nor protobuf; bytes that decoder leaves
+aside (malformed, or unusual) are parsed with :mod:`.proto.onnx_model_pb2`'s messages (the same schema, with
+UTF-8 checks of string fields at C speed).
 """
 
 from __future__ import annotations
@@ -24,13 +25,11 @@ import os
 from typing import Any, Mapping
 
 import numpy as np
-from google.protobuf import message as _message
-from google.protobuf.descriptor import FieldDescriptor
 
 from ..dtypes import from_onnx
 from ..errors import ModelLoadError, ParseError
+from .onnx_model_decoder import AttributeProto, decode_model
 from .onnx_tensors import ExternalData, sparse_to_numpy, tensor_to_numpy
-from .proto import onnx_model_pb2 as _pb
 from .source_graph import (
     ABSENT_INPUT,
     FRAMEWORK_ONNX,
@@ -59,7 +58,7 @@ _NODE = Spec({5: _ATTR})
 _GRAPH.fields.update({1: _NODE, 5: _TENSOR})
 MODEL_SPEC = Spec({7: _GRAPH, 25: Spec({7: _NODE})})
 
-_A = _pb.AttributeProto
+_A = AttributeProto
 _RAW = ((9, 0),)
 
 
@@ -336,10 +335,6 @@ def _node_names(nodes: list, taken: set[str]) -> list[str]:
     return names
 
 
-_STRING = FieldDescriptor.TYPE_STRING
-_MESSAGE = FieldDescriptor.TYPE_MESSAGE
-
-
 def _non_utf8_field(message, path: str = "model") -> str | None:
     """The path of the first string field that is not valid UTF-8 (ONNX is proto2: it is not checked on parse)."""
     found = _non_utf8_steps(message)
@@ -352,9 +347,11 @@ _FIELD_KINDS: dict[Any, int] = {}
 
 
 def _field_kind(field) -> int:
-    if field.type == _STRING:
+    from google.protobuf.descriptor import FieldDescriptor
+
+    if field.type == FieldDescriptor.TYPE_STRING:
         return _STRINGS if field.is_repeated else _STRING_ONE
-    if field.type == _MESSAGE:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
         if not field.is_repeated:
             return _MESSAGE_ONE
         return _OTHER if field.message_type.GetOptions().map_entry else _MESSAGES
@@ -397,16 +394,20 @@ def _views(cuts: list[Cut], buffer) -> dict[Path, tuple[Any, int, int]]:
 
 # The same schema without the UTF-8 check of string fields, to name a bad field; made on first use.
 _UNCHECKED_MODEL: list[Any] = []
-_OUR_PACKAGE = _pb.DESCRIPTOR.package
+_OUR_PACKAGE = "scopefusion.onnx"  # the package of proto/onnx_model.proto
 _UNCHECKED_PACKAGE = "scopefusion_unchecked." + _OUR_PACKAGE
 
 
 def _strings_are_utf8(serialized: bytes) -> bool:
     """Whether every string field of the serialized ModelProto is valid UTF-8 (False also when the bytes
     do not parse for another reason: :func:`_non_utf8_field` then looks field by field)."""
+    from google.protobuf import message
+
+    from .proto import onnx_model_pb2 as _pb
+
     try:
         _pb.ModelProto.FromString(serialized)
-    except _message.DecodeError:
+    except message.DecodeError:
         return False
     return True
 
@@ -417,6 +418,8 @@ def _unchecked_model_class() -> Any:
     if _UNCHECKED_MODEL:
         return _UNCHECKED_MODEL[0]
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from .proto import onnx_model_pb2 as _pb
 
     schema = descriptor_pb2.FileDescriptorProto()
     _pb.DESCRIPTOR.CopyToProto(schema)
@@ -437,7 +440,7 @@ def _unchecked_model_class() -> Any:
     return found
 
 
-def _decode_error_text(exc: _message.DecodeError) -> str:
+def _decode_error_text(exc: Exception) -> str:
     """The decode error's text, naming the messages by their ONNX names (``onnx.ModelProto``)."""
     text = str(exc) or "protobuf decode error"
     return text.replace(f"'{_UNCHECKED_PACKAGE}.", "'onnx.").replace(f"'{_OUR_PACKAGE}.", "'onnx.")
@@ -494,19 +497,37 @@ def onnx_graph_from_buffer(buffer, where: str, base_dir: str | None = None, thre
         small, cuts = strip(reader, 0, len(reader), MODEL_SPEC, threshold)
     except WireError as exc:
         raise ModelLoadError(f"{where}: not a valid ONNX model ({exc}); the file is truncated or another format") from None
+    model = decode_model(small)
+    if model is None:  # something the Python decoder leaves to protobuf, malformed bytes included
+        model, strings_checked = _parse_with_protobuf(small, where)
+    else:
+        strings_checked = True  # the decoder refuses strings that are not UTF-8
+    return graph_from_model(model, where, _views(cuts, buffer), base_dir, strings_checked=strings_checked)
+
+
+def _parse_with_protobuf(small: bytes, where: str) -> tuple[Any, bool]:
+    """The ModelProto in ``small`` parsed by protobuf, and whether its strings were checked as UTF-8.
+
+    Raises:
+        ModelLoadError: the bytes are not a ModelProto.
+    """
+    from google.protobuf import message
+
+    from .proto import onnx_model_pb2 as _pb
+
     model = _pb.ModelProto()
     strings_checked = True
     try:
         model.ParseFromString(small)
-    except _message.DecodeError:
+    except message.DecodeError:
         # Corrupt, or a string field is not UTF-8: parsed again unchecked, the field walk names the field.
         model = _unchecked_model_class()()
         strings_checked = False
         try:
             model.ParseFromString(small)
-        except _message.DecodeError as exc:
+        except message.DecodeError as exc:
             raise ModelLoadError(f"{where}: not a valid ONNX model ({_decode_error_text(exc)}); the file is truncated or another format") from None
-    return graph_from_model(model, where, _views(cuts, buffer), base_dir, strings_checked=strings_checked)
+    return model, strings_checked
 
 
 def _check_default_opset(opset: int | None, where: str) -> None:

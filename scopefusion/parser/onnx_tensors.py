@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelLoadError, ParseError
-from .proto.onnx_model_pb2 import TensorProto
+from .message_decoder import DecodedMessage
+from .onnx_model_decoder import TensorProto
 
 __all__ = ["NUMPY_TYPES", "ExternalData", "onnx_numpy_dtype", "sparse_to_numpy", "tensor_to_numpy"]
 
@@ -188,8 +189,13 @@ def tensor_to_numpy(
 
 
 def _copy_with_raw(tensor: Any, raw: bytes) -> Any:
-    copy = type(tensor)()
-    copy.CopyFrom(tensor)
+    if isinstance(tensor, DecodedMessage):  # a protobuf message of the same tensor, to be set
+        from .proto import onnx_model_pb2
+
+        copy = onnx_model_pb2.TensorProto.FromString(tensor.SerializeToString())
+    else:
+        copy = type(tensor)()
+        copy.CopyFrom(tensor)
     copy.raw_data = raw
     return copy
 

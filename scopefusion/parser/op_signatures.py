@@ -8,21 +8,24 @@ the node's flat output index, and a node's number of outputs is known, without i
 from __future__ import annotations
 
 import json
-import pkgutil
-from dataclasses import dataclass
+import os
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
+
+from ..records import FrozenRecord
 
 __all__ = ["OutputArg", "OpSignatures", "builtin_signatures"]
 
 
-@dataclass(frozen=True)
-class OutputArg:
+class OutputArg(FrozenRecord):
     """One output argument: a single tensor, ``number_attr`` tensors, or one per ``type_list_attr`` entry."""
 
-    name: str
-    number_attr: str = ""
-    type_list_attr: str = ""
+    _fields = ("name", "number_attr", "type_list_attr")
+
+    def __init__(self, name: str, number_attr: str = "", type_list_attr: str = "") -> None:
+        self.name = name
+        self.number_attr = number_attr
+        self.type_list_attr = type_list_attr
 
     @classmethod
     def parse(cls, text: str) -> "OutputArg":
@@ -83,9 +86,9 @@ class _BuiltinOps:
 @lru_cache(maxsize=1)
 def _builtin_table() -> tuple[_BuiltinOps, dict[str, dict[str, int]], str]:
     """The ops' output arguments, their attribute defaults and the TF version."""
-    data = pkgutil.get_data(__package__, "tf_op_signatures.json")  # not importlib.resources: it imports tempfile, zipfile
-    if data is None:  # pragma: no cover - only a loader without get_data
-        raise FileNotFoundError("tf_op_signatures.json is missing from the scopefusion.parser package")
+    # The package's own loader reads the file (as pkgutil.get_data does, without importing pkgutil, nor
+    # importlib.resources, which imports tempfile and zipfile).
+    data = __spec__.loader.get_data(os.path.join(os.path.dirname(__file__), "tf_op_signatures.json"))  # type: ignore[union-attr]
     text = data.decode("utf-8")
     raw = json.loads(text)
     return _BuiltinOps(raw["ops"]), raw["defaults"], raw["tensorflow_version"]

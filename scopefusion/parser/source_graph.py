@@ -42,6 +42,7 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import ParseError
+from ..records import FrozenRecord
 
 if TYPE_CHECKING:
     import networkx
@@ -129,35 +130,41 @@ class SourceNode:
         return f"SourceNode({self.name!r}, {self.op_type!r})"
 
 
-@dataclass(frozen=True)
-class FunctionRef:
+class FunctionRef(FrozenRecord):
     """A TF ``func`` attribute: the function's name and its own attributes."""
 
-    name: str
-    attrs: tuple[tuple[str, Any], ...] = ()
+    _fields = ("name", "attrs")
+
+    def __init__(self, name: str, attrs: tuple[tuple[str, Any], ...] = ()) -> None:
+        self.name = name
+        self.attrs = attrs
 
 
-@dataclass(frozen=True)
-class GraphInput:
+class GraphInput(FrozenRecord):
     """A graph input: its user-facing name, the node that produces it, and its declared type.
 
     ``shape`` is a tuple with ``-1`` for unknown dims, or None for unknown rank.
     """
 
-    name: str
-    node: str
-    dtype: DType | None
-    shape: tuple[int, ...] | None
-    index: int = 0
+    _fields = ("name", "node", "dtype", "shape", "index")
+
+    def __init__(self, name: str, node: str, dtype: DType | None, shape: tuple[int, ...] | None, index: int = 0) -> None:
+        self.name = name
+        self.node = node
+        self.dtype = dtype
+        self.shape = shape
+        self.index = index
 
 
-@dataclass(frozen=True)
-class GraphOutput:
+class GraphOutput(FrozenRecord):
     """A graph output: its user-facing name and the producing node's output."""
 
-    name: str
-    node: str
-    index: int = 0
+    _fields = ("name", "node", "index")
+
+    def __init__(self, name: str, node: str, index: int = 0) -> None:
+        self.name = name
+        self.node = node
+        self.index = index
 
 
 class SourceGraph:

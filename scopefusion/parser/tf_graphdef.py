@@ -14,11 +14,9 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from google.protobuf import message as _message
-
 from ..dtypes import DType
 from ..errors import ModelLoadError, ParseError
-from .proto import tf_framework_pb2 as tfpb
+from .graph_def_decoder import decode_graph_def
 from .source_graph import FRAMEWORK_TENSORFLOW, GraphInput, GraphOutput, SourceGraph, SourceNode
 from .tf_attrs import ContentViews
 from .tf_functions import FunctionLibrary
@@ -77,13 +75,24 @@ def parse_graph_def_buffer(buffer, where: str, threshold: int = 1024, reader=Non
         small, cuts = strip(reader, 0, len(reader), GRAPH_DEF_SPEC, threshold)
     except WireError as exc:
         raise ModelLoadError(f"{where}: not a valid binary GraphDef ({exc}); the file is truncated or not a TensorFlow model") from None
+    graph_def = decode_graph_def(small)
+    if graph_def is None:  # something the Python decoder leaves to protobuf, malformed bytes included
+        graph_def = _parse_with_protobuf(small, where)
+    node_views, func_views = _views_by_node(buffer, cuts, where)
+    return graph_def, node_views, func_views
+
+
+def _parse_with_protobuf(small: bytes, where: str):
+    from google.protobuf import message
+
+    from .proto import tf_framework_pb2 as tfpb
+
     graph_def = tfpb.GraphDef()
     try:
         graph_def.ParseFromString(small)
-    except _message.DecodeError as exc:
+    except message.DecodeError as exc:
         raise ModelLoadError(f"{where}: not a valid binary GraphDef ({exc or 'protobuf decode error'}); the file is truncated or not a TensorFlow model") from None
-    node_views, func_views = _views_by_node(buffer, cuts, where)
-    return graph_def, node_views, func_views
+    return graph_def
 
 
 def parse_graph_def_text(text: str, where: str):
@@ -93,6 +102,8 @@ def parse_graph_def_text(text: str, where: str):
         ModelLoadError: the text is not a GraphDef in protobuf text format.
     """
     from google.protobuf import text_format
+
+    from .proto import tf_framework_pb2 as tfpb
 
     graph_def = tfpb.GraphDef()
     try:

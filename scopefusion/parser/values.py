@@ -2,35 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..records import FrozenRecord
 from .source_graph import FunctionRef
 
 __all__ = ["AttrPlaceholder", "ForeignDType", "FunctionRef"]
 
 
-@dataclass(frozen=True)
-class AttrPlaceholder:
+class AttrPlaceholder(FrozenRecord):
     """An attribute inside a function body whose value the caller supplies.
 
     TensorFlow: ``AttrValue.placeholder``; ONNX: ``AttributeProto.ref_attr_name``. ``name`` is the
     attribute of the enclosing function that holds the value.
     """
 
-    name: str
+    _fields = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-@dataclass(frozen=True)
-class ForeignDType:
+class ForeignDType(FrozenRecord):
     """A framework element type that :mod:`scopefusion.dtypes` has no ``DType`` for.
 
     For example TensorFlow's ``DT_RESOURCE`` and ``DT_VARIANT`` (variables, tensor lists) or
     ``DT_FLOAT8_E4M3FNUZ``. ``name`` is the framework's enum name, ``code`` its enum value.
     """
 
-    framework: str
-    code: int
-    name: str
+    _fields = ("framework", "code", "name")
+
+    def __init__(self, framework: str, code: int, name: str) -> None:
+        self.framework = framework
+        self.code = code
+        self.name = name
 
     def __str__(self) -> str:
         return self.name

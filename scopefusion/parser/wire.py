@@ -22,8 +22,9 @@ the mmap would make the weights resident; ``pread`` copies only the bytes it is 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Callable, Union
+
+from ..records import FrozenRecord, Record
 
 __all__ = [
     "CUT", "Cut", "FileReader", "MapField", "Path", "Spec", "WireError", "encode_varint", "field_kinds", "iter_fields",
@@ -118,32 +119,36 @@ CUT = _CutMarker()
 """Spec leaf: cut this ``bytes`` field out when it is at least ``threshold`` bytes long."""
 
 
-@dataclass(frozen=True)
-class MapField:
+class MapField(FrozenRecord):
     """Spec node for a ``map<string, V>`` field: entries are addressed by key; ``value`` walks field 2."""
 
-    value: "Spec"
-    #: The spec of one map entry (``value`` at field 2), made once.
-    entry: "Spec" = field(init=False, repr=False, compare=False)
+    _fields = ("value", "entry")
+    _not_shown = _not_compared = frozenset({"entry"})
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "entry", Spec({2: self.value}))
+    def __init__(self, value: "Spec") -> None:
+        self.value = value
+        #: The spec of one map entry (``value`` at field 2), made once.
+        self.entry = Spec({2: value})
 
 
-@dataclass
-class Spec:
+class Spec(Record):
     """Which fields of a message to walk into (a nested :class:`Spec` or :class:`MapField`) or cut (:data:`CUT`)."""
 
-    fields: dict[int, "Spec | MapField | _CutMarker"] = field(default_factory=dict)
+    _fields = ("fields",)
+
+    def __init__(self, fields: "dict[int, Spec | MapField | _CutMarker] | None" = None) -> None:
+        self.fields = {} if fields is None else fields
 
 
-@dataclass(frozen=True)
-class Cut:
+class Cut(FrozenRecord):
     """A removed field: its path and where its payload lies in the buffer."""
 
-    path: Path
-    offset: int
-    length: int
+    _fields = ("path", "offset", "length")
+
+    def __init__(self, path: Path, offset: int, length: int) -> None:
+        self.path = path
+        self.offset = offset
+        self.length = length
 
 
 def read_varint(buf, pos: int, end: int) -> tuple[int, int]:

@@ -22,22 +22,25 @@ A producer or consumer named here may itself be claimed by another accepted fusi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from ..records import FrozenRecord
 
 __all__ = ["AcceptedFusion", "FusedInput", "FusedOutput", "PatternCheck", "Refusal", "ResolvedInnerNode"]
 
 
-@dataclass(frozen=True)
-class FusedInput:
+class FusedInput(FrozenRecord):
     """Fused input ``port`` reads ``producer``'s output ``index``; it was mapped from claimed node
     ``claimed_node``'s input ``claimed_slot``."""
 
-    port: int
-    producer: str
-    index: int
-    claimed_node: str
-    claimed_slot: int
+    _fields = ("port", "producer", "index", "claimed_node", "claimed_slot")
+
+    def __init__(self, port: int, producer: str, index: int, claimed_node: str, claimed_slot: int) -> None:
+        self.port = port
+        self.producer = producer
+        self.index = index
+        self.claimed_node = claimed_node
+        self.claimed_slot = claimed_slot
 
     @property
     def inner_node(self) -> str:
@@ -59,15 +62,18 @@ class FusedInput:
         }
 
 
-@dataclass(frozen=True)
-class FusedOutput:
+class FusedOutput(FrozenRecord):
     """Fused output ``port`` stands for claimed node ``claimed_node``'s output ``index``."""
 
-    port: int
-    claimed_node: str
-    index: int
-    consumers: tuple[tuple[str, int], ...] = ()
-    graph_outputs: tuple[str, ...] = ()
+    _fields = ("port", "claimed_node", "index", "consumers", "graph_outputs")
+
+    def __init__(self, port: int, claimed_node: str, index: int, consumers: tuple[tuple[str, int], ...] = (),
+                 graph_outputs: tuple[str, ...] = ()) -> None:
+        self.port = port
+        self.claimed_node = claimed_node
+        self.index = index
+        self.consumers = consumers
+        self.graph_outputs = graph_outputs
 
     @property
     def inner_node(self) -> str:
@@ -84,17 +90,21 @@ class FusedOutput:
         }
 
 
-@dataclass(frozen=True)
-class ResolvedInnerNode:
+class ResolvedInnerNode(FrozenRecord):
     """A many-to-many inner node: ``inputs`` are ``(producer, output index)`` with the producer an inner
     node's full name or, for inputs from the fused scope, the real external producer; index ``-1`` is a
     control edge. ``outputs`` are ``(inner node full name or OutputToFusionScope, slot or port)``."""
 
-    name: str
-    op_type: str
-    inputs: tuple[tuple[str, int], ...]
-    outputs: tuple[tuple[str, int], ...]
-    attrs: dict[str, Any] = field(default_factory=dict, compare=False)
+    _fields = ("name", "op_type", "inputs", "outputs", "attrs")
+    _not_compared = frozenset({"attrs"})
+
+    def __init__(self, name: str, op_type: str, inputs: tuple[tuple[str, int], ...], outputs: tuple[tuple[str, int], ...],
+                 attrs: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.op_type = op_type
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = {} if attrs is None else attrs
 
     @property
     def type(self) -> str:
@@ -111,30 +121,52 @@ class ResolvedInnerNode:
         }
 
 
-@dataclass(frozen=True)
-class AcceptedFusion:
+class AcceptedFusion(FrozenRecord):
     """One validated fusion; see the module docstring."""
 
-    name: str
-    op_type: str
-    pass_name: str
-    description: str
-    scopes: tuple[str, ...]
-    claimed: tuple[str, ...]
-    kept: tuple[str, ...]
-    inputs: tuple[FusedInput, ...]
-    outputs: tuple[FusedOutput, ...]
-    absorbed: tuple[str, ...]
-    control_inputs: tuple[str, ...]
-    control_outputs: tuple[str, ...]
-    inner_nodes: tuple[ResolvedInnerNode, ...] = ()
-    attrs: dict[str, Any] = field(default_factory=dict, compare=False)
-    captures: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    _fields = ("name", "op_type", "pass_name", "description", "scopes", "claimed", "kept", "inputs", "outputs",
+               "absorbed", "control_inputs", "control_outputs", "inner_nodes", "attrs", "captures")
+    _not_compared = frozenset({"attrs", "captures"})
+    _not_shown = frozenset({"captures"})
+
+    def __init__(
+        self,
+        name: str,
+        op_type: str,
+        pass_name: str,
+        description: str,
+        scopes: tuple[str, ...],
+        claimed: tuple[str, ...],
+        kept: tuple[str, ...],
+        inputs: tuple[FusedInput, ...],
+        outputs: tuple[FusedOutput, ...],
+        absorbed: tuple[str, ...],
+        control_inputs: tuple[str, ...],
+        control_outputs: tuple[str, ...],
+        inner_nodes: tuple[ResolvedInnerNode, ...] = (),
+        attrs: dict[str, Any] | None = None,
+        captures: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.op_type = op_type
+        self.pass_name = pass_name
+        self.description = description
+        self.scopes = scopes
+        self.claimed = claimed
+        self.kept = kept
+        self.inputs = inputs
+        self.outputs = outputs
+        self.absorbed = absorbed
+        self.control_inputs = control_inputs
+        self.control_outputs = control_outputs
+        self.inner_nodes = inner_nodes
+        self.attrs = {} if attrs is None else attrs
+        self.captures = {} if captures is None else captures
 
     @classmethod
     def assemble(cls, values: dict[str, Any]) -> AcceptedFusion:
-        """``AcceptedFusion(**values)`` when ``values`` names every field, made without the frozen class's
-        field-by-field set-up (the validator makes one per accepted fusion; it gives every field)."""
+        """``AcceptedFusion(**values)`` when ``values`` names every field, made without the field-by-field
+        set-up (the validator makes one per accepted fusion; it gives every field)."""
         made = object.__new__(cls)
         made.__dict__.update(values)
         return made
@@ -168,15 +200,18 @@ class AcceptedFusion:
         }
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(FrozenRecord):
     """A fusion result that was not applied, and why (one sentence)."""
 
-    name: str
-    pass_name: str
-    reason: str
-    scopes: tuple[str, ...] = ()
-    nodes: tuple[str, ...] = ()
+    _fields = ("name", "pass_name", "reason", "scopes", "nodes")
+
+    def __init__(self, name: str, pass_name: str, reason: str, scopes: tuple[str, ...] = (),
+                 nodes: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.pass_name = pass_name
+        self.reason = reason
+        self.scopes = scopes
+        self.nodes = nodes
 
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,12 +227,14 @@ class Refusal:
         return f"{self.pass_name}: fusion {self.name!r} refused: {self.reason}"
 
 
-@dataclass(frozen=True)
-class PatternCheck:
+class PatternCheck(FrozenRecord):
     """One pattern tried on one scope: where it sits in the pass and the first failing check (None on a match)."""
 
-    where: str
-    reason: str | None
+    _fields = ("where", "reason")
+
+    def __init__(self, where: str, reason: str | None) -> None:
+        self.where = where
+        self.reason = reason
 
     @property
     def matched(self) -> bool:

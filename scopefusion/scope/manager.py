@@ -13,12 +13,12 @@ result was refused, the first failing feature, or the nearest miss of its datafl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
 from ..collector import collector_paused
 from ..errors import FusionError
+from ..records import Record
 from .accepted import AcceptedFusion, PatternCheck, Refusal
 from .graph import ScopeGraph
 from .op_types import KnownOpTypes, OpDefinitionLike, framework_dialect
@@ -36,22 +36,41 @@ NOT_CHANGED = "not_changed"
 ERROR = "error"
 
 
-@dataclass
-class PassReport:
+class PassReport(Record):
     """What one pass did in one run."""
 
-    name: str
-    source: str
-    status: str = NOT_CHANGED
-    scopes_matched: list[str] = field(default_factory=list)
-    results_accepted: list[str] = field(default_factory=list)
-    results_refused: list[Refusal] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str = ""
-    error_at: str = ""
-    seconds: float = 0.0
-    replaces: str = ""
-    builtin_would_fuse: int | None = None
+    _fields = (
+        "name", "source", "status", "scopes_matched", "results_accepted", "results_refused", "notes", "error",
+        "error_at", "seconds", "replaces", "builtin_would_fuse",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        status: str = NOT_CHANGED,
+        scopes_matched: list[str] | None = None,
+        results_accepted: list[str] | None = None,
+        results_refused: list[Refusal] | None = None,
+        notes: list[str] | None = None,
+        error: str = "",
+        error_at: str = "",
+        seconds: float = 0.0,
+        replaces: str = "",
+        builtin_would_fuse: int | None = None,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.status = status
+        self.scopes_matched = [] if scopes_matched is None else scopes_matched
+        self.results_accepted = [] if results_accepted is None else results_accepted
+        self.results_refused = [] if results_refused is None else results_refused
+        self.notes = [] if notes is None else notes
+        self.error = error
+        self.error_at = error_at
+        self.seconds = seconds
+        self.replaces = replaces
+        self.builtin_would_fuse = builtin_would_fuse
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,15 +111,23 @@ class PassReport:
         return out
 
 
-@dataclass
-class RunReport:
+class RunReport(Record):
     """The reports of every pass of one run, the resulting plan, and the builtins that user passes
     replaced."""
 
-    passes: list[PassReport]
-    plan: FusionPlan
-    seconds: float = 0.0
-    replacements: list[str] = field(default_factory=list)
+    _fields = ("passes", "plan", "seconds", "replacements")
+
+    def __init__(
+        self,
+        passes: list[PassReport],
+        plan: FusionPlan,
+        seconds: float = 0.0,
+        replacements: list[str] | None = None,
+    ) -> None:
+        self.passes = passes
+        self.plan = plan
+        self.seconds = seconds
+        self.replacements = [] if replacements is None else replacements
 
     def __getitem__(self, name: str) -> PassReport:
         for report in self.passes:
@@ -130,15 +157,24 @@ class RunReport:
         }
 
 
-@dataclass
-class Explanation:
+class Explanation(Record):
     """Why one pass did or did not fuse one scope."""
 
-    pass_name: str
-    scope: str
-    matched: bool
-    reason: str
-    checks: list[PatternCheck] = field(default_factory=list)
+    _fields = ("pass_name", "scope", "matched", "reason", "checks")
+
+    def __init__(
+        self,
+        pass_name: str,
+        scope: str,
+        matched: bool,
+        reason: str,
+        checks: list[PatternCheck] | None = None,
+    ) -> None:
+        self.pass_name = pass_name
+        self.scope = scope
+        self.matched = matched
+        self.reason = reason
+        self.checks = [] if checks is None else checks
 
     def __str__(self) -> str:
         return f"{self.pass_name}: {self.reason}"

@@ -24,11 +24,11 @@ Function forms::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
+from ..records import Record
 from .accepted import PatternCheck
 from .dataflow import DataflowPattern, Match
 from .features import ScopePattern
@@ -49,13 +49,20 @@ __all__ = [
 ]
 
 
-@dataclass
-class PassOutcome:
+class PassOutcome(Record):
     """What one pass produced, before validation."""
 
-    matched: list[Scope] = field(default_factory=list)
-    results: list[FusionScopesResult] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    _fields = ("matched", "results", "notes")
+
+    def __init__(
+        self,
+        matched: list[Scope] | None = None,
+        results: list[FusionScopesResult] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        self.matched = [] if matched is None else matched
+        self.results = [] if results is None else results
+        self.notes = [] if notes is None else notes
 
 
 class ScopeBasePass:

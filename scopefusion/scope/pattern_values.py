@@ -157,11 +157,15 @@ class OpBuilder:
         _check: Callable[[SourceNode], str | None] | None = None,
     ) -> Any:
         """A node of one of ``op_type``; returns its output, or a tuple of ``_outputs`` outputs."""
-        types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
-        if not types or not all(isinstance(t, str) and t for t in types):
-            raise FusionError(f"a pattern op needs op type names, got {op_type!r}")
+        if op_type.__class__ is str and op_type:  # one op type, as nearly every op has: the checks below, at once
+            types: tuple[str, ...] = (op_type,)
+            commute = _commute if _commute is not None else op_type in self._commutative
+        else:
+            types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
+            if not types or not all(isinstance(t, str) and t for t in types):
+                raise FusionError(f"a pattern op needs op type names, got {op_type!r}")
+            commute = _commute if _commute is not None else all(t in self._commutative for t in types)
         values = [v if isinstance(v, ValuePattern) else self._value(v) for v in inputs]
-        commute = _commute if _commute is not None else all(t in self._commutative for t in types)
         node = OpPattern(types, values, _name, dict(_attrs or {}), _outputs, commute and len(values) > 1, _check)
         if _outputs == 1:
             return OpOutput(node, 0)

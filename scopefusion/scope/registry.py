@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..errors import FusionError
+from ..records import FrozenRecord, Record
 from .entry_points import installed_entry_points
 from .passes import ScopeBasePass
 
@@ -45,15 +45,17 @@ BUILTIN = "builtin"
 USER = "user"
 
 
-@dataclass
-class RegisteredPass:
+class RegisteredPass(Record):
     """One registered pass: its name, instance, default flag, origin and current on/off state."""
 
-    name: str
-    rule: ScopeBasePass
-    general: bool
-    source: str
-    enabled: bool
+    _fields = ("name", "rule", "general", "source", "enabled")
+
+    def __init__(self, name: str, rule: ScopeBasePass, general: bool, source: str, enabled: bool) -> None:
+        self.name = name
+        self.rule = rule
+        self.general = general
+        self.source = source
+        self.enabled = enabled
 
     @property
     def is_builtin(self) -> bool:
@@ -63,13 +65,15 @@ class RegisteredPass:
         return {"name": self.name, "general": self.general, "source": self.source, "enabled": self.enabled}
 
 
-@dataclass(frozen=True)
-class DeclaredOp:
+class DeclaredOp(FrozenRecord):
     """A fused op definition the registered rules produce (``scopefusion.define_fused_op``) and where it
     was declared. The scope layer only keeps it; the conversion adds ``op`` to its op registry."""
 
-    op: Any
-    source: str
+    _fields = ("op", "source")
+
+    def __init__(self, op: Any, source: str) -> None:
+        self.op = op
+        self.source = source
 
     @property
     def name(self) -> str:
@@ -89,13 +93,15 @@ def is_op_definition(obj: Any) -> bool:
     return not isinstance(obj, (ScopeBasePass, type)) and hasattr(obj, "qualified_name") and hasattr(obj, "dialect")
 
 
-@dataclass(frozen=True)
-class Replacement:
+class Replacement(FrozenRecord):
     """A builtin pass replaced by a user pass of the same name."""
 
-    name: str
-    by: str
-    replaced: str
+    _fields = ("name", "by", "replaced")
+
+    def __init__(self, name: str, by: str, replaced: str) -> None:
+        self.name = name
+        self.by = by
+        self.replaced = replaced
 
     def __str__(self) -> str:
         return f"pass {self.name!r} from {self.by} replaces the builtin pass of that name"

@@ -20,11 +20,11 @@ reason when the pass manager validates it (see :mod:`.plan`), never applied.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
+from ..records import Record
 from .tree import Scope
 
 __all__ = [
@@ -45,8 +45,7 @@ INPUT_FROM_FUSION_SCOPE = "InputFromFusionScope"
 OUTPUT_TO_FUSION_SCOPE = "OutputToFusionScope"
 
 
-@dataclass
-class ScopesResult:
+class ScopesResult(Record):
     """One fusion candidate chosen by ``last_match_scopes_and_ops``: whole scopes plus loose nodes.
 
     Attributes:
@@ -60,11 +59,22 @@ class ScopesResult:
             last node's).
     """
 
-    scopes: list[Scope] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
-    captures: dict[str, Any] = field(default_factory=dict)
-    refusal: str | None = None
-    name: str = ""
+    _fields = ("scopes", "nodes", "captures", "refusal", "name")
+
+    def __init__(
+        self,
+        scopes: list[Scope] | None = None,
+        nodes: list[str] | None = None,
+        captures: dict[str, Any] | None = None,
+        refusal: str | None = None,
+        name: str = "",
+    ) -> None:
+        self.scopes = [] if scopes is None else scopes
+        self.nodes = [] if nodes is None else nodes
+        self.captures = {} if captures is None else captures
+        self.refusal = refusal
+        self.name = name
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self.scopes = list(self.scopes)

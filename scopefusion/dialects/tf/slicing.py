@@ -9,7 +9,6 @@ shrunk ones. The numpy kernel runs the same plan, so inference and folding canno
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from ... import dtypes as D
 from ...ir.attrs import BOOL, INT
 from ...ir.opdef import InferContext, OpDef, ParamType
+from ...records import Record
 from ._common import (
     ALL,
     DTYPE_ONLY,
@@ -39,13 +39,19 @@ _NEW_AXIS, _SHRINK = -1, -2
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 
-@dataclass
-class SlicePlan:
+class SlicePlan(Record):
     """A strided slice over known dims: per input dim ``(begin, stop, stride, shrink)`` or None (unknown),
     the processed sizes, and the final shape (new axes 1, shrunk dims dropped)."""
 
-    ranges: list[tuple[int, int, int, bool] | None] = field(default_factory=list)
-    final: tuple[int, ...] = ()
+    _fields = ("ranges", "final")
+
+    def __init__(
+        self,
+        ranges: list[tuple[int, int, int, bool] | None] | None = None,
+        final: tuple[int, ...] = (),
+    ) -> None:
+        self.ranges = [] if ranges is None else ranges
+        self.final = final
 
 
 def plan_strided_slice(

@@ -7,7 +7,6 @@ constants.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 import numpy as np
@@ -27,6 +26,7 @@ from scopefusion.scope import (
     ScopesResult,
 )
 
+from ...records import Record
 from .constants import ADD as ADD_OPS
 from .constants import WHILE as WHILE_OPS
 
@@ -76,12 +76,14 @@ def activation_mismatch(
     )
 
 
-@dataclass
-class Cell:
+class Cell(Record):
     """What a cell rule read: the fused op's attributes and the state variables in port order."""
 
-    attrs: dict[str, Any]
-    states: list[LoopVar]
+    _fields = ("attrs", "states")
+
+    def __init__(self, attrs: dict[str, Any], states: list[LoopVar]) -> None:
+        self.attrs = attrs
+        self.states = states
 
 
 class RecurrentLoopPass(ScopeBasePass, abc.ABC):
@@ -339,13 +341,15 @@ def _is_read(graph: ScopeGraph, tensor: Tensor | None, claimed: set[str]) -> boo
 
 
 # ------------------------------------------------------------------------------------------ affine maps
-@dataclass
-class Affine:
+class Affine(Record):
     """``sum(leaf @ terms[leaf]) + bias``: matrices ``[in, width]`` by leaf tensor, bias ``[width]``."""
 
-    terms: dict[Tensor, np.ndarray]
-    bias: np.ndarray
-    width: int
+    _fields = ("terms", "bias", "width")
+
+    def __init__(self, terms: dict[Tensor, np.ndarray], bias: np.ndarray, width: int) -> None:
+        self.terms = terms
+        self.bias = bias
+        self.width = width
 
     def columns(self, cols: slice | np.ndarray) -> Affine:
         bias = self.bias[cols]

@@ -5,9 +5,9 @@ regions (the normalization rules): :class:`ScopedDataflowPass`.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from typing import Any, Sequence
 
+from scopefusion.records import Record
 from scopefusion.scope import (
     DataflowPattern,
     FusionScopesResult,
@@ -25,13 +25,15 @@ from scopefusion.scope import (
 __all__ = ["ScopedDataflowPass"]
 
 
-@dataclass
-class _Judged:
+class _Judged(Record):
     """What :meth:`ScopedDataflowPass.judge` made of one match: ``attrs`` to fuse it, the ``reason`` it
     refused it, or neither (the match belongs to another rule and is left alone)."""
 
-    attrs: dict[str, Any] | None = None
-    reason: str | None = None
+    _fields = ("attrs", "reason")
+
+    def __init__(self, attrs: dict[str, Any] | None = None, reason: str | None = None) -> None:
+        self.attrs = attrs
+        self.reason = reason
 
     @property
     def skips(self) -> bool:
