@@ -130,8 +130,9 @@ def model_to_proto(
     check_model_size(graphs)
     defs = [model.graph.add() for _ in graphs]
     sink = _BodySink(model.graph, set(names))
+    entries = _AttrEntries(ctx)
     for graph, graph_def in zip(graphs, defs):
-        _write_graph(graph, graph_def, graph.name, sink, ctx)
+        _write_graph(graph, graph_def, graph.name, sink, ctx, entries)
     share_weights(graphs, defs)
     for key, value in sorted((attrs or {}).items()):
         where = f"model attribute {key!r}"
@@ -205,14 +206,26 @@ class _BodySink:
         return name, self.defs.add()
 
 
-def _write_graph(graph: Graph, graph_def: pb.GraphDef, name: str, sink: _BodySink | None, ctx: SerdeContext) -> None:
+def _write_graph(
+    graph: Graph,
+    graph_def: pb.GraphDef,
+    name: str,
+    sink: _BodySink | None,
+    ctx: SerdeContext,
+    entries: "_AttrEntries | None" = None,
+) -> None:
+    """Writes ``graph`` into ``graph_def``: its ops as one serialized string merged at once (see :func:`_op_bytes`).
+
+    ``entries``: the attribute encodings of the whole write (the graphs of a model share most attribute values)."""
     where = f"graph {graph.name!r}"
+    if entries is None:
+        entries = _AttrEntries(ctx)
     graph_def.name = name
     if name != graph.name:
         graph_def.attr[GRAPH_NAME_ATTR].s = graph.name.encode("utf-8", "surrogateescape")
     written: dict[str, Node] = {}
     ge_types: dict[str, str] = {}  # op -> the type written (one definition lookup per op)
-    add_op = graph_def.op.add
+    ops: list[bytes] = []
     for index, node in enumerate(graph.nodes):
         if node.name in written:
             raise SerdeError(f"{where}: two ops are named {node.name!r}; node names must be unique in a graph")
@@ -220,8 +233,10 @@ def _write_graph(graph: Graph, graph_def: pb.GraphDef, name: str, sink: _BodySin
         ge_type = ge_types.get(op)
         if ge_type is None:
             ge_type = ge_types[op] = _ge_type(node, op)
-        _write_op(node, ge_type, index, add_op(), written, sink, ctx, f"{where} op {node.name!r} ({op})")
+        data = _op_bytes(node, ge_type, index, written, sink, ctx, entries, where)
+        ops.append(_GRAPH_OP + _length(len(data)) + data)
         written[node.name] = node
+    graph_def.MergeFromString(b"".join(ops))
     for i, value in enumerate(graph.inputs):
         graph_def.input.append(_ref(value, written, f"{where} input {i}"))
     for i, value in enumerate(graph.outputs):
@@ -251,9 +266,96 @@ def _ref(value: Value, written: Mapping[str, Node], where: str) -> str:
     return value.ref
 
 
+# Field keys in the wire form: GraphDef.op (6); OpDef name (1), type (2), input (5), attr (10), id (21),
+# input_desc (33), output_desc (34), subgraph_name (35); an attr map entry's key (1) and value (2).
+_GRAPH_OP = b"\x32"
+_OP_NAME, _OP_TYPE, _OP_INPUT, _OP_ATTR, _OP_ID = b"\x0a", b"\x12", b"\x2a", b"\x52", b"\xa8\x01"
+_OP_SUBGRAPH_NAME = b"\x9a\x02"
+_ENTRY_KEY, _ENTRY_VALUE = b"\x0a", b"\x12"
 # OpDef fields input_desc (33) and output_desc (34), as (tag, empty field) in the wire form.
 _INPUT_DESC = (b"\x8a\x02", b"\x8a\x02\x00")
 _OUTPUT_DESC = (b"\x92\x02", b"\x92\x02\x00")
+_SHORT_LENGTHS = tuple(bytes((n,)) for n in range(128))
+
+
+def _length(n: int) -> bytes:
+    """The varint of a length (one byte below 128, as most lengths here are)."""
+    return _SHORT_LENGTHS[n] if n < 128 else encode_varint(n)
+
+
+def _text(tag: bytes, text: str) -> bytes:
+    """A string field: ``tag``, the UTF-8 length, the UTF-8 bytes."""
+    data = text.encode("utf-8")
+    return tag + _length(len(data)) + data
+
+
+class _AttrEntries:
+    """The encodings an op is written with, kept for one write: ``attr`` map entries by name and value, the
+    reserved string attributes, and descriptor fields by type.
+
+    NOTE: why. A model's shape profiles are clones of its main graph sharing the (immutable) attribute
+    values, and a value is serialized by a stateless serializer (:mod:`.attr_serializers`), so the entry of a
+    name and a value object already written is the same bytes: it is reused instead of serialized again
+    (deferred tensors included: the entry holds the same marker, which stands for the same array). The value
+    is kept with its entry, so an id is never taken for another object's. Types are immutable and interned,
+    and most values of a model share a few of them."""
+
+    __slots__ = ("ctx", "_by_value", "_strings", "_inputs", "_outputs")
+
+    def __init__(self, ctx: SerdeContext) -> None:
+        self.ctx = ctx
+        self._by_value: dict[tuple[str, int], tuple[AttrValue, bytes]] = {}
+        self._strings: dict[tuple[str, str], bytes] = {}
+        self._inputs: dict[Type, bytes] = {}
+        self._outputs: dict[Type, bytes] = {}
+
+    def entry(self, key: str, value: AttrValue, where: str, node: Node) -> bytes:
+        """The serialized map entry of attribute ``key`` = ``value`` of ``node`` (``where``: its graph)."""
+        found = self._by_value.get((key, id(value)))
+        if found is not None and found[0] is value:
+            return found[1]
+        attr_def = pb.AttrDef()
+        self.ctx.at(f"{_op_where(where, node)} attribute {key!r}").write_attr(value, attr_def)
+        data = map_entry(key, attr_def.SerializeToString(deterministic=True))
+        self._by_value[(key, id(value))] = (value, data)
+        return data
+
+    def string(self, key: str, text: str) -> bytes:
+        """The map entry of a reserved string attribute (``_dialect``, ``_op_type``)."""
+        data = self._strings.get((key, text))
+        if data is None:
+            attr_def = pb.AttrDef()
+            attr_def.s = text.encode("utf-8", "surrogateescape")
+            data = self._strings[(key, text)] = _reserved_entry(key, attr_def)
+        return data
+
+    def input_desc(self, t: Type | None, where: str, node: Node, slot: int) -> bytes:
+        """The ``input_desc`` field of an input of type ``t``."""
+        data = self._inputs.get(t) if t is not None else _INPUT_DESC[1]
+        if data is None:
+            data = _desc_field(_INPUT_DESC, t, lambda: f"{_op_where(where, node)} input {slot}")
+            if isinstance(t, TensorType):
+                self._inputs[t] = data
+        return data
+
+    def output_desc(self, t: Type | None, where: str, node: Node, index: int) -> bytes:
+        """The ``output_desc`` field of an output of type ``t``."""
+        data = self._outputs.get(t) if t is not None else _OUTPUT_DESC[1]
+        if data is None:
+            data = _desc_field(_OUTPUT_DESC, t, lambda: f"{_op_where(where, node)} output {index}")
+            if isinstance(t, TensorType):
+                self._outputs[t] = data
+        return data
+
+
+def map_entry(key: str, value: bytes) -> bytes:
+    """An ``attr`` map entry (field 10 of ``OpDef``) of ``key`` and a serialized ``AttrDef``."""
+    entry = _text(_ENTRY_KEY, key) + _ENTRY_VALUE + _length(len(value)) + value
+    return _OP_ATTR + _length(len(entry)) + entry
+
+
+def _reserved_entry(key: str, attr_def: pb.AttrDef) -> bytes:
+    return map_entry(key, attr_def.SerializeToString(deterministic=True))
 
 
 def _desc_field(field: tuple[bytes, bytes], t: Type | None, where: Callable[[], str]) -> bytes:
@@ -266,71 +368,91 @@ def _desc_field(field: tuple[bytes, bytes], t: Type | None, where: Callable[[], 
         desc = pb.TensorDescriptor()
         value_type_to_desc(t, desc, where())
         data = desc.SerializeToString(deterministic=True)
-    return field[0] + encode_varint(len(data)) + data
+    return field[0] + _length(len(data)) + data
 
 
-def _write_op(
+def _op_bytes(
     node: Node,
     ge_type: str,
     index: int,
-    op_def: pb.OpDef,
     written: Mapping[str, Node],
     sink: _BodySink | None,
     ctx: SerdeContext,
+    entries: _AttrEntries,
     where: str,
-) -> None:
-    # NOTE: the descriptors of all inputs and outputs are merged into the message as one serialized string,
-    # each from its type's cached bytes (tensors.tensor_desc_bytes): a model writes several per op.
+) -> bytes:
+    """The serialized ``OpDef`` of ``node`` (``where``: its graph, for errors).
+
+    NOTE: the op is written as wire bytes, field by field, and merged into the graph's message with the
+    graph's other ops: setting each field through the message costs several times more per op. The parsed
+    message is what the same fields set one by one would give (protobuf then serializes it as ever: fields
+    in number order, map entries sorted), so the file's bytes do not change."""
     op_type = node.op_type
     if "." in op_type or not op_type:
-        raise SerdeError(f"{where}: op type {op_type!r} must be a non-empty name without '.'")
-    op_def.name = node.name
-    op_def.type = ge_type
-    op_def.id = index
+        raise SerdeError(f"{_op_where(where, node)}: op type {op_type!r} must be a non-empty name without '.'")
+    name = node.name.encode("utf-8")
+    type_name = ge_type.encode("utf-8")
+    parts = [_OP_NAME, _length(len(name)), name, _OP_TYPE, _length(len(type_name)), type_name]
     if node.dialect != DEFAULT_DIALECT:
-        op_def.attr[DIALECT_ATTR].s = node.dialect.encode("utf-8", "surrogateescape")
+        parts.append(entries.string(DIALECT_ATTR, node.dialect))
     if ge_type != op_type:
-        op_def.attr[OP_TYPE_ATTR].s = op_type.encode("utf-8", "surrogateescape")
-    refs: list[str] = []
+        parts.append(entries.string(OP_TYPE_ATTR, op_type))
+    back_edges: list[int] = []
     descs: list[bytes] = []
     for slot, value in enumerate(node.inputs):
         if value is None:
-            refs.append("")
+            parts.append(_OP_INPUT + b"\x00")
             descs.append(_INPUT_DESC[1])
             continue
         producer = value.producer
-        if written.get(producer.name) is not producer and value.meta.get("back_edge"):
-            back = op_def.attr[BACK_EDGES_ATTR].list
-            back.val_type = _VT.VT_LIST_INT
-            back.i.append(slot)
-            refs.append(value.ref)
-        else:
-            refs.append(_ref(value, written, f"{where} input {slot}"))
-        descs.append(_desc_field(_INPUT_DESC, value.type, lambda slot=slot: f"{where} input {slot}"))  # type: ignore[misc]
+        if written.get(producer.name) is not producer:
+            if value.meta.get("back_edge"):
+                back_edges.append(slot)
+            else:
+                _ref(value, written, f"{_op_where(where, node)} input {slot}")
+        ref = f"{producer.name}:{value.index}".encode("utf-8")
+        parts.append(_OP_INPUT + _length(len(ref)) + ref)
+        descs.append(entries.input_desc(value.type, where, node, slot))
     for ctrl in node.control_inputs:
         if written.get(ctrl.name) is not ctrl:
             raise SerdeError(
-                f"{where}: control input {ctrl.name!r} is not an earlier op of the graph; run graph.verify()"
+                f"{_op_where(where, node)}: control input {ctrl.name!r} is not an earlier op of the graph; "
+                "run graph.verify()"
             )
-        refs.append(f"{ctrl.name}:{CONTROL_INDEX}")
-    op_def.input.extend(refs)
+        parts.append(_text(_OP_INPUT, f"{ctrl.name}:{CONTROL_INDEX}"))
+    if back_edges:
+        attr_def = pb.AttrDef()
+        attr_def.list.val_type = _VT.VT_LIST_INT
+        attr_def.list.i.extend(back_edges)
+        parts.append(_reserved_entry(BACK_EDGES_ATTR, attr_def))
     for value in node.outputs:
-        descs.append(_desc_field(_OUTPUT_DESC, value.type, lambda value=value: f"{where} output {value.index}"))  # type: ignore[misc]
-    op_def.MergeFromString(b"".join(descs))
+        descs.append(entries.output_desc(value.type, where, node, value.index))
+    if index:
+        parts.append(_OP_ID + _length(index))
+    parts.extend(descs)
     if node.subgraphs:
         if sink is None:  # pragma: no cover - write_standalone_graph and model_to_proto always give one
-            raise SerdeError(f"{where}: has bodies but no place to write them")
-        keys = op_def.attr[SUBGRAPH_KEYS_ATTR].list
-        keys.val_type = _VT.VT_LIST_STRING
+            raise SerdeError(f"{_op_where(where, node)}: has bodies but no place to write them")
+        keys = pb.AttrDef()
+        keys.list.val_type = _VT.VT_LIST_STRING
         for key, body in node.subgraphs.items():
             body_name, body_def = sink.add(body)
-            op_def.subgraph_name.append(body_name)
-            keys.s.append(key.encode("utf-8", "surrogateescape"))
-            _write_graph(body, body_def, body_name, sink, ctx)
+            parts.append(_text(_OP_SUBGRAPH_NAME, body_name))
+            keys.list.s.append(key.encode("utf-8", "surrogateescape"))
+            _write_graph(body, body_def, body_name, sink, ctx, entries)
+        parts.append(_reserved_entry(SUBGRAPH_KEYS_ATTR, keys))
     for key, attr_value in node.attrs.items():
         if key in RESERVED_OP_ATTRS:
-            raise SerdeError(f"{where}: attribute name {key!r} is reserved by the GE serializer; rename the attribute")
-        ctx.at(f"{where} attribute {key!r}").write_attr(attr_value, op_def.attr[key])
+            raise SerdeError(
+                f"{_op_where(where, node)}: attribute name {key!r} is reserved by the GE serializer; "
+                "rename the attribute"
+            )
+        parts.append(entries.entry(key, attr_value, where, node))
+    return b"".join(parts)
+
+
+def _op_where(where_graph: str, node: Node) -> str:
+    return f"{where_graph} op {node.name!r} ({node.op})"
 
 
 # The reading side (:mod:`.ge_read`), imported on first use: writing a model does not load it.
