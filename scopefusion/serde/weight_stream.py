@@ -603,6 +603,15 @@ def stream_message(build: Callable[[], Any]) -> ModelBytes:
     return frame(message.SerializeToString(deterministic=True), message.DESCRIPTOR, weights)
 
 
+def stream_bytes(build: Callable[[], bytes], descriptor: Any) -> ModelBytes:
+    """The serialized message ``build()`` writes (of protobuf type ``descriptor``) while large arrays are
+    deferred, as pieces."""
+    weights = DeferredWeights()
+    with deferring(weights):
+        data = build()
+    return frame(data, descriptor, weights)
+
+
 def frame(data: bytes, descriptor: Any, weights: DeferredWeights) -> ModelBytes:
     """The pieces of serialized message ``data`` (of protobuf type ``descriptor``) with each marker of
     ``weights`` replaced by its array's bytes and every enclosing length recomputed."""
