@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from ..errors import SerdeError
-from ..ir.attrs import AttrValue
+from ..ir import attrs as A
+from ..ir.attrs import AttrType, AttrValue
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType, Type
-from ..parser.wire import encode_varint, read_varint
+from ..parser.wire import encode_varint
 from . import ge_ir_pb2 as pb
-from .attr_serializers import SerdeContext
+from .attr_serializers import BUILTIN_SERIALIZERS, SerdeContext
 from .shared_weights import SHARED_WEIGHT_ATTR, check_model_size, shared_constants
 from .tensors import tensor_desc_bytes, value_type_to_desc
 
@@ -70,11 +71,18 @@ _OP_NAME, _OP_TYPE, _OP_INPUT, _OP_ATTR, _OP_ID = b"\x0a", b"\x12", b"\x2a", b"\
 _INPUT_DESC, _OUTPUT_DESC, _OP_SUBGRAPH_NAME = b"\x8a\x02", b"\x92\x02", b"\x9a\x02"
 _ENTRY_KEY, _ENTRY_VALUE = b"\x0a", b"\x12"
 _SHORT_LENGTHS = tuple(bytes((n,)) for n in range(128))
+# Attribute types whose equal values the builtin serializers write as the same bytes (not floats: 0.0 == -0.0).
+_WRITTEN_BY_EQUALITY = (A.INT, A.BOOL, A.STR, A.DTYPE, A.LIST_INT, A.LIST_BOOL, A.LIST_STR, A.LIST_DTYPE)
+_BUILTIN = dict(BUILTIN_SERIALIZERS)
 
 
 def _length(n: int) -> bytes:
-    """The varint of a length (one byte below 128, as most lengths here are)."""
-    return _SHORT_LENGTHS[n] if n < 128 else encode_varint(n)
+    """The varint of a length (one byte below 128, as most lengths here are, two below 16384)."""
+    if n < 128:
+        return _SHORT_LENGTHS[n]
+    if n < 16384:
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    return encode_varint(n)
 
 
 def _field(tag: bytes, data: bytes) -> bytes:
@@ -91,13 +99,11 @@ def _entry(key: str, attr_def: pb.AttrDef) -> bytes:
     return _field(_OP_ATTR, _text(_ENTRY_KEY, key) + _field(_ENTRY_VALUE, attr_def.SerializeToString(deterministic=True)))
 
 
-def _entry_order(entry: bytes) -> tuple[int, ...]:
-    """Where protobuf writes an entry (as :func:`_entry` writes it) among a map's entries: by its key's
-    bytes, except that a key goes after the longer keys it begins (``Tshape`` before ``T``); the key's bytes
-    then one past any byte give that order."""
-    _, at = read_varint(entry, 1, len(entry))  # the entry's length, after its tag
-    size, at = read_varint(entry, at + 1, len(entry))  # the key's length, after the key's tag
-    return (*entry[at : at + size], 256)
+def _key_order(key: str) -> tuple[int, ...]:
+    """Where protobuf writes the entry of ``key`` among a map's entries: by the key's UTF-8 bytes, except
+    that a key goes after the longer keys it begins (``Tshape`` before ``T``); the bytes then one past any
+    byte give that order."""
+    return (*key.encode("utf-8"), 256)
 
 
 class _Encodings:
@@ -110,14 +116,30 @@ class _Encodings:
     marker, which stands for the same array). The value is kept with its entry, so an id is never taken for
     another object's. Types are immutable and interned."""
 
-    __slots__ = ("ctx", "_by_value", "_shared", "_strings", "_descs")
+    __slots__ = ("ctx", "_by_value", "_by_equal", "_equal_types", "_tensors", "_shared", "_strings", "_descs", "_orders")
 
     def __init__(self, ctx: SerdeContext) -> None:
         self.ctx = ctx
         self._by_value: dict[tuple[str, int], tuple[AttrValue, bytes]] = {}
+        # Entries of plain values (ints, strings, dtypes and their lists) by name and value: many ops share them.
+        self._by_equal: dict[tuple[str, AttrType, object], bytes] = {}
+        registry = ctx.registry
+        self._equal_types = frozenset(
+            t for t in _WRITTEN_BY_EQUALITY if t in registry and registry.serializer(t) is _BUILTIN[t]
+        )
+        self._tensors: dict[tuple[str, int], pb.AttrDef] = {}  # the messages of tensor entries, to share
         self._shared: dict[tuple[str, int], tuple[AttrValue, bytes]] = {}
         self._strings: dict[tuple[str, str], bytes] = {}
         self._descs: dict[Type, bytes] = {}
+        self._orders: dict[str, tuple[int, ...]] = {}
+
+    def sort(self, entries: list[tuple[str, bytes]]) -> None:
+        """Puts an op's ``(name, entry)`` pairs in the order protobuf writes a map's entries."""
+        orders = self._orders
+        for key, _ in entries:
+            if key not in orders:
+                orders[key] = _key_order(key)
+        entries.sort(key=lambda item: orders[item[0]])
 
     def _write(self, key: str, value: AttrValue, where: str, node: Node) -> pb.AttrDef:
         attr_def = pb.AttrDef()
@@ -129,16 +151,33 @@ class _Encodings:
         found = self._by_value.get((key, id(value)))
         if found is not None and found[0] is value:
             return found[1]
-        data = _entry(key, self._write(key, value, where, node))
+        plain = (key, value.type_id, value.value) if value.type_id in self._equal_types else None
+        if plain is not None:
+            try:
+                hit = self._by_equal.get(plain)
+            except TypeError:  # an unhashable payload
+                plain, hit = None, None
+            if hit is not None:
+                return hit
+        attr_def = self._write(key, value, where, node)
+        data = _entry(key, attr_def)
         self._by_value[(key, id(value))] = (value, data)
+        if plain is not None:
+            self._by_equal[plain] = data
+        if attr_def.HasField("t"):
+            self._tensors[(key, id(value))] = attr_def
         return data
 
     def shared_entry(self, key: str, value: AttrValue, where: str, node: Node) -> bytes:
-        """The map entry of a tensor attribute with its data left out (see :mod:`.shared_weights`)."""
+        """The map entry of a tensor attribute with its data left out (see :mod:`.shared_weights`): the main
+        graph's entry of the same value, its data emptied."""
         found = self._shared.get((key, id(value)))
         if found is not None and found[0] is value:
             return found[1]
-        attr_def = self._write(key, value, where, node)
+        main = self._by_value.get((key, id(value)))
+        attr_def = self._tensors.pop((key, id(value)), None) if main is not None and main[0] is value else None
+        if attr_def is None:
+            attr_def = self._write(key, value, where, node)
         attr_def.t.data = b""
         data = _entry(key, attr_def)
         self._shared[(key, id(value))] = (value, data)
@@ -260,11 +299,11 @@ class _GraphWriter:
         name = node.name.encode("utf-8")
         type_name = ge_type.encode("utf-8")
         parts = [_OP_NAME, _length(len(name)), name, _OP_TYPE, _length(len(type_name)), type_name]
-        entries: list[bytes] = []
+        entries: list[tuple[str, bytes]] = []
         if node.dialect != DEFAULT_DIALECT:
-            entries.append(encodings.string(DIALECT_ATTR, node.dialect))
+            entries.append((DIALECT_ATTR, encodings.string(DIALECT_ATTR, node.dialect)))
         if ge_type != op_type:
-            entries.append(encodings.string(OP_TYPE_ATTR, op_type))
+            entries.append((OP_TYPE_ATTR, encodings.string(OP_TYPE_ATTR, op_type)))
         back_edges: list[int] = []
         descs: list[bytes] = []
         for slot, value in enumerate(node.inputs):
@@ -293,7 +332,7 @@ class _GraphWriter:
             attr_def = pb.AttrDef()
             attr_def.list.val_type = _VT.VT_LIST_INT
             attr_def.list.i.extend(back_edges)
-            entries.append(_entry(BACK_EDGES_ATTR, attr_def))
+            entries.append((BACK_EDGES_ATTR, _entry(BACK_EDGES_ATTR, attr_def)))
         for value in node.outputs:
             desc = encodings.desc(value.type, lambda value=value: f"{_op_where(where, node)} output {value.index}")  # type: ignore[misc]
             if outputs is not None:
@@ -308,7 +347,7 @@ class _GraphWriter:
                 subgraph_names.append(_text(_OP_SUBGRAPH_NAME, body_name))
                 keys.list.s.append(key.encode("utf-8", "surrogateescape"))
                 self.sink.graphs[place] = self.graph(body, body_name)
-            entries.append(_entry(SUBGRAPH_KEYS_ATTR, keys))
+            entries.append((SUBGRAPH_KEYS_ATTR, _entry(SUBGRAPH_KEYS_ATTR, keys)))
         share = shared is not None and node.name in shared[0] and ge_type == "Const" and "value" in node.attrs
         for key, attr_value in node.attrs.items():
             if key in RESERVED_OP_ATTRS:
@@ -317,14 +356,14 @@ class _GraphWriter:
                     "rename the attribute"
                 )
             if share and key == "value":
-                entries.append(encodings.shared_entry(key, attr_value, where, node))
+                entries.append((key, encodings.shared_entry(key, attr_value, where, node)))
             else:
-                entries.append(encodings.entry(key, attr_value, where, node))
+                entries.append((key, encodings.entry(key, attr_value, where, node)))
         if share:
-            entries.append(encodings.string(SHARED_WEIGHT_ATTR, shared[1]))  # type: ignore[index]
+            entries.append((SHARED_WEIGHT_ATTR, encodings.string(SHARED_WEIGHT_ATTR, shared[1])))  # type: ignore[index]
         if len(entries) > 1:
-            entries.sort(key=_entry_order)
-        parts.extend(entries)
+            encodings.sort(entries)
+        parts.extend(entry for _, entry in entries)
         if index:
             parts.append(_OP_ID + _length(index))
         parts.extend(descs)

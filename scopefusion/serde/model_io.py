@@ -31,6 +31,18 @@ __all__ = ["model_to_bytes", "model_to_model_bytes", "model_to_proto", "model_to
 # reuse_input_index (17), data_offset (18); all varints.
 _SIZE, _REUSE_INPUT, _REUSE_INPUT_INDEX, _DATA_OFFSET = b"\x50", b"\x60", b"\x88\x01", b"\x90\x01"
 _INT64 = (1 << 64) - 1  # a negative int64 is written as its two's complement, ten bytes
+_NO_OFFSET = _DATA_OFFSET + encode_varint(-1 & _INT64)  # data_offset -1: left for run time
+
+
+def _varint(n: int) -> bytes:
+    """The varint of an int64 (the short ones, as offsets and sizes mostly are, without a loop)."""
+    if 0 <= n < 1 << 21:
+        if n < 128:
+            return bytes((n,))
+        if n < 1 << 14:
+            return bytes((n & 0x7F | 0x80, n >> 7))
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
+    return encode_varint(n & _INT64)
 
 
 def _plan_fields(plan: Any) -> ge.OutputFields:
@@ -43,20 +55,20 @@ def _plan_fields(plan: Any) -> ge.OutputFields:
         out = b""
         size = sizes.get(ref)
         if size is not None and int(size):
-            out += _SIZE + encode_varint(int(size) & _INT64)
+            out = _SIZE + _varint(int(size))
         source = forwards.get(ref) or external.get(ref)
         if source is not None:
             out += _REUSE_INPUT + b"\x01"
             for slot, inp in enumerate(node.inputs):
                 if inp is not None and inp.ref == source:
                     if slot:
-                        out += _REUSE_INPUT_INDEX + encode_varint(slot)
+                        out += _REUSE_INPUT_INDEX + _varint(slot)
                     break
         offset = offsets.get(ref)
-        offset = -1 if offset is None else int(offset)
-        if offset:
-            out += _DATA_OFFSET + encode_varint(offset & _INT64)
-        return out
+        if offset is None:
+            return out + _NO_OFFSET
+        offset = int(offset)
+        return out + _DATA_OFFSET + _varint(offset) if offset else out
 
     return fields
 
