@@ -116,11 +116,14 @@ class _Encodings:
     marker, which stands for the same array). The value is kept with its entry, so an id is never taken for
     another object's. Types are immutable and interned."""
 
-    __slots__ = ("ctx", "_by_value", "_by_equal", "_equal_types", "_tensors", "_shared", "_strings", "_descs", "_orders")
+    __slots__ = (
+        "ctx", "by_value", "_by_equal", "_equal_types", "_tensors", "_shared", "_strings", "_descs", "fields", "_orders",
+    )  # fmt: skip
 
     def __init__(self, ctx: SerdeContext) -> None:
         self.ctx = ctx
-        self._by_value: dict[tuple[str, int], tuple[AttrValue, bytes]] = {}
+        # Entries by name and value object (read directly by the op writer, the common case).
+        self.by_value: dict[tuple[str, int], tuple[AttrValue, bytes]] = {}
         # Entries of plain values (ints, strings, dtypes and their lists) by name and value: many ops share them.
         self._by_equal: dict[tuple[str, AttrType, object], bytes] = {}
         registry = ctx.registry
@@ -131,6 +134,7 @@ class _Encodings:
         self._shared: dict[tuple[str, int], tuple[AttrValue, bytes]] = {}
         self._strings: dict[tuple[str, str], bytes] = {}
         self._descs: dict[Type, bytes] = {}
+        self.fields: dict[tuple[bytes, Type | None], bytes] = {}
         self._orders: dict[str, tuple[int, ...]] = {}
 
     def sort(self, entries: list[tuple[str, bytes]]) -> None:
@@ -148,7 +152,7 @@ class _Encodings:
 
     def entry(self, key: str, value: AttrValue, where: str, node: Node) -> bytes:
         """The map entry of attribute ``key`` = ``value`` of ``node`` (``where``: its graph, for errors)."""
-        found = self._by_value.get((key, id(value)))
+        found = self.by_value.get((key, id(value)))
         if found is not None and found[0] is value:
             return found[1]
         plain = (key, value.type_id, value.value) if value.type_id in self._equal_types else None
@@ -161,7 +165,7 @@ class _Encodings:
                 return hit
         attr_def = self._write(key, value, where, node)
         data = _entry(key, attr_def)
-        self._by_value[(key, id(value))] = (value, data)
+        self.by_value[(key, id(value))] = (value, data)
         if plain is not None:
             self._by_equal[plain] = data
         if attr_def.HasField("t"):
@@ -174,7 +178,7 @@ class _Encodings:
         found = self._shared.get((key, id(value)))
         if found is not None and found[0] is value:
             return found[1]
-        main = self._by_value.get((key, id(value)))
+        main = self.by_value.get((key, id(value)))
         attr_def = self._tensors.pop((key, id(value)), None) if main is not None and main[0] is value else None
         if attr_def is None:
             attr_def = self._write(key, value, where, node)
@@ -204,6 +208,15 @@ class _Encodings:
                 desc = pb.TensorDescriptor()
                 value_type_to_desc(t, desc, where())
                 data = desc.SerializeToString(deterministic=True)
+        return data
+
+    def desc_field(self, tag: bytes, t: Type | None, where: Callable[[], str]) -> bytes:
+        """A whole ``input_desc`` / ``output_desc`` field (``tag``) of a value of type ``t``; kept by type
+        (:attr:`fields`) for a tensor type or None, which most values have."""
+        desc = self.desc(t, where)
+        data = tag + _length(len(desc)) + desc
+        if t is None or isinstance(t, TensorType):
+            self.fields[tag, t] = data
         return data
 
 
@@ -293,6 +306,7 @@ class _GraphWriter:
     ) -> bytes:
         """The serialized ``OpDef`` of ``node`` (``where``: its graph, for errors)."""
         encodings = self.encodings
+        fields = encodings.fields
         op_type = node.op_type
         if "." in op_type or not op_type:
             raise SerdeError(f"{_op_where(where, node)}: op type {op_type!r} must be a non-empty name without '.'")
@@ -319,8 +333,12 @@ class _GraphWriter:
                     _ref(value, written, f"{_op_where(where, node)} input {slot}")
             ref = f"{producer.name}:{value.index}".encode("utf-8")
             parts.append(_OP_INPUT + _length(len(ref)) + ref)
-            desc = encodings.desc(value.type, lambda slot=slot: f"{_op_where(where, node)} input {slot}")  # type: ignore[misc]
-            descs.append(_INPUT_DESC + _length(len(desc)) + desc)
+            field = fields.get((_INPUT_DESC, value.type))
+            if field is None:
+                field = encodings.desc_field(
+                    _INPUT_DESC, value.type, lambda slot=slot: f"{_op_where(where, node)} input {slot}"  # type: ignore[misc]
+                )
+            descs.append(field)
         for ctrl in node.control_inputs:
             if written.get(ctrl.name) is not ctrl:
                 raise SerdeError(
@@ -334,9 +352,16 @@ class _GraphWriter:
             attr_def.list.i.extend(back_edges)
             entries.append((BACK_EDGES_ATTR, _entry(BACK_EDGES_ATTR, attr_def)))
         for value in node.outputs:
+            if outputs is None:
+                field = fields.get((_OUTPUT_DESC, value.type))
+                if field is None:
+                    field = encodings.desc_field(
+                        _OUTPUT_DESC, value.type, lambda value=value: f"{_op_where(where, node)} output {value.index}"  # type: ignore[misc]
+                    )
+                descs.append(field)
+                continue
             desc = encodings.desc(value.type, lambda value=value: f"{_op_where(where, node)} output {value.index}")  # type: ignore[misc]
-            if outputs is not None:
-                desc += outputs(node, value)
+            desc += outputs(node, value)
             descs.append(_OUTPUT_DESC + _length(len(desc)) + desc)
         subgraph_names: list[bytes] = []
         if node.subgraphs:
@@ -349,6 +374,7 @@ class _GraphWriter:
                 self.sink.graphs[place] = self.graph(body, body_name)
             entries.append((SUBGRAPH_KEYS_ATTR, _entry(SUBGRAPH_KEYS_ATTR, keys)))
         share = shared is not None and node.name in shared[0] and ge_type == "Const" and "value" in node.attrs
+        by_value = encodings.by_value
         for key, attr_value in node.attrs.items():
             if key in RESERVED_OP_ATTRS:
                 raise SerdeError(
@@ -357,6 +383,10 @@ class _GraphWriter:
                 )
             if share and key == "value":
                 entries.append((key, encodings.shared_entry(key, attr_value, where, node)))
+                continue
+            found = by_value.get((key, id(attr_value)))
+            if found is not None and found[0] is attr_value:
+                entries.append((key, found[1]))
             else:
                 entries.append((key, encodings.entry(key, attr_value, where, node)))
         if share:
