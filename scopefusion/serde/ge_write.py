@@ -135,15 +135,16 @@ class _Encodings:
         self._strings: dict[tuple[str, str], bytes] = {}
         self._descs: dict[Type, bytes] = {}
         self.fields: dict[tuple[bytes, Type | None], bytes] = {}
-        self._orders: dict[str, tuple[int, ...]] = {}
+        self._orders: dict[tuple[str, ...], tuple[int, ...]] = {}
 
-    def sort(self, entries: list[tuple[str, bytes]]) -> None:
-        """Puts an op's ``(name, entry)`` pairs in the order protobuf writes a map's entries."""
-        orders = self._orders
-        for key, _ in entries:
-            if key not in orders:
-                orders[key] = _key_order(key)
-        entries.sort(key=lambda item: orders[item[0]])
+    def sort(self, entries: list[tuple[str, bytes]]) -> list[bytes]:
+        """An op's ``(name, entry)`` pairs' entries in the order protobuf writes a map's entries; the order
+        of a sequence of names is kept (ops of a kind have the same attributes in the same order)."""
+        names = tuple(name for name, _ in entries)
+        order = self._orders.get(names)
+        if order is None:
+            order = self._orders[names] = tuple(sorted(range(len(names)), key=lambda i: _key_order(names[i])))
+        return [entries[i][1] for i in order]
 
     def _write(self, key: str, value: AttrValue, where: str, node: Node) -> pb.AttrDef:
         attr_def = pb.AttrDef()
@@ -392,8 +393,9 @@ class _GraphWriter:
         if share:
             entries.append((SHARED_WEIGHT_ATTR, encodings.string(SHARED_WEIGHT_ATTR, shared[1])))  # type: ignore[index]
         if len(entries) > 1:
-            encodings.sort(entries)
-        parts.extend(entry for _, entry in entries)
+            parts.extend(encodings.sort(entries))
+        elif entries:
+            parts.append(entries[0][1])
         if index:
             parts.append(_OP_ID + _length(index))
         parts.extend(descs)
