@@ -313,7 +313,8 @@ class _GraphWriter:
             raise SerdeError(f"{_op_where(where, node)}: op type {op_type!r} must be a non-empty name without '.'")
         name = node.name.encode("utf-8")
         type_name = ge_type.encode("utf-8")
-        parts = [_OP_NAME, _length(len(name)), name, _OP_TYPE, _length(len(type_name)), type_name]
+        parts = [_OP_NAME, _length(len(name)), name] if name else []  # proto3 leaves an empty string out
+        parts += (_OP_TYPE, _length(len(type_name)), type_name)
         entries: list[tuple[str, bytes]] = []
         if node.dialect != DEFAULT_DIALECT:
             entries.append((DIALECT_ATTR, encodings.string(DIALECT_ATTR, node.dialect)))
