@@ -383,3 +383,16 @@ def test_written_bytes_are_protobufs_own_serialization_of_the_message():
     assert set(model_to_proto(g).graph[0].op[-1].attr) == values.keys() | {"g", "_dialect"}
     back = from_bytes(to_bytes(g))
     assert first_difference(g, back) is None
+
+
+def test_equal_attribute_values_of_other_kinds_or_signs_are_written_apart():
+    """The writer reuses the bytes of an equal plain value (same name, same type): 1 and True, or 0.0 and -0.0,
+    are not the same value on the wire."""
+    g = Graph("g", IRContext())
+    for name, value in (("a", 0.0), ("b", -0.0), ("c", 1), ("d", True), ("e", [1, 2]), ("f", [True, False])):
+        g.add_node("tf.Op", [], name=name, allow_unknown=True).set_attr("x", value)
+    back = _roundtrip(g)
+    written = {n.name: n.attrs.get_attr("x") for n in back.nodes}
+    assert str(written["a"].value) == "0.0" and str(written["b"].value) == "-0.0"
+    assert (written["c"].type_id, written["d"].type_id) == (A.INT, A.BOOL)
+    assert (written["e"].type_id, written["f"].type_id) == (A.LIST_INT, A.LIST_BOOL)
