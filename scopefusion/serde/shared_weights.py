@@ -18,7 +18,9 @@ import numpy as np
 from ..errors import SerdeError
 from ..ir.graph import CONST_OP, Graph
 
-__all__ = ["MAX_MODEL_BYTES", "SHARED_WEIGHT_ATTR", "check_model_size", "restore_shared_weights", "share_weights"]
+__all__ = [
+    "MAX_MODEL_BYTES", "SHARED_WEIGHT_ATTR", "check_model_size", "restore_shared_weights", "shared_constants",
+]
 
 SHARED_WEIGHT_ATTR = "_weight_from"
 # protobuf cannot serialize or parse a message of 2 GiB or more; the graph structure needs some room too.
@@ -49,9 +51,11 @@ def shared_constants(graphs: Sequence[Graph]) -> list[set[str]]:
     return out
 
 
-def check_model_size(graphs: Sequence[Graph]) -> None:
-    """Refuses (SerdeError) a model whose constants, after sharing, pass :data:`MAX_MODEL_BYTES`."""
-    shared = shared_constants(graphs)
+def check_model_size(graphs: Sequence[Graph], shared: Sequence[set[str]] | None = None) -> None:
+    """Refuses (SerdeError) a model whose constants, after sharing, pass :data:`MAX_MODEL_BYTES`;
+    ``shared``: :func:`shared_constants` of ``graphs``, when known."""
+    if shared is None:
+        shared = shared_constants(graphs)
     total = 0
     for i, graph in enumerate(graphs):
         skip = shared[i - 1] if i else set()
@@ -70,18 +74,6 @@ def _body_bytes(graph: Graph) -> int:
         for body in node.subgraphs.values():
             total += sum(v.nbytes for v in _const_values(body).values()) + _body_bytes(body)
     return total
-
-
-def share_weights(graphs: Sequence[Graph], defs: Sequence) -> None:
-    """Empties the data of every profile ``Const`` equal to the main graph's and marks it (see the module)."""
-    if len(graphs) < 2:
-        return
-    main_name = graphs[0].name.encode("utf-8", "surrogateescape")
-    for names, graph_def in zip(shared_constants(graphs), defs[1:]):
-        for op_def in graph_def.op:
-            if op_def.name in names and op_def.type == "Const" and "value" in op_def.attr:
-                op_def.attr["value"].t.data = b""
-                op_def.attr[SHARED_WEIGHT_ATTR].s = main_name
 
 
 def restore_shared_weights(model) -> None:

@@ -17,8 +17,14 @@ Outside the block nothing is deferred, and messages are complete.
 
 NOTE: memory. No second whole copy of a tensor is made. The arrays of a loaded model are mostly views
 of the model file, memory-mapped, and a page of a mapped file the process touched counts in its
-resident set (``VmRSS`` / ``VmHWM``) until it is unmapped: writing every weight through the mapping would
-make the whole file resident. So a contiguous view of a mapped file is not read at all: iterating
+resident set (``VmRSS`` / ``VmHWM``) until it is unmapped: writing every weight through the mapping at once
+would make the whole file resident. So a contiguous view of a mapped file is written from the mapping in
+chunks of :data:`CHUNK_BYTES`, each chunk's pages mapped in one call before it is written
+(``madvise(MADV_POPULATE_READ)``: a fault per page costs more than the copy) and given back once it is
+(``madvise(MADV_DONTNEED)``, below), so one chunk at most is resident. That takes less CPU time than the
+kernel's file-to-file copy (``os.sendfile``), which is slower when a tensor's offsets in the two files are
+not aligned alike within a page, as they seldom are. Where the
+kernel cannot map a range in one call (before Linux 5.14), the view is not read at all: iterating
 :class:`ModelBytes` gives it as a :class:`~scopefusion.files.FileRange` of the same file, opened again
 (found in ``/proc/self/maps``, checked by device and inode), which :mod:`scopefusion.files` copies in the
 kernel (``os.sendfile``). Any other array is written in chunks of :data:`CHUNK_BYTES`: a C-contiguous one
@@ -77,6 +83,11 @@ _MAX_TILES = 1 << 14
 _INDEX_BYTES = 4
 _PAGE = mmap.PAGESIZE
 _BYTES_TYPE = FieldDescriptor.TYPE_BYTES
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)  # Linux 5.14; Python 3.11's mmap does not name it
+# Bytes either side of a range whose pages the kernel maps with it (Linux's fault_around_bytes, by default).
+_FAULT_AROUND = 64 << 10
+# Whether madvise(MADV_POPULATE_READ) works in this process: None until a write tries it (see _Mapping.populates).
+_POPULATE: list[bool | None] = [None]
 
 
 class Weight:
@@ -96,11 +107,14 @@ class Weight:
         mapping = _Mapping.of(array) if release else None
         if array.flags.c_contiguous:
             flat = array.reshape(-1).view(np.uint8).data
+            address = array.ctypes.data
             for start in range(0, len(flat), CHUNK_BYTES):
                 chunk = flat[start : start + CHUNK_BYTES]
+                if mapping is not None:
+                    mapping.populate(address + start, len(chunk))
                 yield chunk
                 if mapping is not None:
-                    mapping.release(array.ctypes.data + start, len(chunk))
+                    mapping.release(address + start, len(chunk), _FAULT_AROUND)
             return
         if scratch is None and self.nbytes <= WHOLE_COPY_BYTES:
             yield _c_order(array)
@@ -126,16 +140,19 @@ class Weight:
         return out
 
     def file_range(self, sources: "_FileSources") -> FileRange | None:
-        """The data as a range of the file the array maps, when it is a contiguous view of one."""
+        """The data as a range of the file the array maps, when it is a contiguous view of one and the kernel
+        cannot map its pages in one call (see the module NOTE)."""
         array = self.array
         if not array.flags.c_contiguous:
             return None
         mapping = _Mapping.of(array)
-        found = sources.find(mapping) if mapping is not None else None
+        if mapping is None or mapping.populates():
+            return None
+        found = sources.find(mapping)
         if found is None:
             return None
         fd, offset = found
-        return FileRange(fd, offset + array.ctypes.data - mapping.address, self.nbytes)  # type: ignore[union-attr]
+        return FileRange(fd, offset + array.ctypes.data - mapping.address, self.nbytes)
 
     def tobytes(self) -> bytes:
         return b"".join(self.chunks(release=False))
@@ -325,11 +342,41 @@ class _Mapping:
                 return None
         return cls(base, np.frombuffer(base, np.uint8, count=1).ctypes.data)
 
-    def release(self, address: int, length: int) -> None:
+    def populates(self) -> bool:
+        """Whether this kernel maps a range's pages in one call (``MADV_POPULATE_READ``, Linux 5.14); tried on
+        this mapping's first page once per process."""
+        if _POPULATE[0] is None:
+            try:
+                self.mapped.madvise(_MADV_POPULATE_READ, 0, min(_PAGE, len(self.mapped)))
+                _POPULATE[0] = True
+            except (OSError, ValueError):
+                _POPULATE[0] = False
+        return bool(_POPULATE[0])
+
+    def populate(self, address: int, length: int) -> None:
+        """Maps the pages of a range in one call, so that writing it from memory takes no page fault per
+        page (where the kernel cannot, the pages are faulted in as they are read). The kernel maps some
+        pages around the range too (:data:`_FAULT_AROUND`; more where the file's page cache holds larger
+        blocks): a write gives back every page of the mappings it read once it ends."""
+        if not _POPULATE[0]:
+            return
         start = address - self.address
         end = min(start + length, len(self.mapped))
         start -= start % _PAGE
         if start < 0 or end <= start:
+            return
+        try:
+            self.mapped.madvise(_MADV_POPULATE_READ, start, end - start)
+        except (OSError, ValueError):  # pragma: no cover - refused after the probe said it works
+            pass
+
+    def release(self, address: int, length: int, around: int = 0) -> None:
+        """Gives back the mapped pages of a range, and of ``around`` bytes either side (within the mapping)."""
+        start = address - self.address
+        end = min(start + length + around, len(self.mapped))
+        start = max(0, start - around)
+        start -= start % _PAGE
+        if end <= start:
             return
         try:
             self.mapped.madvise(mmap.MADV_DONTNEED, start, end - start)
@@ -483,8 +530,8 @@ class ModelBytes:
         caller when its next block is not ready (see :class:`_Ahead`), while the caller writes the chunks before it."""
         sources = _FileSources()
         ahead: _Ahead | None = None
+        plan: list[bytes | FileRange | Weight | _Block] = []
         try:
-            plan: list[bytes | FileRange | Weight | _Block] = []
             for piece in self.pieces:
                 if isinstance(piece, bytes):
                     plan.append(piece)
@@ -510,6 +557,7 @@ class ModelBytes:
             if ahead is not None:
                 ahead.close()
             sources.close()
+            _release_mappings(plan)
 
     def tobytes(self) -> bytes:
         """The joined bytes. Each piece is written once, in place, into the buffer of the returned ``bytes``
@@ -524,6 +572,16 @@ class ModelBytes:
         with buffer.getbuffer() as view:
             _fill(np.frombuffer(view, np.uint8), self.pieces)
         return buffer.getvalue()
+
+
+def _release_mappings(plan: Sequence[object]) -> None:
+    """Gives back every page of each mapped file the write read weights from (see :meth:`_Mapping.populate`)."""
+    released: set[int] = set()
+    for item in plan:
+        mapping = _Mapping.of(item.array) if isinstance(item, Weight) and item.array.flags.c_contiguous else None
+        if mapping is not None and mapping.address not in released:
+            released.add(mapping.address)
+            mapping.release(mapping.address, len(mapping.mapped))
 
 
 def _fill(target: np.ndarray, pieces: Sequence[Piece]) -> None:
@@ -543,6 +601,15 @@ def stream_message(build: Callable[[], Any]) -> ModelBytes:
     with deferring(weights):
         message = build()
     return frame(message.SerializeToString(deterministic=True), message.DESCRIPTOR, weights)
+
+
+def stream_bytes(build: Callable[[], bytes], descriptor: Any) -> ModelBytes:
+    """The serialized message ``build()`` writes (of protobuf type ``descriptor``) while large arrays are
+    deferred, as pieces."""
+    weights = DeferredWeights()
+    with deferring(weights):
+        data = build()
+    return frame(data, descriptor, weights)
 
 
 def frame(data: bytes, descriptor: Any, weights: DeferredWeights) -> ModelBytes:

@@ -1,6 +1,6 @@
 """Streamed model bytes (``serde.weight_stream``): the same bytes as protobuf writes for the whole message,
-weights copied from the model file by the kernel or written from their arrays chunk by chunk, mapped pages
-given back, transposed weights copied to C order correctly, and protobuf's limits still enforced."""
+weights written from their arrays (or from the mapped model file) chunk by chunk, or copied from the model
+file by the kernel where its pages cannot be mapped a range at a time, mapped pages given back, transposed weights copied to C order correctly, and protobuf's limits still enforced."""
 
 from __future__ import annotations
 
@@ -47,6 +47,13 @@ def bert(tf_bert_pb):
 def defer_all(monkeypatch):
     """The test models are small: defer every tensor, as a real model's large ones are."""
     monkeypatch.setattr(weight_stream, "DEFER_MIN_BYTES", 1)
+
+
+@pytest.fixture
+def without_populate(monkeypatch):
+    """A kernel that cannot map a range's pages in one call (before Linux 5.14): mapped weights are copied
+    from their file by the kernel."""
+    monkeypatch.setattr(weight_stream, "_POPULATE", [False])
 
 
 def _weights(data: ModelBytes) -> list[Weight]:
@@ -161,7 +168,9 @@ def _maps_name_their_files(path) -> bool:
     return entry is not None and entry[1:3] == (info.st_dev, info.st_ino)
 
 
-def test_contiguous_weights_of_a_mapped_model_file_are_copied_from_the_file(bert, tf_bert_pb, tmp_path, defer_all):
+def test_contiguous_weights_of_a_mapped_model_file_are_copied_from_the_file(
+    bert, tf_bert_pb, tmp_path, defer_all, without_populate
+):
     if not _maps_name_their_files(tf_bert_pb):
         pytest.skip("this file system's mappings do not name the file os.stat names")
     data = bert.serialize("ge")
@@ -177,7 +186,7 @@ def test_contiguous_weights_of_a_mapped_model_file_are_copied_from_the_file(bert
     assert out.read_bytes() == data.tobytes()
 
 
-def test_a_replaced_model_file_is_not_read_again(tf_bert_pb, tmp_path, defer_all):
+def test_a_replaced_model_file_is_not_read_again(tf_bert_pb, tmp_path, defer_all, without_populate):
     path = tmp_path / "bert.pb"
     path.write_bytes(Path(tf_bert_pb).read_bytes())
     model = convert(path, input_shapes=BERT_SHAPES[0])
@@ -192,7 +201,7 @@ def test_a_replaced_model_file_is_not_read_again(tf_bert_pb, tmp_path, defer_all
     assert (tmp_path / "out.ge").read_bytes() == expected
 
 
-def test_sendfile_refused_falls_back_to_reading(bert, tmp_path, monkeypatch, defer_all):
+def test_sendfile_refused_falls_back_to_reading(bert, tmp_path, monkeypatch, defer_all, without_populate):
     expected = bert.to_bytes("ge")
 
     def refuse(*args):
@@ -248,6 +257,34 @@ def _mapping_rss_kb(address: int) -> int:
             elif inside and head == "Rss:":
                 return int(line.split()[1])
     raise AssertionError("mapping not found")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc/self/smaps")
+def test_mapped_weights_are_written_from_the_mapping_a_chunk_of_pages_at_a_time(bert, tmp_path, defer_all, monkeypatch):
+    data = bert.serialize("ge")
+    mapped = [w for w in _weights(data) if weight_stream._Mapping.of(w.array) is not None]
+    assert mapped, "the BERT's weights are views of the mapped .pb"
+    mapping = weight_stream._Mapping.of(mapped[0].array)
+    assert mapping is not None
+    if not mapping.populates():
+        pytest.skip("this kernel cannot map a range's pages in one call (MADV_POPULATE_READ)")
+    mapping.release(mapping.address, len(mapping.mapped))  # nothing of the file resident to begin with
+    populated: list[int] = []
+    populate = weight_stream._Mapping.populate
+
+    def counting(self, address, length):
+        populate(self, address, length)
+        populated.append(length)
+        return None
+
+    monkeypatch.setattr(weight_stream._Mapping, "populate", counting)
+    with open(tmp_path / "m.ge", "wb") as out:
+        for chunk in data:
+            assert not isinstance(chunk, FileRange), "written from the mapping, not copied from the file"
+            out.write(chunk)
+    assert sum(populated) == sum(w.nbytes for w in mapped), "each weight's pages mapped a chunk at a time"
+    assert _mapping_rss_kb(mapping.address) == 0, "the pages are given back"
+    assert (tmp_path / "m.ge").read_bytes() == data.tobytes()
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc/self/smaps")
