@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import ScopeFusionError
-from .attrs import TENSOR, Attributes, AttrType, AttrValue, _same
+from .attrs import Attributes, AttrType, AttrValue, _same, tensor_attr
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -300,13 +300,17 @@ class Graph:
 
     def add_const(self, value: np.ndarray, name: str = "Const", *, unique: bool = True) -> Value:
         """Adds a ``ge.Const`` node holding ``value`` (kept read-only; a read-only array is not copied)."""
-        try:
-            typed = AttrValue(TENSOR, np.asarray(value))
-        except (TypeError, ValueError):  # set_attr's checks give the error naming the node
-            typed = None
-        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value) if typed is None else typed}, unique=unique)
-        node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
-        return node.outputs[0]
+        array = np.asarray(value)
+        typed = tensor_attr(array)
+        if typed is None:  # set_attr's checks give the error naming the node
+            node = self.add_node(CONST_OP, name=name, attrs={"value": array}, unique=unique)
+            node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
+            return node.outputs[0]
+        # add_node stores ``typed`` itself as "value" (or raises): its payload is the node's tensor.
+        node = self.add_node(CONST_OP, name=name, attrs={"value": typed}, unique=unique)
+        out = node.outputs[0]
+        out.type = self.context.array_type(typed.value)
+        return out
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         self.outputs = list(values)

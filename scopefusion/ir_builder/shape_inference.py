@@ -22,7 +22,9 @@ an op definition, which cannot repeat, and a node that takes its input's type (b
 than its key, are not keyed.
 
 A node whose op has no inference function and whose every output follows one input's dtype and shape (an
-``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is.
+``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is,
+and one whose kernel is :func:`~scopefusion.ir.inference.pass_through_kernel` folds to its input's known
+value itself, without the kernel call.
 
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
@@ -41,7 +43,7 @@ from ..budgets import current_budgets
 from ..errors import InferenceError
 from ..ir.attrs import AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
-from ..ir.inference import input_info
+from ..ir.inference import input_info, pass_through_kernel
 from ..ir.opdef import InferContext, InputInfo
 from ..ir.types import TensorType, Type
 from .consistency import check_contradictions
@@ -194,9 +196,12 @@ def infer_graph(
             # Each output follows one input's type (no inference function): the input's interned type.
             inferred: list = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]
             attrs = node.attrs._attrs
-            folded = None
+            folded: list[np.ndarray | None] | None = None
             if _fold_fits(node, inferred, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
-                folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
+                if opdef.reference is pass_through_kernel and opdef.fold is None and len(node.inputs) == 1:
+                    folded = [known_values[id(node.inputs[0])]]  # what folding through the kernel gives
+                else:
+                    folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
         else:
             depends = opdef._value_depend_slots(len(node.inputs))
             infos: list[InputInfo | None] = []

@@ -8,11 +8,8 @@ contradiction is an error), PlaceholderWithDefault may be fed any value of that 
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
 from ...ir.attrs import DTYPE, INT, LIST_INT, STR
+from ...ir.inference import pass_through_kernel
 from ...ir.opdef import InferContext, OpDef, ParamType
 from ._common import ALL, DTYPE_ONLY, merge_shapes, shape_from_value, tf_op
 
@@ -21,16 +18,12 @@ __all__ = ["definitions"]
 _IDENTITY_LIKE = ("Identity", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics", "DebugIdentity")
 
 
-def _identity_kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
-    return [inputs[0]]
-
-
 def _identity(name: str) -> OpDef:
     arg = "tensor" if name == "CheckNumerics" else "input"
     op = tf_op(name).input(arg).output("output", follow=(arg, ALL)).set_memory_forward(0)
     if name == "CheckNumerics":
         op.attr("message", STR)
-    return op.set_reference(_identity_kernel)
+    return op.set_reference(pass_through_kernel)
 
 
 def _declared_shape(ctx: InferContext) -> tuple[int, ...] | None:
@@ -45,7 +38,7 @@ def _ensure_shape() -> OpDef:
     def shape(ctx: InferContext) -> None:
         ctx.set_output_shape(0, merge_shapes(ctx.param("input").shape, _declared_shape(ctx), "input and the ensured shape"))
 
-    return op.set_infer_shape(shape).set_reference(_identity_kernel)
+    return op.set_infer_shape(shape).set_reference(pass_through_kernel)
 
 
 def _placeholder_with_default() -> OpDef:
