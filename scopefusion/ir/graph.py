@@ -265,25 +265,37 @@ class Graph:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
         if n_out is None:
             n_out = 1
-        if output_types is None:
-            node.outputs = [Value(node, 0, None)] if n_out == 1 else [Value(node, i, None) for i in range(n_out)]
+        if output_types is None and n_out == 1:
+            # Value.__init__ spelled out for the usual single output.
+            out = _new(Value)
+            out.producer = node
+            out.index = 0
+            out.type = None
+            out._uses = {}
+            out.meta = {}
+            node.outputs = [out]
+        elif output_types is None:
+            node.outputs = [Value(node, i, None) for i in range(n_out)]
         else:
             types = list(output_types)
             if len(types) != n_out:
                 raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
             node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
-        for value in inputs:
-            if value is not None and value.producer.graph is not self:
-                raise GraphError(
-                    f"graph {self.name!r}: node {base!r} reads {value.ref} from graph {value.producer.graph.name!r}; "
-                    "pass outer values into a body through its Data inputs"
-                )
-        node.inputs = list(inputs)
-        slot = 0
-        for value in inputs:
-            if value is not None:
-                value._uses[(node, slot)] = None
-            slot += 1
+        if inputs:
+            for value in inputs:
+                if value is not None and value.producer.graph is not self:
+                    raise GraphError(
+                        f"graph {self.name!r}: node {base!r} reads {value.ref} from graph "
+                        f"{value.producer.graph.name!r}; pass outer values into a body through its Data inputs"
+                    )
+            node.inputs = list(inputs)
+            slot = 0
+            for value in inputs:
+                if value is not None:
+                    value._uses[(node, slot)] = None
+                slot += 1
+        else:
+            node.inputs = []
         if control_inputs:
             node.control_inputs = list(control_inputs)
         if subgraphs:

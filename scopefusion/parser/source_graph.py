@@ -344,9 +344,10 @@ class SourceGraph:
         if in_order:
             self._order = position
             return node_list
-        waiting = {
-            node.name: sum(1 for p in in_edges[node.name] if not exempt or counts(p, node.name)) for node in node_list
-        }
+        if exempt:
+            waiting = {node.name: sum(1 for p in in_edges[node.name] if counts(p, node.name)) for node in node_list}
+        else:  # every producer counts (in_edges holds the nodes in list order)
+            waiting = {name: len(producers) for name, producers in in_edges.items()}
         ready = [i for i, node in enumerate(node_list) if not waiting[node.name]]
         heapq.heapify(ready)
         out_edges = self.out_edges
