@@ -231,13 +231,13 @@ class Graph:
         node.op = op if dialect else op_type
         node_attrs = node.attrs = _new(Attributes)
         node_attrs._owner = (base, dialect, op_type)
-        node_attrs._attrs = {}
+        stored: dict[str, AttrValue] = {}
+        node_attrs._attrs = stored
         node.control_inputs = []
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
         if attrs:
-            stored = node.attrs._attrs
             specs = opdef.attrs if opdef is not None else None
             open_attrs = opdef is not None and opdef.open_attrs
             for key, value in attrs.items():
@@ -255,12 +255,16 @@ class Graph:
         n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
         if opdef is not None:
             try:
-                opdef._bound_inputs(len(inputs))
                 if n_out is None:
                     n_out = len(opdef.outputs)
-                opdef._bound_outputs(n_out)
+                counts = ("node", len(inputs), n_out)  # input and output counts the definition accepted
+                bindings = opdef._bindings
+                if counts not in bindings:
+                    opdef._bound_inputs(counts[1])
+                    opdef._bound_outputs(n_out)
+                    bindings[counts] = True
                 # set_attr has checked every declared name's kind: what is left is the defaults and the required.
-                opdef.complete_attrs(node.attrs._attrs, base)
+                opdef.complete_attrs(stored, base)
             except ValueError as e:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
         if n_out is None:

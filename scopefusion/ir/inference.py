@@ -7,8 +7,6 @@ context.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..errors import InferenceError
@@ -16,13 +14,7 @@ from .graph import Node, Value
 from .opdef import InferContext, InputInfo
 from .types import TensorType
 
-__all__ = ["infer_node", "input_info", "pass_through_kernel"]
-
-
-def pass_through_kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
-    """The reference kernel of an op whose one output is its first input (``Identity``); inference knows
-    it by identity and takes the input's known value without calling it."""
-    return [inputs[0]]
+__all__ = ["infer_node", "input_info"]
 
 
 def input_info(value: Value | None, data: np.ndarray | None) -> InputInfo | None:
