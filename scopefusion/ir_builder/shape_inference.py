@@ -46,7 +46,7 @@ from ..ir.attrs import AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
 from ..ir.opdef import InferContext, InputInfo
-from ..ir.types import IRContext, TensorType, Type
+from ..ir.types import TensorType, Type
 from .consistency import check_contradictions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -241,7 +241,7 @@ def infer_graph(
                 value.type = t
                 arrays.append(None)
         else:
-            _type_outputs(node, inferred, folded, direct, context, known_values, arrays)
+            _type_outputs(node, inferred, folded, direct, known_values, arrays)
         if folded is not None:
             result.folded += 1
         note = result.unfolded[-1] if len(result.unfolded) > unfolded else None
@@ -263,9 +263,10 @@ def infer_graph(
 
 
 def _type_outputs(node: Node, inferred: list, folded: list[np.ndarray | None] | None, direct: list[TensorType] | None,
-                  context: IRContext, known_values: dict[int, np.ndarray], arrays: list[np.ndarray | None]) -> None:
+                  known_values: dict[int, np.ndarray], arrays: list[np.ndarray | None]) -> None:
     """Sets the types of ``node``'s outputs from what inference (or ``direct``) gave and what folded, records
     each folded value in ``known_values`` and appends it (or None) to ``arrays``."""
+    context = node.graph.context
     for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
         array = None
         if folded is not None and i < len(folded) and folded[i] is not None:
