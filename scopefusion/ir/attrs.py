@@ -142,6 +142,21 @@ def _tensor(x: Any) -> np.ndarray:
     return frozen_array(x)
 
 
+# Numpy dtypes found to have an IR element type (a dtype that has one keeps it): see tensor_attr.
+_TENSOR_DTYPES: set[np.dtype[Any]] = set()
+
+
+def tensor_attr(array: np.ndarray) -> "AttrValue | None":
+    """``AttrValue(TENSOR, array)`` for a numpy array, or None where that raises (a dtype with no IR element
+    type); the dtype check is remembered per numpy dtype, as a model's constants share a few."""
+    dtype = array.dtype
+    if dtype not in _TENSOR_DTYPES:
+        if _dt.from_numpy(dtype) is None:
+            return None
+        _TENSOR_DTYPES.add(dtype)
+    return AttrValue._trusted(TENSOR, array if not array.flags.writeable else frozen_array(array))
+
+
 def _tensor_desc(x: Any) -> TensorType:
     if not isinstance(x, TensorType):
         raise TypeError(f"expected an IR TensorType, found {type(x).__name__}")

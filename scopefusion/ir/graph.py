@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import ScopeFusionError
-from .attrs import TENSOR, Attributes, AttrType, AttrValue, _same
+from .attrs import Attributes, AttrType, AttrValue, _same, tensor_attr
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -231,13 +231,13 @@ class Graph:
         node.op = op if dialect else op_type
         node_attrs = node.attrs = _new(Attributes)
         node_attrs._owner = (base, dialect, op_type)
-        node_attrs._attrs = {}
+        stored: dict[str, AttrValue] = {}
+        node_attrs._attrs = stored
         node.control_inputs = []
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
         if attrs:
-            stored = node.attrs._attrs
             specs = opdef.attrs if opdef is not None else None
             open_attrs = opdef is not None and opdef.open_attrs
             for key, value in attrs.items():
@@ -255,35 +255,51 @@ class Graph:
         n_out = num_outputs if num_outputs is not None else (len(output_types) if output_types is not None else None)
         if opdef is not None:
             try:
-                opdef._bound_inputs(len(inputs))
                 if n_out is None:
                     n_out = len(opdef.outputs)
-                opdef._bound_outputs(n_out)
+                counts = ("node", len(inputs), n_out)  # input and output counts the definition accepted
+                bindings = opdef._bindings
+                if counts not in bindings:
+                    opdef._bound_inputs(counts[1])
+                    opdef._bound_outputs(n_out)
+                    bindings[counts] = True
                 # set_attr has checked every declared name's kind: what is left is the defaults and the required.
-                opdef.complete_attrs(node.attrs._attrs, base)
+                opdef.complete_attrs(stored, base)
             except ValueError as e:
                 raise GraphError(f"graph {self.name!r}: {e}") from None
         if n_out is None:
             n_out = 1
-        if output_types is None:
-            node.outputs = [Value(node, 0, None)] if n_out == 1 else [Value(node, i, None) for i in range(n_out)]
+        if output_types is None and n_out == 1:
+            # Value.__init__ spelled out for the usual single output.
+            out = _new(Value)
+            out.producer = node
+            out.index = 0
+            out.type = None
+            out._uses = {}
+            out.meta = {}
+            node.outputs = [out]
+        elif output_types is None:
+            node.outputs = [Value(node, i, None) for i in range(n_out)]
         else:
             types = list(output_types)
             if len(types) != n_out:
                 raise GraphError(f"graph {self.name!r}: node {base!r} has {n_out} outputs but {len(types)} output types")
             node.outputs = [Value(node, i, t) for i, t in enumerate(types)]
-        for value in inputs:
-            if value is not None and value.producer.graph is not self:
-                raise GraphError(
-                    f"graph {self.name!r}: node {base!r} reads {value.ref} from graph {value.producer.graph.name!r}; "
-                    "pass outer values into a body through its Data inputs"
-                )
-        node.inputs = list(inputs)
-        slot = 0
-        for value in inputs:
-            if value is not None:
-                value._uses[(node, slot)] = None
-            slot += 1
+        if inputs:
+            for value in inputs:
+                if value is not None and value.producer.graph is not self:
+                    raise GraphError(
+                        f"graph {self.name!r}: node {base!r} reads {value.ref} from graph "
+                        f"{value.producer.graph.name!r}; pass outer values into a body through its Data inputs"
+                    )
+            node.inputs = list(inputs)
+            slot = 0
+            for value in inputs:
+                if value is not None:
+                    value._uses[(node, slot)] = None
+                slot += 1
+        else:
+            node.inputs = []
         if control_inputs:
             node.control_inputs = list(control_inputs)
         if subgraphs:
@@ -300,13 +316,17 @@ class Graph:
 
     def add_const(self, value: np.ndarray, name: str = "Const", *, unique: bool = True) -> Value:
         """Adds a ``ge.Const`` node holding ``value`` (kept read-only; a read-only array is not copied)."""
-        try:
-            typed = AttrValue(TENSOR, np.asarray(value))
-        except (TypeError, ValueError):  # set_attr's checks give the error naming the node
-            typed = None
-        node = self.add_node(CONST_OP, name=name, attrs={"value": np.asarray(value) if typed is None else typed}, unique=unique)
-        node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
-        return node.outputs[0]
+        array = np.asarray(value)
+        typed = tensor_attr(array)
+        if typed is None:  # set_attr's checks give the error naming the node
+            node = self.add_node(CONST_OP, name=name, attrs={"value": array}, unique=unique)
+            node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
+            return node.outputs[0]
+        # add_node stores ``typed`` itself as "value" (or raises): its payload is the node's tensor.
+        node = self.add_node(CONST_OP, name=name, attrs={"value": typed}, unique=unique)
+        out = node.outputs[0]
+        out.type = self.context.array_type(typed.value)
+        return out
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         self.outputs = list(values)

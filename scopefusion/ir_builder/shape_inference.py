@@ -22,7 +22,9 @@ an op definition, which cannot repeat, and a node that takes its input's type (b
 than its key, are not keyed.
 
 A node whose op has no inference function and whose every output follows one input's dtype and shape (an
-``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is.
+``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is,
+and one whose kernel is the identity-like ops' (``dialects.tf.misc.identity_kernel``) folds to its input's
+known value itself, without the kernel call.
 
 An op with no definition gets unknown output types, a warning and a count; with ``strict`` it is an
 :class:`~scopefusion.errors.InferenceError`.
@@ -30,6 +32,7 @@ An op with no definition gets unknown output types, a warning and a count; with 
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
@@ -127,6 +130,7 @@ def infer_graph(
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
     keyed_defs: set[int] = set()  # ids of the op definitions of the nodes met so far that may be keyed
+    identity = _identity_kernel()
     collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
@@ -206,9 +210,12 @@ def infer_graph(
             # Each output follows one input's type (no inference function): the input's interned type.
             inferred: list = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]
             attrs = node.attrs._attrs
-            folded = None
+            folded: list[np.ndarray | None] | None = None
             if _fold_fits(node, inferred, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
-                folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
+                if identity is not None and opdef.reference is identity and opdef.fold is None and len(node.inputs) == 1:
+                    folded = [known_values[id(node.inputs[0])]]  # what folding through the kernel gives
+                else:
+                    folded = _try_fold(node, _infos(node, known_values, plain_infos), attrs)
         else:
             depends = opdef._value_depend_slots(len(node.inputs))
             infos: list[InputInfo | None] = []
@@ -240,26 +247,13 @@ def infer_graph(
         if folded is _FOLD_FAILED:
             folded = key = None
         arrays: list[np.ndarray | None] = []
-        for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
-            array = None
-            if folded is not None and i < len(folded) and folded[i] is not None:
-                array = np.asarray(folded[i])
-                result.known_values[id(value)] = array
-                shape = array.shape
-                if dtype is None:
-                    dtype = _dt.from_numpy(array.dtype)
-            try:
-                if array is None and direct is not None:
-                    value.type = direct[i]
-                else:
-                    value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
-            except (TypeError, ValueError) as e:
-                # An op's inference (or a hostile input: a negative Tile multiple) produced an impossible shape.
-                raise InferenceError(
-                    f"node {node.name!r} ({node.op}): output {i} would get shape {list(shape or ())}, which is "
-                    f"impossible ({e}); the model's inputs contradict the op"
-                ) from None
-            arrays.append(array)
+        if folded is None and direct is not None:
+            # Nothing folded: each output takes its input's interned type, as _type_outputs would give it.
+            for value, t in zip(node.outputs, direct):
+                value.type = t
+                arrays.append(None)
+        else:
+            _type_outputs(node, inferred, folded, direct, known_values, arrays)
         if folded is not None:
             result.folded += 1
         note = result.unfolded[-1] if len(result.unfolded) > unfolded else None
@@ -280,6 +274,33 @@ def infer_graph(
     return result
 
 
+def _type_outputs(node: Node, inferred: list, folded: list[np.ndarray | None] | None, direct: list[TensorType] | None,
+                  known_values: dict[int, np.ndarray], arrays: list[np.ndarray | None]) -> None:
+    """Sets the types of ``node``'s outputs from what inference (or ``direct``) gave and what folded, records
+    each folded value in ``known_values`` and appends it (or None) to ``arrays``."""
+    context = node.graph.context
+    for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
+        array = None
+        if folded is not None and i < len(folded) and folded[i] is not None:
+            array = np.asarray(folded[i])
+            known_values[id(value)] = array
+            shape = array.shape
+            if dtype is None:
+                dtype = _dt.from_numpy(array.dtype)
+        try:
+            if array is None and direct is not None:
+                value.type = direct[i]
+            else:
+                value.type = context.tensor(dtype, shape, fmt) if dtype is not None else None
+        except (TypeError, ValueError) as e:
+            # An op's inference (or a hostile input: a negative Tile multiple) produced an impossible shape.
+            raise InferenceError(
+                f"node {node.name!r} ({node.op}): output {i} would get shape {list(shape or ())}, which is "
+                f"impossible ({e}); the model's inputs contradict the op"
+            ) from None
+        arrays.append(array)
+
+
 _CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads
 
 # Largest known input value (in elements) whose bytes go into a node's key (see _node_key).
@@ -288,6 +309,14 @@ PLAIN_MEMO_LIMIT = 4096  # attribute values whose stand-ins _node_key remembers;
 _plain_memo: dict[int, tuple[AttrValue, object]] = {}  # id(AttrValue) -> (the value, kept alive; its stand-in)
 # (attribute names, ids of their values) -> (the values, kept alive; the stand-in of the map)
 _attrs_memo: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[AttrValue, ...], tuple]] = {}
+
+
+def _identity_kernel() -> Callable[..., object] | None:
+    """The identity-like ops' kernel, ``scopefusion.dialects.tf.misc.identity_kernel``, when that module is
+    loaded, else None: a definition can only hold a kernel of a loaded module, so inference looks for it
+    without importing the ``tf`` dialect into a conversion that does not use it."""
+    module = sys.modules.get("scopefusion.dialects.tf.misc")
+    return None if module is None else getattr(module, "identity_kernel", None)
 
 
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:

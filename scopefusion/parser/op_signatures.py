@@ -58,6 +58,22 @@ class _BuiltinOps:
         self._table = table
         self._parsed: dict[str, tuple[OutputArg, ...]] = {}
         self._fixed: dict[str, int | None] = {}  # op type -> fixed_count's answer
+        self._positions: dict[tuple[str, str], int | None] = {}  # see single_position
+
+    def single_position(self, op_type: str, arg: str) -> int | None:
+        """For an op of single-tensor arguments only (``fixed_count`` is its count): the position of
+        argument ``arg`` (its flat output index), or None when it has no such argument. -1 for another op."""
+        key = (op_type, arg)
+        if key in self._positions:
+            return self._positions[key]
+        if self.fixed_count(op_type) is None:
+            found: int | None = -1
+        else:
+            names = [a.name for a in self.get(op_type) or ()]
+            found = names.index(arg) if arg in names else None
+        if op_type in self._table:  # the table never changes: an op it holds keeps its answer
+            self._positions[key] = found
+        return found
 
     def __contains__(self, op_type: str) -> bool:
         return op_type in self._table
@@ -144,6 +160,12 @@ class OpSignatures:
         Raises:
             IndexError: ``index`` is past the end of the argument's list of tensors.
         """
+        if op_type not in self._functions:
+            position = self._ops.single_position(op_type, arg)
+            if position is None or position >= 0:  # every argument is one tensor: no attribute counts
+                if position is not None and index >= 1:
+                    raise IndexError(f"output argument {arg!r} of {op_type} holds 1 tensors, not {index + 1}")
+                return None if position is None else position + index
         sizes = self._sizes(op_type, attrs)
         if sizes is None:
             return None

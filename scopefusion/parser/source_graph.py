@@ -351,9 +351,14 @@ class SourceGraph:
         if in_order:
             self._order = position
             return node_list
-        waiting = {
-            node.name: sum(1 for p in in_edges[node.name] if not exempt or counts(p, node.name)) for node in node_list
-        }
+        if exempt:  # counts() spelled out: only a Merge's edges from exempt producers do not count
+            waiting = {
+                node.name: sum(1 for p in in_edges[node.name] if p not in exempt) if node.op_type == "Merge"
+                else len(in_edges[node.name])
+                for node in node_list
+            }
+        else:  # every producer counts (in_edges holds the nodes in list order)
+            waiting = {name: len(producers) for name, producers in in_edges.items()}
         ready = [i for i, node in enumerate(node_list) if not waiting[node.name]]
         heapq.heapify(ready)
         out_edges = self.out_edges
@@ -361,8 +366,9 @@ class SourceGraph:
         while ready:
             node = node_list[heapq.heappop(ready)]
             ordered.append(node)
+            back_edges = bool(exempt) and node.name in exempt  # its edges into a Merge do not count
             for consumer in out_edges[node.name]:
-                if exempt and not counts(node.name, consumer):
+                if back_edges and by_name[consumer].op_type == "Merge":
                     continue
                 left = waiting[consumer] - 1
                 waiting[consumer] = left

@@ -96,7 +96,7 @@ def decode_attr(value, content_view: tuple[object, int, int] | None = None) -> A
 def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[str, Any]:
     """Decodes a NodeDef's attribute map, sorted by name; ``content_views`` maps attr names to cut tensors.
 
-    The kinds most attributes have (a dtype, a flag, a string, a list of numbers, a constant's tensor) are
+    The kinds most attributes have (a dtype, a flag, an int, a string, a list of numbers, a constant's tensor) are
     decoded here, the rest by :func:`decode_attr`. Lists of plain values are decoded once per process for
     each distinct encoding.
     """
@@ -110,6 +110,8 @@ def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[st
             out[name] = dtype if dtype is not None else tf_dtype(code)
         elif kind == "b":
             out[name] = bool(value.b)
+        elif kind == "i":
+            out[name] = int(value.i)
         elif kind == "s":
             out[name] = text(value.s)
         elif kind == "list":

@@ -229,8 +229,7 @@ class FunctionLibrary:
         Returns the new node list and a map from each inlined call's ``(name, output index)`` to the tensor
         that now stands for it (for the caller's graph outputs).
         """
-        self.attach_subgraphs(nodes)
-        if not self._defs or not self.inline_calls or not any(self.call_target(n) for n in nodes):
+        if not self.attach_subgraphs(nodes):  # no call to inline
             return nodes, {}
         taken = {n.name for n in nodes}
         tensor_map: dict[tuple[str, int], tuple[str, int]] = {}
@@ -371,12 +370,15 @@ class FunctionLibrary:
         return made
 
     # ------------------------------------------------------------------------------------ bodies
-    def attach_subgraphs(self, nodes: Sequence[SourceNode]) -> None:
-        """Puts the graph of every library function a node's attributes name into ``node.subgraphs``."""
+    def attach_subgraphs(self, nodes: Sequence[SourceNode]) -> bool:
+        """Puts the graph of every library function a node's attributes name into ``node.subgraphs``;
+        returns whether any of ``nodes`` is a call to inline (see :meth:`call_target`)."""
         if not self._defs:
-            return
+            return False
+        calls = False
         for node in nodes:
             if self.call_target(node) is not None:
+                calls = True
                 continue
             for attr, value in node.attrs.items():
                 if isinstance(value, FunctionRef):
@@ -386,6 +388,7 @@ class FunctionLibrary:
                     for i, ref in enumerate(value):
                         if isinstance(ref, FunctionRef) and ref.name in self._defs:
                             node.subgraphs[f"{attr}:{i}"] = self.graph(ref.name)
+        return calls
 
 
 def _reader(user: SourceNode | str) -> str:

@@ -209,11 +209,18 @@ def _frame_depths(nodes: list[SourceNode]) -> dict[str, int]:
     readers: dict[str, list[str]] = {}
     for node in nodes:
         name = node.name
-        for producer in {p for p, _ in node.inputs} | set(node.control_inputs):
+        # Each producer lists each reader once, in node order: a reader reading it again is its last entry.
+        for producer, _ in node.inputs:
             found = readers.get(producer)
             if found is None:
                 readers[producer] = [name]
-            else:
+            elif found[-1] != name:
+                found.append(name)
+        for producer in node.control_inputs:
+            found = readers.get(producer)
+            if found is None:
+                readers[producer] = [name]
+            elif found[-1] != name:
                 found.append(name)
     steps = {n.name: _FRAME_STEP[n.op_type] for n in nodes if n.op_type in _FRAME_STEP}
     depth = {n.name: 0 for n in nodes if not n.inputs and not n.control_inputs}

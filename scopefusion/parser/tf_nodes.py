@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 CONST_OPS = frozenset({"Const", "HostConst"})
+_new = object.__new__
 ENTER_OPS = frozenset({"Enter", "RefEnter"})
 
 
@@ -87,9 +88,21 @@ def decode_node_def(
                 inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
             else:
                 inputs.append((text, 0))
-    # SourceNode's fields in order: name, op_type, inputs, control_inputs, attrs, domain, value, subgraphs,
-    # frame, output_names, device (positional arguments cost less than keywords, and there are many nodes).
-    return SourceNode(name, op, inputs, controls, attrs, "", value, {}, frame, [], node_def.device)
+    # SourceNode.__init__ spelled out, its fields set in their order (there are many nodes).
+    node = _new(SourceNode)
+    node.name = name
+    node.op_type = op
+    node.inputs = inputs
+    node.control_inputs = controls
+    node.attrs = attrs
+    node.domain = ""
+    node.value = value
+    node.subgraphs = {}
+    node.frame = frame
+    node.output_names = []
+    node.device = node_def.device
+    node.synthetic = False
+    return node
 
 
 def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, consumed: Iterable[tuple[str, int]] = ()) -> None:
