@@ -93,6 +93,7 @@ class GraphIndex:
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
         # inference again would not complete them.
         self.settled: set[str] = set()
+        self._taken_names: set[str] | None = None  # every name in use, made on the first fresh name
         self.rebuild()
 
     def infer_shapes(self, opset: int) -> None:
@@ -148,16 +149,17 @@ class GraphIndex:
         self._in_graph = list(self.inits)
 
     def rebuild(self) -> None:
-        self.producer: dict[str, Node] = {}
-        self.readers: dict[str, list[Node]] = defaultdict(list)
-        producer, readers = self.producer, self.readers
-        for node in self.nodes:  # _index, inlined
-            for name in node.output:
-                if name:
-                    producer[name] = node
+        # _index, inlined; an absent slot ("") is indexed too, then dropped: the same maps, fewer tests.
+        nodes = self.nodes
+        producer: dict[str, Node] = {name: node for node in nodes for name in node.output}
+        readers: dict[str, list[Node]] = defaultdict(list)
+        for node in nodes:
             for name in node.input:
-                if name:
-                    readers[name].append(node)
+                readers[name].append(node)
+        producer.pop("", None)
+        readers.pop("", None)
+        self.producer = producer
+        self.readers = readers
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name`` (None when it is none); small values are read once and shared,
@@ -182,28 +184,32 @@ class GraphIndex:
         return name
 
     def fresh(self, base: str) -> str:
-        taken = self._taken()
+        taken = self._taken_names
+        if taken is None:
+            taken = self._taken()
         n = 1
-        while f"{base}_{n}" in taken:
+        name = f"{base}_1"
+        while name in taken:
             n += 1
-        name = f"{base}_{n}"
-        self._taken_names.add(name)
+            name = f"{base}_{n}"
+        taken.add(name)
         return name
 
     def _taken(self) -> set[str]:
-        if not hasattr(self, "_taken_names"):
-            names = set(self.initializers) | self.inputs | self.outputs
-            update, add = names.update, names.add
-            for node in self.nodes:
-                update(node.input)
-                update(node.output)
-                add(node.name)
-            for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
-                update(node.input)
-                update(node.output)
-                add(node.name)
-            self._taken_names = names
-        return self._taken_names
+        if self._taken_names is not None:
+            return self._taken_names
+        names = set(self.initializers) | self.inputs | self.outputs
+        update, add = names.update, names.add
+        for node in self.nodes:
+            update(node.input)
+            update(node.output)
+            add(node.name)
+        for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
+            update(node.input)
+            update(node.output)
+            add(node.name)
+        self._taken_names = names
+        return names
 
     def free(self, name: str) -> bool:
         """True when ``name`` is an ordinary intermediate: no graph output or input, not read by a body."""
@@ -537,7 +543,7 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
     if math.prod(t.dims) > _CACHED_ELEMENTS:
         return False
     value = index.constant(t.name)
-    return value is not None and value.dtype.kind in "iuf" and bool(np.all(value == neutral))
+    return value is not None and value.dtype.kind in "iuf" and bool((value == neutral).all())
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
