@@ -232,6 +232,10 @@ class FusedEmitter:
         if outputs == 1:
             names: list[str] = [fresh(base)]
             written = list(names)
+        elif type(outputs) is list and len(outputs) == 1:  # one named output (``result``): as below, shorter
+            wanted = outputs[0]
+            names = [fresh(base) if wanted is None else wanted]
+            written = list(names) if names[0] else []
         else:
             if isinstance(outputs, int):
                 outputs = [None] * outputs

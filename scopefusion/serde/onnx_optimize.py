@@ -543,7 +543,10 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
     if math.prod(t.dims) > _CACHED_ELEMENTS:
         return False
     value = index.constant(t.name)
-    return value is not None and value.dtype.kind in "iuf" and bool((value == neutral).all())
+    if value is None or value.dtype.kind not in "iuf":
+        return False
+    # The first element decides most cases at once (a number's Python value is exact, so it compares alike).
+    return not (value.size and value.item(0) != neutral) and bool((value == neutral).all())
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:

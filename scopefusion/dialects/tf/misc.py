@@ -16,12 +16,13 @@ from ...ir.attrs import DTYPE, INT, LIST_INT, STR
 from ...ir.opdef import InferContext, OpDef, ParamType
 from ._common import ALL, DTYPE_ONLY, merge_shapes, shape_from_value, tf_op
 
-__all__ = ["definitions"]
+__all__ = ["definitions", "identity_kernel"]
 
 _IDENTITY_LIKE = ("Identity", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics", "DebugIdentity")
 
 
-def _identity_kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+def identity_kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    """The reference kernel of the identity-like ops: their input, as it is."""
     return [inputs[0]]
 
 
@@ -30,7 +31,7 @@ def _identity(name: str) -> OpDef:
     op = tf_op(name).input(arg).output("output", follow=(arg, ALL)).set_memory_forward(0)
     if name == "CheckNumerics":
         op.attr("message", STR)
-    return op.set_reference(_identity_kernel)
+    return op.set_reference(identity_kernel)
 
 
 def _declared_shape(ctx: InferContext) -> tuple[int, ...] | None:
@@ -45,7 +46,7 @@ def _ensure_shape() -> OpDef:
     def shape(ctx: InferContext) -> None:
         ctx.set_output_shape(0, merge_shapes(ctx.param("input").shape, _declared_shape(ctx), "input and the ensured shape"))
 
-    return op.set_infer_shape(shape).set_reference(_identity_kernel)
+    return op.set_infer_shape(shape).set_reference(identity_kernel)
 
 
 def _placeholder_with_default() -> OpDef:
