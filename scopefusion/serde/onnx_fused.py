@@ -245,10 +245,10 @@ class FusedEmitter:
             while written and not written[-1]:
                 written.pop()
         inputs = list(inputs)
-        while inputs and not inputs[-1]:
-            inputs.pop()
-        name = self._fresh_node(base)
-        self.nodes.append(OnnxNode.make(op_type, inputs, written, name, domain, **attrs))
+        if inputs and not inputs[-1]:
+            while inputs and not inputs[-1]:
+                inputs.pop()
+        self.nodes.append(OnnxNode.with_attrs(op_type, inputs, written, self._fresh_node(base), domain, attrs))
         if domain:
             self.domains.setdefault(domain, 1)
         return list(names)
