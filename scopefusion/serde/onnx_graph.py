@@ -121,6 +121,7 @@ class GraphWriter:
         self._tensors = _Names()
         self._nodes = _Names()
         self._schemas: dict[tuple[str, str], Any] = {}
+        self.left_out: list[str] = []  # constants write_nodes left out as unread (``leave_out_unread``), by name
 
     # ------------------------------------------------------------------ graphs
     def write(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
@@ -137,12 +138,17 @@ class GraphWriter:
     def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
                     parent: _Scope | None = None,
                     into: GraphProto | None = None,
+                    leave_out_unread: bool = False,
                     ) -> tuple[GraphProto, list[OnnxNode], list[ValueType], list[Initializer]]:
         """As :meth:`write`, with the nodes, the value infos and the initializers left out of the ``GraphProto``
         and returned (in order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name,
         IR type) of a type ONNX can say, the initializers as :class:`~.onnx_node.Initializer` objects; for the
         clean-up to rewrite before they are written (:func:`.append_nodes`, :func:`.append_value_infos`,
-        :func:`.append_initializers`)."""
+        :func:`.append_initializers`).
+
+        ``leave_out_unread`` (for the clean-up, which removes unread initializers): a constant only nodes folded
+        whole read (a weight read through an ``Identity``), in a graph without bodies, is no initializer; its
+        name goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
         proto = into if into is not None else GraphProto()
@@ -156,12 +162,23 @@ class GraphWriter:
         initializers: list[Initializer] = []
         names = scope.names
         of_array = Initializer.of_array
+        left_out: list[str] | None = [] if leave_out_unread and folded_nodes else None
+        bodies: bool | None = None  # whether a node of the graph has a body, once asked
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
                 continue
             if op == CONST_OP:
-                initializers.append(of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
+                value = node.outputs[0]
+                if left_out is not None and _read_only_by(value, folded_nodes):
+                    if bodies is None:
+                        bodies = any(n.subgraphs for n in graph.nodes)
+                        if bodies:
+                            left_out = None  # a body may read any tensor of its graph by name
+                    if left_out is not None and all(v is not value for v in graph.outputs):
+                        left_out.append(names[id(value)])
+                        continue
+                initializers.append(of_array(names[id(value)], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
@@ -182,6 +199,8 @@ class GraphWriter:
                 if names.get(key) in written:
                     produced.append(value)
         initializers.extend(scope.initializers)
+        if left_out:
+            self.left_out.extend(left_out)
         for value, name in outputs:
             source = scope.names[id(value)]
             if source != name:
@@ -448,6 +467,11 @@ class GraphWriter:
                 self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
         return emitted, ""
+
+
+def _read_only_by(value: Value, folded_nodes: set[int]) -> bool:
+    """True when every node reading ``value`` is folded whole (none, for an unread value)."""
+    return all(id(user) in folded_nodes for user, _ in value.uses)
 
 
 def _where(node: Node, scope: _Scope) -> str:

@@ -60,11 +60,19 @@ _CACHED_ELEMENTS = 4096
 
 class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
-    into the graph with :meth:`write_back`."""
+    into the graph with :meth:`write_back`.
+
+    ``left_out`` names initializers the writer left out because no node reads them (see
+    :meth:`.GraphWriter.write_nodes`): the index behaves as if it held them until the first sweep of unread
+    ones (:func:`_remove_dead`), which removes nothing else of them: that sweep reports a change, and a fresh
+    name made before it avoids theirs. So the clean-up takes the same steps and makes the same names.
+    """
 
     def __init__(self, graph: GraphProto, nodes: list[Node] | None = None,
-                 value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
+                 value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
+                 left_out: "list[str] | tuple[str, ...]" = ()) -> None:
         self.graph = graph
+        self.left_out: list[str] | None = list(left_out) if left_out else None  # until the first unread sweep
         # The initializers, in order: the graph's own, then ``initializers`` (not yet in the graph), then new ones.
         self._in_graph = [Initializer.of_proto(t) for t in graph.initializer]
         self.inits: list[Initializer] = self._in_graph + list(initializers or ())
@@ -199,6 +207,8 @@ class GraphIndex:
         if self._taken_names is not None:
             return self._taken_names
         names = set(self.initializers) | self.inputs | self.outputs
+        if self.left_out:
+            names.update(self.left_out)
         update, add = names.update, names.add
         for node in self.nodes:
             update(node.input)
@@ -272,16 +282,17 @@ def optimize_graph(graph: GraphProto, opset: int = 23) -> None:
 
 
 def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
-                   value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
+                   value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
+                   left_out: "list[str] | tuple[str, ...]" = ()) -> None:
     """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
     value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
-    ``graph.initializer`` and then ``initializers`` (those two not yet in the graph); writes what is left
-    into the graph."""
+    ``graph.initializer`` and then ``initializers`` (those two not yet in the graph), less the unread ones
+    ``left_out`` names (see :class:`GraphIndex`); writes what is left into the graph."""
     from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
-    index = GraphIndex(graph, nodes, value_infos, initializers)
+    index = GraphIndex(graph, nodes, value_infos, initializers, left_out)
     _shapes_from_types(index)
     # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
     # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
@@ -643,6 +654,9 @@ def _remove_dead(index: GraphIndex) -> bool:
         if len(kept) != len(initializers):
             index.inits = kept
             changed = True
+    if index.left_out is not None:  # the unread initializers the writer left out would go now
+        index.left_out = None
+        changed = True
     if changed:
         index.rebuild()
     return changed
