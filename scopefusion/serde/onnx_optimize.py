@@ -557,7 +557,7 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
     if value is None or value.dtype.kind not in "iuf":
         return False
     # The first element decides most cases at once (a number's Python value is exact, so it compares alike).
-    return not (value.size and value.item(0) != neutral) and bool((value == neutral).all())
+    return not (value.size and value.item(0) != neutral) and np.count_nonzero(value != neutral) == 0
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
