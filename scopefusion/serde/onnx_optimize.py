@@ -621,6 +621,8 @@ def _remove_dead(index: GraphIndex) -> bool:
     producer = index.producer
     get = producer.get
     live: set[int] = set()
+    read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
+    update = read.update
     pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
         node = pending.pop()
@@ -628,19 +630,15 @@ def _remove_dead(index: GraphIndex) -> bool:
         if key in live:
             continue
         live.add(key)
-        for name in node.input if node.body_reads is None else node.input + node.body_reads:
+        names = node.input if node.body_reads is None else node.input + node.body_reads
+        update(names)
+        for name in names:
             found = get(name) if name else None
             if found is not None and id(found) not in live:
                 pending.append(found)
     changed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
-    read = set(index.outputs)
-    update = read.update
-    for node in index.nodes:
-        update(node.input)
-        if node.body_reads is not None:
-            update(node.body_reads)
     initializers = index.inits
     if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
         # Some initializer is unread (when the index holds every one's name, no two alike, all are read).
