@@ -60,13 +60,10 @@ _CACHED_ELEMENTS = 4096
 
 class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
-    into the graph with :meth:`write_back`.
-
-    ``left_out`` names initializers the writer left out because no node reads them (see
-    :meth:`.GraphWriter.write_nodes`): the index behaves as if it held them until the first sweep of unread
-    ones (:func:`_remove_dead`), which removes nothing else of them: that sweep reports a change, and a fresh
-    name made before it avoids theirs. So the clean-up takes the same steps and makes the same names.
-    """
+    into the graph with :meth:`write_back`. ``left_out`` names initializers the writer left out as no node reads
+    them (:meth:`.GraphWriter.write_nodes`): the index acts as if it held them until the first sweep of unread
+    ones (:func:`_remove_dead`), which reports their removal, and a fresh name made before it avoids theirs; so
+    the clean-up takes the same steps and makes the same names."""
 
     def __init__(self, graph: GraphProto, nodes: list[Node] | None = None,
                  value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
@@ -87,7 +84,8 @@ class GraphIndex:
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
         for name, t in value_infos or ():
             if t.rank is not None:
-                self.shapes[name] = [d if d >= 0 else None for d in t.shape]
+                dims = t.shape
+                self.shapes[name] = list(dims) if not dims or min(dims) >= 0 else [d if d >= 0 else None for d in dims]
         for infos in (graph.value_info, graph.input, graph.output):
             for info in infos:
                 t = info.type.tensor_type
@@ -161,9 +159,14 @@ class GraphIndex:
         nodes = self.nodes
         producer: dict[str, Node] = {name: node for node in nodes for name in node.output}
         readers: dict[str, list[Node]] = defaultdict(list)
+        get = readers.get  # found lists are appended to, new names set: no default-factory call per read
         for node in nodes:
             for name in node.input:
-                readers[name].append(node)
+                found = get(name)
+                if found is None:
+                    readers[name] = [node]
+                else:
+                    found.append(node)
         producer.pop("", None)
         readers.pop("", None)
         self.producer = producer
