@@ -38,6 +38,7 @@ import numpy as np
 from .onnx_attrs import initializer_array
 from .onnx_graph import ValueType, append_value_infos
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
+from .onnx_order import toposort
 from .onnx_proto import (
     AttributeProto,
     GraphProto,
@@ -100,6 +101,7 @@ class GraphIndex:
         # inference again would not complete them.
         self.settled: set[str] = set()
         self._taken_names: set[str] | None = None  # every name in use, made on the first fresh name
+        self.only_unread_removed = False  # the last sweep of dead nodes removed initializers only, index alike
         self.rebuild()
 
     def infer_shapes(self, opset: int) -> None:
@@ -312,7 +314,9 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         idle[k] = state
         return False
 
-    for _ in range(100):
+    rounds = 0
+    while rounds < 100:
+        rounds += 1
         changed = run(0, _remove_identities)
         changed |= run(1, _merge_duplicates)
         if run(2, push_transposes):
@@ -322,7 +326,14 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         changed |= run(3, constant_reshapes)
         changed |= run(4, _remove_neutral_ops)
         changed |= run(5, _fold_initializer_ops)
-        changed |= run(6, _remove_dead)
+        if run(6, _remove_dead):
+            if not changed and index.only_unread_removed and rounds < 100:
+                # The next round would find nothing either: it would see what this one saw less unread
+                # initializers, which no pass reads, through the same index. It counts, each pass left idle.
+                rounds += 1
+                idle.update(dict.fromkeys(range(7), state))
+            else:
+                changed = True
         if not changed:
             if _shapes_for_transposes(index, opset):
                 state += 1  # new shapes: every pass may find more
@@ -406,51 +417,6 @@ def _shapes_for_transposes(index: GraphIndex, opset: int) -> bool:
         index.infer_shapes(opset)
         return True
     return False
-
-
-def toposort(index: GraphIndex) -> None:
-    """Reorders ``index``'s nodes so each comes after the producers of its inputs (stable otherwise)."""
-    nodes = index.nodes
-    producer_of: dict[str, int] = {}
-    for k, node in enumerate(nodes):
-        for name in node.output:
-            if name:
-                producer_of[name] = k
-    get = producer_of.get
-    done: list[bool] = [False] * len(nodes)
-    order: list[int] = []
-    for start in range(len(nodes)):
-        if done[start]:
-            continue
-        node = nodes[start]
-        for name in node.input if node.body_reads is None else node.input + node.body_reads:
-            placed = get(name, start)
-            if placed > start and not done[placed]:
-                break
-        else:
-            done[start] = True  # every producer placed already: the walk below would place it at once
-            order.append(start)
-            continue
-        stack = [(start, False)]
-        while stack:
-            k, expanded = stack.pop()
-            if done[k]:
-                continue
-            if expanded:
-                done[k] = True
-                order.append(k)
-                continue
-            stack.append((k, True))
-            for name in reversed(_inputs_with_bodies(nodes[k])):
-                p = producer_of.get(name)
-                if p is not None and not done[p] and p != k:
-                    stack.append((p, False))
-    if order != list(range(len(nodes))):
-        index.nodes = [nodes[k] for k in order]
-
-
-def _inputs_with_bodies(node: Node) -> list[str]:
-    return node.input if node.body_reads is None else node.input + node.body_reads
 
 
 def _remove_identities(index: GraphIndex) -> bool:
@@ -639,7 +605,7 @@ def _remove_dead(index: GraphIndex) -> bool:
             found = get(name) if name else None
             if found is not None and id(found) not in live:
                 pending.append(found)
-    changed = len(live) != len(index.nodes)
+    changed = nodes_removed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
     initializers = index.inits
@@ -658,9 +624,26 @@ def _remove_dead(index: GraphIndex) -> bool:
     if index.left_out is not None:  # the unread initializers the writer left out would go now
         index.left_out = None
         changed = True
+    index.only_unread_removed = False
     if changed:
+        before = None if nodes_removed else (index.producer, index.readers)
         index.rebuild()
+        index.only_unread_removed = before is not None and _same_index(*before, index)
     return changed
+
+
+def _same_index(producer: dict[str, Node], readers: dict[str, list[Node]], index: GraphIndex) -> bool:
+    """True when ``index``'s producers and readers are ``producer`` and ``readers`` (lists alike, in order)."""
+    if producer != index.producer:
+        return False
+    rebuilt = index.readers
+    kept = 0
+    for name, found in readers.items():
+        if found:
+            kept += 1
+            if rebuilt.get(name) != found:
+                return False
+    return kept == len(rebuilt)
 
 
 def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> None:
