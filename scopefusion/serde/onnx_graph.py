@@ -78,7 +78,7 @@ class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
-    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids")
+    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies")
 
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
@@ -88,6 +88,7 @@ class _Scope:
         self.initializers: list[Initializer] = []  # made by fused exporters
         self.folded: dict[int, Any] = {}  # id(value) -> array, tf values computed from constants
         self.output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
+        self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -162,22 +163,18 @@ class GraphWriter:
         initializers: list[Initializer] = []
         names = scope.names
         of_array = Initializer.of_array
-        left_out: list[str] | None = [] if leave_out_unread and folded_nodes else None
-        bodies: bool | None = None  # whether a node of the graph has a body, once asked
+        # A body may read any tensor of its graph by name: then every constant stays.
+        left_out: list[str] | None = [] if leave_out_unread and folded_nodes and not scope.has_bodies else None
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
                 continue
             if op == CONST_OP:
                 value = node.outputs[0]
-                if left_out is not None and _read_only_by(value, folded_nodes):
-                    if bodies is None:
-                        bodies = any(n.subgraphs for n in graph.nodes)
-                        if bodies:
-                            left_out = None  # a body may read any tensor of its graph by name
-                    if left_out is not None and all(v is not value for v in graph.outputs):
-                        left_out.append(names[id(value)])
-                        continue
+                if (left_out is not None and _read_only_by(value, folded_nodes)
+                        and all(v is not value for v in graph.outputs)):
+                    left_out.append(names[id(value)])
+                    continue
                 initializers.append(of_array(names[id(value)], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
@@ -267,12 +264,24 @@ class GraphWriter:
                 outputs.append((value, names[id(value)]))
             else:
                 outputs.append((value, "" if names.get(id(value)) == wanted else claim(wanted)))
+        bodies = False
         for node in graph.nodes:
+            if node.subgraphs:
+                bodies = True
             for value in node.outputs:
                 tensor = value.meta.get("tensor_name")
                 if tensor and id(value) not in names:
                     names[id(value)] = claim(tensor)
+        scope.has_bodies = bodies
         outputs_ = {id(v) for v in graph.outputs}
+        if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
+            for node in graph.nodes:
+                const = node.op == CONST_OP
+                for value in node.outputs:
+                    key = id(value)
+                    if key not in names and (const or key in outputs_ or value.uses):
+                        names[key] = claim(value.name)
+            return [(v, name or names[id(v)]) for v, name in outputs]
         visible = scope.visible
         for node in graph.nodes:
             # A node's values are named here once and for all: what a body may read of them is noted at once.
