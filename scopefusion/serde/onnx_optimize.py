@@ -526,7 +526,9 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
     if value is None or value.dtype.kind not in "iuf":
         return False
     # The first element decides most cases at once (a number's Python value is exact, so it compares alike).
-    return not (value.size and value.item(0) != neutral) and np.count_nonzero(value != neutral) == 0
+    if value.size and value.item(0) != neutral:
+        return False
+    return np.count_nonzero(value if neutral == 0 else value != neutral) == 0
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
