@@ -270,11 +270,13 @@ def _graph_model(
     proto = ModelProto()
     proto.ir_version = ir_version()
     body, nodes, value_infos, initializers = _guard(
-        lambda: writer.write_nodes(graph, dim_params=dim_params, into=proto.graph), f"graph {graph.name!r}")
+        lambda: writer.write_nodes(graph, dim_params=dim_params, into=proto.graph, leave_out_unread=optimize),
+        f"graph {graph.name!r}")
     if writer.unlowered and not keep_tf_ops:
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
-        _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers), f"graph {graph.name!r} (clean-up)")
+        _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers, left_out=writer.left_out),
+               f"graph {graph.name!r} (clean-up)")
     else:
         append_nodes(body, nodes)
         append_initializers(body, initializers)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dialects.tf.misc import identity_kernel
 from ..ir.graph import Graph
 from .onnx_lowering.emitter import constant_of
 
@@ -47,7 +48,10 @@ def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
         else:
             if not arrays:
                 continue
-            outputs = _run(node, arrays)
+            if opdef.reference is identity_kernel and len(node.outputs) == 1:
+                outputs = _checked(node, arrays[:1])  # what _run gives, without building the kernel's attrs
+            else:
+                outputs = _run(node, arrays)
             if outputs is None or len(outputs) != len(node.outputs):
                 continue
             for value, array in zip(node.outputs, outputs):
@@ -61,6 +65,11 @@ def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
         out = node.opdef.reference(list(arrays), attrs)
     except Exception:  # a kernel that cannot run on these values leaves the node to the lowering
         return None
+    return _checked(node, out)
+
+
+def _checked(node: Any, out: Any) -> list[np.ndarray] | None:
+    """A kernel's outputs ``out`` as the node's folded arrays (its outputs' dtypes), or None when one cannot be."""
     result = []
     for array, value in zip(out, node.outputs):
         if type(array) is not np.ndarray:  # an array is taken as it is (np.asarray would return it)

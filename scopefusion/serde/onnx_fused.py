@@ -232,6 +232,10 @@ class FusedEmitter:
         if outputs == 1:
             names: list[str] = [fresh(base)]
             written = list(names)
+        elif type(outputs) is list and len(outputs) == 1:  # one named output (``result``): as below, shorter
+            wanted = outputs[0]
+            names = [fresh(base) if wanted is None else wanted]
+            written = list(names) if names[0] else []
         else:
             if isinstance(outputs, int):
                 outputs = [None] * outputs
@@ -241,10 +245,10 @@ class FusedEmitter:
             while written and not written[-1]:
                 written.pop()
         inputs = list(inputs)
-        while inputs and not inputs[-1]:
-            inputs.pop()
-        name = self._fresh_node(base)
-        self.nodes.append(OnnxNode.make(op_type, inputs, written, name, domain, **attrs))
+        if inputs and not inputs[-1]:
+            while inputs and not inputs[-1]:
+                inputs.pop()
+        self.nodes.append(OnnxNode.with_attrs(op_type, inputs, written, self._fresh_node(base), domain, attrs))
         if domain:
             self.domains.setdefault(domain, 1)
         return list(names)

@@ -78,7 +78,7 @@ class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
-    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids")
+    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies")
 
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
@@ -88,6 +88,7 @@ class _Scope:
         self.initializers: list[Initializer] = []  # made by fused exporters
         self.folded: dict[int, Any] = {}  # id(value) -> array, tf values computed from constants
         self.output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
+        self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -121,6 +122,7 @@ class GraphWriter:
         self._tensors = _Names()
         self._nodes = _Names()
         self._schemas: dict[tuple[str, str], Any] = {}
+        self.left_out: list[str] = []  # constants write_nodes left out as unread (``leave_out_unread``), by name
 
     # ------------------------------------------------------------------ graphs
     def write(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
@@ -137,12 +139,17 @@ class GraphWriter:
     def write_nodes(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
                     parent: _Scope | None = None,
                     into: GraphProto | None = None,
+                    leave_out_unread: bool = False,
                     ) -> tuple[GraphProto, list[OnnxNode], list[ValueType], list[Initializer]]:
         """As :meth:`write`, with the nodes, the value infos and the initializers left out of the ``GraphProto``
         and returned (in order): the nodes as :class:`~.onnx_node.Node` objects, the value infos as (tensor name,
         IR type) of a type ONNX can say, the initializers as :class:`~.onnx_node.Initializer` objects; for the
         clean-up to rewrite before they are written (:func:`.append_nodes`, :func:`.append_value_infos`,
-        :func:`.append_initializers`)."""
+        :func:`.append_initializers`).
+
+        ``leave_out_unread`` (for the clean-up, which removes unread initializers): a constant only nodes folded
+        whole read (a weight read through an ``Identity``), in a graph without bodies, is no initializer; its
+        name goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
         proto = into if into is not None else GraphProto()
@@ -156,12 +163,19 @@ class GraphWriter:
         initializers: list[Initializer] = []
         names = scope.names
         of_array = Initializer.of_array
+        # A body may read any tensor of its graph by name: then every constant stays.
+        left_out: list[str] | None = [] if leave_out_unread and folded_nodes and not scope.has_bodies else None
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
                 continue
             if op == CONST_OP:
-                initializers.append(of_array(names[id(node.outputs[0])], node.attrs.as_tensor("value")))
+                value = node.outputs[0]
+                if (left_out is not None and _read_only_by(value, folded_nodes)
+                        and all(v is not value for v in graph.outputs)):
+                    left_out.append(names[id(value)])
+                    continue
+                initializers.append(of_array(names[id(value)], node.attrs.as_tensor("value")))
                 continue
             if id(node) in folded_nodes:
                 for value in node.outputs:
@@ -182,6 +196,8 @@ class GraphWriter:
                 if names.get(key) in written:
                     produced.append(value)
         initializers.extend(scope.initializers)
+        if left_out:
+            self.left_out.extend(left_out)
         for value, name in outputs:
             source = scope.names[id(value)]
             if source != name:
@@ -248,12 +264,24 @@ class GraphWriter:
                 outputs.append((value, names[id(value)]))
             else:
                 outputs.append((value, "" if names.get(id(value)) == wanted else claim(wanted)))
+        bodies = False
         for node in graph.nodes:
+            if node.subgraphs:
+                bodies = True
             for value in node.outputs:
                 tensor = value.meta.get("tensor_name")
                 if tensor and id(value) not in names:
                     names[id(value)] = claim(tensor)
+        scope.has_bodies = bodies
         outputs_ = {id(v) for v in graph.outputs}
+        if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
+            for node in graph.nodes:
+                const = node.op == CONST_OP
+                for value in node.outputs:
+                    key = id(value)
+                    if key not in names and (const or key in outputs_ or value.uses):
+                        names[key] = claim(value.name)
+            return [(v, name or names[id(v)]) for v, name in outputs]
         visible = scope.visible
         for node in graph.nodes:
             # A node's values are named here once and for all: what a body may read of them is noted at once.
@@ -448,6 +476,11 @@ class GraphWriter:
                 self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
         return emitted, ""
+
+
+def _read_only_by(value: Value, folded_nodes: set[int]) -> bool:
+    """True when every node reading ``value`` is folded whole (none, for an unread value)."""
+    return all(id(user) in folded_nodes for user, _ in value.uses)
 
 
 def _where(node: Node, scope: _Scope) -> str:

@@ -146,6 +146,12 @@ class Node:
     def make(cls, op_type: str, inputs: list[str], outputs: list[str], name: str = "", domain: str = "",
              **attrs: Any) -> "Node":
         """A node as ``onnx.helper.make_node`` would make it (attributes in name order, None ones left out)."""
+        return cls.with_attrs(op_type, inputs, outputs, name, domain, attrs)
+
+    @classmethod
+    def with_attrs(cls, op_type: str, inputs: list[str], outputs: list[str], name: str, domain: str,
+                   attrs: dict[str, Any]) -> "Node":
+        """As :meth:`make`, the attributes given as a dict (read, not kept): the emitters pass theirs on as it is."""
         if not attrs:
             return cls(op_type, domain, name, inputs, outputs, None, None, "", False)
         entries = []

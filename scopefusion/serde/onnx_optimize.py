@@ -38,6 +38,7 @@ import numpy as np
 from .onnx_attrs import initializer_array
 from .onnx_graph import ValueType, append_value_infos
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
+from .onnx_order import toposort
 from .onnx_proto import (
     AttributeProto,
     GraphProto,
@@ -60,11 +61,16 @@ _CACHED_ELEMENTS = 4096
 
 class GraphIndex:
     """The nodes (:class:`Node`), producers, readers and initializers of one ``GraphProto``; the nodes go back
-    into the graph with :meth:`write_back`."""
+    into the graph with :meth:`write_back`. ``left_out`` names initializers the writer left out as no node reads
+    them (:meth:`.GraphWriter.write_nodes`): the index acts as if it held them until the first sweep of unread
+    ones (:func:`_remove_dead`), which reports their removal, and a fresh name made before it avoids theirs; so
+    the clean-up takes the same steps and makes the same names."""
 
     def __init__(self, graph: GraphProto, nodes: list[Node] | None = None,
-                 value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
+                 value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
+                 left_out: "list[str] | tuple[str, ...]" = ()) -> None:
         self.graph = graph
+        self.left_out: list[str] | None = list(left_out) if left_out else None  # until the first unread sweep
         # The initializers, in order: the graph's own, then ``initializers`` (not yet in the graph), then new ones.
         self._in_graph = [Initializer.of_proto(t) for t in graph.initializer]
         self.inits: list[Initializer] = self._in_graph + list(initializers or ())
@@ -79,7 +85,8 @@ class GraphIndex:
         self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
         for name, t in value_infos or ():
             if t.rank is not None:
-                self.shapes[name] = [d if d >= 0 else None for d in t.shape]
+                dims = t.shape
+                self.shapes[name] = list(dims) if not dims or min(dims) >= 0 else [d if d >= 0 else None for d in dims]
         for infos in (graph.value_info, graph.input, graph.output):
             for info in infos:
                 t = info.type.tensor_type
@@ -93,6 +100,8 @@ class GraphIndex:
         # Tensors whose shapes inference has seen, or that a pass derived from one it has seen: running
         # inference again would not complete them.
         self.settled: set[str] = set()
+        self._taken_names: set[str] | None = None  # every name in use, made on the first fresh name
+        self.only_unread_removed = False  # the last sweep of dead nodes removed initializers only, index alike
         self.rebuild()
 
     def infer_shapes(self, opset: int) -> None:
@@ -148,16 +157,22 @@ class GraphIndex:
         self._in_graph = list(self.inits)
 
     def rebuild(self) -> None:
-        self.producer: dict[str, Node] = {}
-        self.readers: dict[str, list[Node]] = defaultdict(list)
-        producer, readers = self.producer, self.readers
-        for node in self.nodes:  # _index, inlined
-            for name in node.output:
-                if name:
-                    producer[name] = node
+        # _index, inlined; an absent slot ("") is indexed too, then dropped: the same maps, fewer tests.
+        nodes = self.nodes
+        producer: dict[str, Node] = {name: node for node in nodes for name in node.output}
+        readers: dict[str, list[Node]] = defaultdict(list)
+        get = readers.get  # found lists are appended to, new names set: no default-factory call per read
+        for node in nodes:
             for name in node.input:
-                if name:
-                    readers[name].append(node)
+                found = get(name)
+                if found is None:
+                    readers[name] = [node]
+                else:
+                    found.append(node)
+        producer.pop("", None)
+        readers.pop("", None)
+        self.producer = producer
+        self.readers = readers
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name`` (None when it is none); small values are read once and shared,
@@ -182,28 +197,34 @@ class GraphIndex:
         return name
 
     def fresh(self, base: str) -> str:
-        taken = self._taken()
+        taken = self._taken_names
+        if taken is None:
+            taken = self._taken()
         n = 1
-        while f"{base}_{n}" in taken:
+        name = f"{base}_1"
+        while name in taken:
             n += 1
-        name = f"{base}_{n}"
-        self._taken_names.add(name)
+            name = f"{base}_{n}"
+        taken.add(name)
         return name
 
     def _taken(self) -> set[str]:
-        if not hasattr(self, "_taken_names"):
-            names = set(self.initializers) | self.inputs | self.outputs
-            update, add = names.update, names.add
-            for node in self.nodes:
-                update(node.input)
-                update(node.output)
-                add(node.name)
-            for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
-                update(node.input)
-                update(node.output)
-                add(node.name)
-            self._taken_names = names
-        return self._taken_names
+        if self._taken_names is not None:
+            return self._taken_names
+        names = set(self.initializers) | self.inputs | self.outputs
+        if self.left_out:
+            names.update(self.left_out)
+        update, add = names.update, names.add
+        for node in self.nodes:
+            update(node.input)
+            update(node.output)
+            add(node.name)
+        for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
+            update(node.input)
+            update(node.output)
+            add(node.name)
+        self._taken_names = names
+        return names
 
     def free(self, name: str) -> bool:
         """True when ``name`` is an ordinary intermediate: no graph output or input, not read by a body."""
@@ -266,16 +287,17 @@ def optimize_graph(graph: GraphProto, opset: int = 23) -> None:
 
 
 def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
-                   value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None) -> None:
+                   value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
+                   left_out: "list[str] | tuple[str, ...]" = ()) -> None:
     """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
     value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
-    ``graph.initializer`` and then ``initializers`` (those two not yet in the graph); writes what is left
-    into the graph."""
+    ``graph.initializer`` and then ``initializers`` (those two not yet in the graph), less the unread ones
+    ``left_out`` names (see :class:`GraphIndex`); writes what is left into the graph."""
     from .onnx_fuse_ops import fuse_for_runtime
     from .onnx_shapes import constant_reshapes
     from .onnx_transposes import push_transposes
 
-    index = GraphIndex(graph, nodes, value_infos, initializers)
+    index = GraphIndex(graph, nodes, value_infos, initializers, left_out)
     _shapes_from_types(index)
     # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
     # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
@@ -292,7 +314,9 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         idle[k] = state
         return False
 
-    for _ in range(100):
+    rounds = 0
+    while rounds < 100:
+        rounds += 1
         changed = run(0, _remove_identities)
         changed |= run(1, _merge_duplicates)
         if run(2, push_transposes):
@@ -302,7 +326,14 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         changed |= run(3, constant_reshapes)
         changed |= run(4, _remove_neutral_ops)
         changed |= run(5, _fold_initializer_ops)
-        changed |= run(6, _remove_dead)
+        if run(6, _remove_dead):
+            if not changed and index.only_unread_removed and rounds < 100:
+                # The next round would find nothing either: it would see what this one saw less unread
+                # initializers, which no pass reads, through the same index. It counts, each pass left idle.
+                rounds += 1
+                idle.update(dict.fromkeys(range(7), state))
+            else:
+                changed = True
         if not changed:
             if _shapes_for_transposes(index, opset):
                 state += 1  # new shapes: every pass may find more
@@ -386,51 +417,6 @@ def _shapes_for_transposes(index: GraphIndex, opset: int) -> bool:
         index.infer_shapes(opset)
         return True
     return False
-
-
-def toposort(index: GraphIndex) -> None:
-    """Reorders ``index``'s nodes so each comes after the producers of its inputs (stable otherwise)."""
-    nodes = index.nodes
-    producer_of: dict[str, int] = {}
-    for k, node in enumerate(nodes):
-        for name in node.output:
-            if name:
-                producer_of[name] = k
-    get = producer_of.get
-    done: list[bool] = [False] * len(nodes)
-    order: list[int] = []
-    for start in range(len(nodes)):
-        if done[start]:
-            continue
-        node = nodes[start]
-        for name in node.input if node.body_reads is None else node.input + node.body_reads:
-            placed = get(name, start)
-            if placed > start and not done[placed]:
-                break
-        else:
-            done[start] = True  # every producer placed already: the walk below would place it at once
-            order.append(start)
-            continue
-        stack = [(start, False)]
-        while stack:
-            k, expanded = stack.pop()
-            if done[k]:
-                continue
-            if expanded:
-                done[k] = True
-                order.append(k)
-                continue
-            stack.append((k, True))
-            for name in reversed(_inputs_with_bodies(nodes[k])):
-                p = producer_of.get(name)
-                if p is not None and not done[p] and p != k:
-                    stack.append((p, False))
-    if order != list(range(len(nodes))):
-        index.nodes = [nodes[k] for k in order]
-
-
-def _inputs_with_bodies(node: Node) -> list[str]:
-    return node.input if node.body_reads is None else node.input + node.body_reads
 
 
 def _remove_identities(index: GraphIndex) -> bool:
@@ -537,7 +523,12 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
     if math.prod(t.dims) > _CACHED_ELEMENTS:
         return False
     value = index.constant(t.name)
-    return value is not None and value.dtype.kind in "iuf" and bool(np.all(value == neutral))
+    if value is None or value.dtype.kind not in "iuf":
+        return False
+    # The first element decides most cases at once (a number's Python value is exact, so it compares alike).
+    if value.size and value.item(0) != neutral:
+        return False
+    return np.count_nonzero(value if neutral == 0 else value != neutral) == 0
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
@@ -601,6 +592,8 @@ def _remove_dead(index: GraphIndex) -> bool:
     producer = index.producer
     get = producer.get
     live: set[int] = set()
+    read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
+    update = read.update
     pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
         node = pending.pop()
@@ -608,19 +601,15 @@ def _remove_dead(index: GraphIndex) -> bool:
         if key in live:
             continue
         live.add(key)
-        for name in node.input if node.body_reads is None else node.input + node.body_reads:
+        names = node.input if node.body_reads is None else node.input + node.body_reads
+        update(names)
+        for name in names:
             found = get(name) if name else None
             if found is not None and id(found) not in live:
                 pending.append(found)
-    changed = len(live) != len(index.nodes)
+    changed = nodes_removed = len(live) != len(index.nodes)
     if changed:
         _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
-    read = set(index.outputs)
-    update = read.update
-    for node in index.nodes:
-        update(node.input)
-        if node.body_reads is not None:
-            update(node.body_reads)
     initializers = index.inits
     if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
         # Some initializer is unread (when the index holds every one's name, no two alike, all are read).
@@ -634,9 +623,29 @@ def _remove_dead(index: GraphIndex) -> bool:
         if len(kept) != len(initializers):
             index.inits = kept
             changed = True
+    if index.left_out is not None:  # the unread initializers the writer left out would go now
+        index.left_out = None
+        changed = True
+    index.only_unread_removed = False
     if changed:
+        before = None if nodes_removed else (index.producer, index.readers)
         index.rebuild()
+        index.only_unread_removed = before is not None and _same_index(*before, index)
     return changed
+
+
+def _same_index(producer: dict[str, Node], readers: dict[str, list[Node]], index: GraphIndex) -> bool:
+    """True when ``index``'s producers and readers are ``producer`` and ``readers`` (lists alike, in order)."""
+    if producer != index.producer:
+        return False
+    rebuilt = index.readers
+    kept = 0
+    for name, found in readers.items():
+        if found:
+            kept += 1
+            if rebuilt.get(name) != found:
+                return False
+    return kept == len(rebuilt)
 
 
 def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> None:

@@ -11,7 +11,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from scopefusion.serde.onnx_optimize import optimize_graph
+from scopefusion.convert import convert
+from scopefusion.serde import onnx_optimize
+from scopefusion.serde.onnx_fused import fused_exporters_for
+from scopefusion.serde.onnx_graph import GraphWriter
+from scopefusion.serde.onnx_lowering import default_lowerings
+from scopefusion.serde.onnx_optimize import optimize_graph, optimize_nodes
+from scopefusion.serde.onnx_proto import GraphProto
 
 NHWC_TO_NCHW, NCHW_TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 
@@ -290,3 +296,35 @@ def test_a_float64_hard_sigmoid_stays_for_onnxruntime_runs_hard_sigmoid_on_float
     optimized, ops = same_results(proto, feeds)
     assert ops == ["Add", "Clip", "Div"]
     ort.InferenceSession(optimized.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _written_and_cleaned(model, leave_out_unread: bool) -> tuple[bytes, list[str]]:
+    """The main graph written and cleaned up as the export does it, serialized; the constants left out."""
+    writer = GraphWriter(23, fused_exporters_for(model.graph.registry), lowerings=default_lowerings())
+    graph, nodes, value_infos, initializers = writer.write_nodes(model.graph, into=GraphProto(),
+                                                                 leave_out_unread=leave_out_unread)
+    optimize_nodes(graph, nodes, 23, value_infos, initializers, left_out=writer.left_out)
+    return graph.SerializeToString(deterministic=True), writer.left_out
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb"])
+def test_weights_left_out_before_the_clean_up_give_the_graph_it_makes_from_all_of_them(fixture, request):
+    model = convert(request.getfixturevalue(fixture))
+    everything, none_left_out = _written_and_cleaned(model, leave_out_unread=False)
+    fewer, left_out = _written_and_cleaned(model, leave_out_unread=True)
+    assert none_left_out == [] and left_out  # the weights the frozen graph reads through Identity nodes
+    assert fewer == everything
+    cleaned = GraphProto.FromString(fewer)
+    assert not {t.name for t in cleaned.initializer} & set(left_out)
+
+
+def test_the_round_the_clean_up_skips_after_a_sweep_of_unread_initializers_would_change_nothing(
+        tf_convnet_pb, monkeypatch):
+    model = convert(tf_convnet_pb)
+    with_skips = _written_and_cleaned(model, leave_out_unread=True)[0]
+    skipped = []
+    real = onnx_optimize._same_index
+    monkeypatch.setattr(onnx_optimize, "_same_index", lambda *a: skipped.append(real(*a)) and False)
+    every_round = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert True in skipped  # the model has such a round (its batch norm's parameters left unread)
+    assert with_skips == every_round

@@ -24,7 +24,7 @@ __all__ = ["LOWERINGS"]
 
 def _reshape(e: LoweringEmitter) -> None:
     shape = e.const_value(1)
-    zero = shape is not None and bool((np.asarray(shape) == 0).any())
+    zero = shape is not None and np.count_nonzero(np.asarray(shape) == 0) > 0
     e.result("Reshape", [e.input(0), e.int64(1)], allowzero=1 if zero else None)
 
 

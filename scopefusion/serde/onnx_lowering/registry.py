@@ -39,16 +39,9 @@ class LoweringRegistry:
     def get(self, op_type: str) -> Lowering | None:
         found = self._lowerings.get(op_type)
         if isinstance(found, str):
-            return self._load(found)[op_type]
+            fn = self._lowerings[op_type] = _family_lowerings(found)[op_type]
+            return fn
         return found
-
-    def _load(self, family: str) -> dict[str, Lowering]:
-        """Imports builtin family ``family`` and puts its functions in place of the types still naming it."""
-        lowerings = dict(importlib.import_module(f"{__package__}.{family}").LOWERINGS)
-        for op_type, fn in lowerings.items():
-            if self._lowerings.get(op_type) == family:
-                self._lowerings[op_type] = fn
-        return lowerings
 
     def types(self) -> list[str]:
         return sorted(self._lowerings)
@@ -115,8 +108,29 @@ FAMILIES: dict[str, str] = {  # the types separated by spaces
 # writer imports :mod:`.tf1_frames` only for one that has them.
 FRAME_MARKERS = frozenset({"tf.LoopCond", "tf.Switch"})
 
-# NOTE: a pure cache: tf op type -> its family's module name, made from FAMILIES on first use
-_FAMILY_OF: dict[str, str] = {}
+# NOTE: pure caches. _FAMILY_OF: tf op type -> its family's module name (made from FAMILIES on first use), or the
+# builtin function once its family is imported, so a fresh registry starts with the families loaded so far
+# resolved. _LOADED: family -> its module's LOWERINGS as a dict, once imported.
+_FAMILY_OF: dict[str, Lowering | str] = {}
+_LOADED: dict[str, dict[str, Lowering]] = {}
+
+
+def _family_lowerings(family: str) -> dict[str, Lowering]:
+    """The builtin lowerings of ``family`` (its module imported on the first call); resolves its types in
+    :data:`_FAMILY_OF` for the registries made afterwards."""
+    found = _LOADED.get(family)
+    if found is None:
+        found = _LOADED[family] = dict(importlib.import_module(f"{__package__}.{family}").LOWERINGS)
+        if not _FAMILY_OF:
+            _fill_family_table()
+        for op_type, fn in found.items():
+            if _FAMILY_OF.get(op_type) == family:
+                _FAMILY_OF[op_type] = fn
+    return found
+
+
+def _fill_family_table() -> None:
+    _FAMILY_OF.update((op_type, family) for family in FAMILIES for op_type in family_types(family))
 
 
 def family_types(family: str) -> list[str]:
@@ -127,7 +141,7 @@ def family_types(family: str) -> list[str]:
 def default_lowerings() -> LoweringRegistry:
     """A fresh registry holding every builtin lowering (each family's module imported on first use)."""
     if not _FAMILY_OF:
-        _FAMILY_OF.update((op_type, family) for family in FAMILIES for op_type in family_types(family))
+        _fill_family_table()
     registry = LoweringRegistry()
     registry._lowerings = dict(_FAMILY_OF)
     return registry
