@@ -120,8 +120,8 @@ class Scope:
                 for sub in self.descendants():
                     gathered.extend(sub._nodes)
                 position = self._tree._position
-                gathered.sort(key=lambda n: position[n.name])
-                self._all_nodes = tuple(gathered)
+                by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
+                self._all_nodes = tuple(map(by_position.__getitem__, sorted(by_position)))
         return self._all_nodes
 
     def sub_scope(self, name: str) -> Scope | None:
