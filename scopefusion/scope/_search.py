@@ -86,7 +86,12 @@ class SearchRun:
                 self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
             return None
         if isinstance(value, Var):
-            return self._bind(id(value), tensor, state, then)
+            key = id(value)
+            state[key] = tensor
+            found = then(state)
+            if found is None:
+                del state[key]
+            return found
         if isinstance(value, ConstPattern):
             chain = self._chain(tensor[0])
             if not chain:
@@ -134,6 +139,10 @@ class SearchRun:
         if not op.commute:
             if len(values) == 1:
                 found = self.match_value(values[0], node.inputs[0], state, then)
+            elif len(values) == 2:  # _match_inputs' tries, without its call per operand
+                match_value = self.match_value
+                second, other = values[1], node.inputs[1]
+                found = match_value(values[0], node.inputs[0], state, lambda st: match_value(second, other, st, then))
             else:
                 found = self._match_inputs(values, node.inputs, 0, state, then)
         elif len(op.operand_order) == 2:
