@@ -28,6 +28,7 @@ miss, so ``Matches.near_miss`` answers "why did it not match here?".
 from __future__ import annotations
 
 import inspect
+import weakref
 from dataclasses import dataclass, field
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
@@ -138,7 +139,7 @@ class DataflowPattern:
         self.name: str = name or str(getattr(fn, "__name__", "pattern"))
         self._fn: Callable[..., Any] | None = fn
         self._commutative = frozenset(commutative)
-        self._parts: dict[int, tuple[OpPattern, _PartKey]] = {}  # id(op) -> (op, key of the pattern part below it)
+        self._parts: dict[int, tuple[OpPattern, _Part]] = {}  # id(op) -> (op, key of the pattern part below it)
         if not deferred:
             self._build_pattern()
 
@@ -266,7 +267,7 @@ class DataflowPattern:
         for op in self._ops_by_type.get(node.op_type, ()):
             part = self._parts.get(id(op))  # patterns whose parts are alike share the answer
             if part is None:
-                part = self._parts[id(op)] = (op, _PartKey(structure_key(op) or op))
+                part = self._parts[id(op)] = (op, _part_of(structure_key(op) or op))
             key = ("sub-pattern matches", part[1], node.name)
             answer = graph.memo.get(key)
             if answer is None:
@@ -424,21 +425,26 @@ class DataflowPattern:
         return f"DataflowPattern({self.name!r})"
 
 
-class _PartKey:
-    """A pattern part's structure key (see :func:`structure_key`) with its hash computed once: a graph's memo
-    is asked about a part many times, and hashing the nested key at each look-up costs more than the look-up."""
+class _Part:
+    """The one stand-in of a pattern part's structure key (see :func:`structure_key`): parts with equal keys
+    get the same object, so a graph's memo is keyed by it, hashed and compared by identity, rather than by
+    the nested key, hashed and compared element by element at each look-up."""
 
-    __slots__ = ("key", "_hash")
+    __slots__ = ("key", "__weakref__")
 
     def __init__(self, key: Any) -> None:
         self.key = key
-        self._hash = hash(key)
 
-    def __hash__(self) -> int:
-        return self._hash
 
-    def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, _PartKey) and self._hash == other._hash and self.key == other.key)
+# NOTE: a pure cache: structure key -> its stand-in, while some pattern holds it.
+_PARTS: weakref.WeakValueDictionary[Any, _Part] = weakref.WeakValueDictionary()
+
+
+def _part_of(key: Any) -> _Part:
+    part = _PARTS.get(key)
+    if part is None:
+        part = _PARTS[key] = _Part(key)
+    return part
 
 
 def _parameter_names(fn: Callable[..., Any]) -> list[str]:
