@@ -188,7 +188,7 @@ def _ports(
     the nodes that ports map to ``anchored``."""
     ports: dict[int, Tensor] = {}
     for key, index_map in maps.items():
-        node = _resolve_key(key, candidates, what)
+        node = key if key in candidates else _resolve_key(key, candidates, what)
         mapped = len(ports)
         for k, port in enumerate(index_map):
             if port == FUSION_DISABLE_INDEX:
