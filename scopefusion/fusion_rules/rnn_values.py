@@ -63,6 +63,8 @@ class Env:
         self.outer = outer
         self.invariants = dict(invariants or {})
         self._values: dict[Tensor, Any] = {}
+        #: Answers of :func:`~.base.recurrent.affine` in this graph (an affine map, or why not), by its arguments.
+        self.affine_answers: dict[Any, Any] = {}
 
     def node(self, name: str) -> Any:
         return self.graph.node(name)

@@ -368,7 +368,25 @@ def _bias(value: np.ndarray, width: int | None, where: str) -> np.ndarray:
 
 def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: int = 24) -> Affine:
     """``tensor`` as an affine function of the ``leaves`` (resolved body tensors → width, None when
-    unknown); Refused names the node that is not affine."""
+    unknown); Refused names the node that is not affine.
+
+    Answered once per env and arguments (the gates of a cell are column slices of one affine map, which each
+    gate would otherwise compute again); the maps are shared, so their terms are never changed in place."""
+    key = (tensor, depth, tuple(leaves.items()))
+    answers = env.affine_answers
+    known = answers.get(key)
+    if known is None:
+        try:
+            known = _affine(env, tensor, leaves, depth)
+        except Refused as refused:
+            known = refused.reason
+        answers[key] = known
+    if isinstance(known, str):
+        raise Refused(known)
+    return known
+
+
+def _affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: int) -> Affine:
     env_t, t = env.resolve(tensor)
     node = env_t.node(t[0])
     if env_t is not env or depth < 0:
