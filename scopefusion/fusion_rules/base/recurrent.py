@@ -293,8 +293,8 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
     leave its producers with a reader outside and its readers reading from outside)."""
     claimed = set(core)
     named = {o.node for o in graph.source.outputs}
-    node_of = graph.node
-    consumers = graph.shared_consumers
+    node_of = graph.source.by_name.__getitem__  # every name here is an edge's end: a node of the graph
+    readers = graph.source.out_edges  # node -> its consumers (data or control) -> slots
     stack = list(claimed)
     while stack:
         node = node_of(stack.pop())
@@ -304,7 +304,7 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
             found = node_of(producer)
             if not found.inputs and found.value is None and found.op_type not in _CONST_OPS:
                 continue
-            if all(c in claimed for c, _, _ in consumers(producer)):
+            if claimed.issuperset(readers[producer]):
                 claimed.add(producer)
                 stack.append(producer)
     added = claimed - core
@@ -319,10 +319,10 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
         reads_outside = any(
             p and p not in claimed and (p, i) not in ports and not _constant_like(graph, p) for p, i in node.inputs
         )
-        if not reads_outside and all(c in claimed for c, _, _ in consumers(name)):
+        if not reads_outside and claimed.issuperset(readers[name]):
             continue
         claimed.discard(name)
-        neighbours = [p for p, _ in node.inputs if p] + list(node.control_inputs) + [c for c, _, _ in consumers(name)]
+        neighbours = [p for p, _ in node.inputs if p] + list(node.control_inputs) + list(readers[name])
         for other in neighbours:
             if other in claimed and other in added and other not in queued:
                 queued.add(other)
