@@ -306,12 +306,13 @@ def claimed_nodes(graph: ScopeGraph, *matches: Match) -> list[str]:
     claimed: dict[str, None] = {}
     for match in matches:
         claimed.update(dict.fromkeys(match.node_names))
+    readers = graph.source.out_edges  # node -> its consumers -> slots
     for match in matches:
         for chain in match.constants:
             for node in chain:
                 if node.name in claimed:
                     continue
-                if all(consumer in claimed for consumer, _, _ in graph.shared_consumers(node.name)):
+                if claimed.keys() >= readers[node.name].keys():  # every consumer is claimed
                     claimed[node.name] = None
                 else:
                     break
