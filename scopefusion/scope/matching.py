@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import FusionError
-from .features import NodeOpTypeFeature, ScopePattern
+from .features import ScopePattern
 from .tree import Scope, ScopeTree
 
 __all__ = ["Batch", "PatternSet", "match_all_batches", "match_one_batch", "match_pattern_sets", "normalize_patterns"]
@@ -69,7 +69,7 @@ def match_one_batch(tree: ScopeTree, batch: Sequence[ScopePattern]) -> list[Scop
     results: dict[int, Scope] = {}
     for pattern in batch:
         sub_type = pattern.sub_type
-        required = _required_op_types(pattern)
+        required = pattern.required_op_types
         stack = list(reversed(tree.root._children.values()))
         while stack:
             scope = stack.pop()
@@ -82,14 +82,6 @@ def match_one_batch(tree: ScopeTree, batch: Sequence[ScopePattern]) -> list[Scop
             if scope._children and not pattern.prunes(scope):
                 stack.extend(reversed(scope._children.values()))
     return list(results.values())
-
-
-def _required_op_types(pattern: ScopePattern) -> frozenset[str]:
-    """The op types that a :class:`NodeOpTypeFeature` of ``pattern`` requires present (``num`` other than -1):
-    a scope whose subtree lacks one neither matches nor has a match below it (the feature prunes it)."""
-    return frozenset(
-        f.op_type for f in pattern.features if type(f) is NodeOpTypeFeature and f.num != -1
-    )
 
 
 def match_all_batches(tree: ScopeTree, pattern_sets: Any) -> list[Scope]:
