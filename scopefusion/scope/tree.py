@@ -234,29 +234,27 @@ class ScopeTree:
         scope = scopes.get(key)
         if scope is not None:
             return scope
-        cut = key.rfind("/", 0, len(key) - 1)
-        parent = scopes.get(key[: cut + 1]) if cut >= 0 else self.root
-        if parent is not None:  # the common case: the parent exists already
-            scope = Scope(key, parent, self)
-            scope.index = len(self._order)
-            parent._children[key] = scope
-            scopes[key] = scope
-            self._order.append(scope)
-            return scope
         # The missing ancestors, innermost first; then created outermost first (no recursion, so a name
-        # with thousands of scope levels is fine).
+        # with thousands of scope levels is fine). A parent's key is the text up to the last '/' before
+        # the trailing one (rpartition: cheaper than rfind with bounds, which parses its arguments).
         missing = [key]
-        cut = key.rfind("/", 0, len(key) - 1)
-        while cut >= 0 and key[: cut + 1] not in self._scopes:
-            missing.append(key[: cut + 1])
-            cut = key.rfind("/", 0, cut)
-        parent = self._scopes[key[: cut + 1]] if cut >= 0 else self.root
+        parent = self.root
+        above = key[:-1].rpartition("/")[0]
+        while above:
+            above += "/"
+            found = scopes.get(above)
+            if found is not None:
+                parent = found
+                break
+            missing.append(above)
+            above = above[:-1].rpartition("/")[0]
+        order = self._order
         for name in reversed(missing):
             scope = Scope(name, parent, self)
-            scope.index = len(self._order)
+            scope.index = len(order)
             parent._children[name] = scope
-            self._scopes[name] = scope
-            self._order.append(scope)
+            scopes[name] = scope
+            order.append(scope)
             parent = scope
         return parent
 
