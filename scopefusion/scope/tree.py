@@ -191,13 +191,15 @@ class ScopeTree:
         self._order: list[Scope] = [self.root]
 
     @classmethod
-    def from_nodes(cls, nodes: Sequence[SourceNode]) -> ScopeTree:
-        """Builds the tree of ``nodes`` (in graph order) in one pass over their names."""
+    def from_nodes(cls, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]] | None = None) -> ScopeTree:
+        """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
+        same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
+        index)."""
         tree = cls()
-        tree._build(nodes)
+        tree._build(nodes, {} if by_type is None else by_type)
         return tree
 
-    def _build(self, nodes: Sequence[SourceNode]) -> None:
+    def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]]) -> None:
         # NOTE: the cache is keyed by the raw text before the last '/', so the common case costs one
         # rfind, one slice and one dict lookup per node; canonical names are computed once per scope.
         by_raw: dict[str, Scope] = {"": self.root}
@@ -219,6 +221,11 @@ class ScopeTree:
             counts = scope._counts
             op = node.op_type
             counts[op] = counts.get(op, 0) + 1
+            bucket = by_type.get(op)
+            if bucket is None:
+                by_type[op] = [node]
+            else:
+                bucket.append(node)
         # Subtree counts bottom-up: children are created after their parents, so reverse creation order
         # visits every child before its parent.
         for scope in reversed(self._order):
