@@ -174,15 +174,17 @@ def _frame_nodes(graph: ScopeGraph, frame: str | None, loop_cond: str) -> set[st
     enters = [n.name for n in graph.nodes_by_type("Enter") if n.attrs.get("frame_name") == frame]
     seen = set(enters)
     stack = list(enters)
+    by_name = graph.source.by_name
+    readers = graph.source.out_edges  # node -> each consumer once, in first-edge order
     while stack:
         name = stack.pop()
-        node = graph.node(name)
+        node = by_name[name]
         if node.op_type == "Exit":
             continue
-        for consumer, _, _ in graph.consumers(name):
+        for consumer in readers[name]:
             if consumer in seen:
                 continue
-            found = graph.node(consumer)
+            found = by_name[consumer]
             if found.op_type == "Enter" and found.attrs.get("frame_name") != frame:
                 raise Refused(f"the loop of {loop_cond} holds a nested loop ({consumer})")
             if found.op_type == "LoopCond" and found.name != loop_cond:

@@ -63,12 +63,22 @@ class Env:
         self.outer = outer
         self.invariants = dict(invariants or {})
         self._values: dict[Tensor, Any] = {}
+        self._resolved: dict[Tensor, tuple[Env, Tensor]] = {}
+        #: Answers of :func:`~.base.recurrent.affine` in this graph (an affine map, or why not), by its arguments.
+        self.affine_answers: dict[Any, Any] = {}
 
     def node(self, name: str) -> Any:
         return self.graph.node(name)
 
     def resolve(self, tensor: Tensor) -> tuple[Env, Tensor]:
-        """``tensor`` seen through ``Identity`` reads, constant ``Enter`` nodes and invariant body inputs."""
+        """``tensor`` seen through ``Identity`` reads, constant ``Enter`` nodes and invariant body inputs
+        (found once per tensor: the graphs do not change)."""
+        found = self._resolved.get(tensor)
+        if found is None:
+            found = self._resolved[tensor] = self._resolve(tensor)
+        return found
+
+    def _resolve(self, tensor: Tensor) -> tuple[Env, Tensor]:
         env, t = self, tensor
         for _ in range(64):
             node = env.graph.get(t[0])

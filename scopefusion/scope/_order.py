@@ -75,6 +75,11 @@ class ContractedOrder:
         source = self._source
         return is_back_edge_op_pair(source.node(producer).op_type, source.node(consumer).op_type)
 
+    @property
+    def groups(self) -> Mapping[str, tuple[str]]:
+        """:meth:`group_of` of every claimed node (read-only; do not modify)."""
+        return self._group_of
+
     def group_of(self, node: str) -> tuple[str] | None:
         """The contracted vertex (``(fusion name,)``) holding ``node``, else None."""
         return self._group_of.get(node)

@@ -85,7 +85,7 @@ def validate_result(
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
-    uses = graph.shared_consumers_of(candidates)
+    uses = graph.source.out_edges  # consumer -> {slot: index} of each node (slot and index -1: a control edge)
     kept = _kept_nodes(candidates, uses, anchored, port_of_input) if len(anchored) < len(candidates) else set()
     claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
@@ -188,7 +188,7 @@ def _ports(
     the nodes that ports map to ``anchored``."""
     ports: dict[int, Tensor] = {}
     for key, index_map in maps.items():
-        node = _resolve_key(key, candidates, what)
+        node = key if key in candidates else _resolve_key(key, candidates, what)
         mapped = len(ports)
         for k, port in enumerate(index_map):
             if port == FUSION_DISABLE_INDEX:
@@ -255,25 +255,31 @@ def _fused_output_ports(out_ports: dict[int, Tensor], candidates: dict[str, Sour
 # ------------------------------------------------------------------------------------- kept and claimed
 def _kept_nodes(
     candidates: dict[str, SourceNode],
-    uses: dict[str, list[tuple[str, int, int]]],
+    uses: Mapping[str, Mapping[str, Mapping[int, int]]],
     anchored: set[str],
     port_of_input: dict[Tensor, int],
 ) -> set[str]:
     """Nodes that only produce fused inputs stay outside the fusion (kept); the rest is claimed. Nodes that
-    ports map (``anchored``) are claimed."""
+    ports map (``anchored``) are claimed. ``uses``: node -> consumer -> {input slot: output index}."""
     kept: set[str] = set()
     for node_name in reversed(candidates):  # consumers first
         if node_name in anchored:
             continue
         feeds_port = False
         feeds_inside = False
-        for consumer, slot, index in uses[node_name]:
+        for consumer, keyed in uses[node_name].items():
             if consumer not in candidates:
                 continue
-            if consumer in kept or (slot >= 0 and (node_name, index) in port_of_input):
+            if consumer in kept:
                 feeds_port = True
-            else:
-                feeds_inside = True
+                continue
+            for slot, index in keyed.items():
+                if slot >= 0 and (node_name, index) in port_of_input:
+                    feeds_port = True
+                else:
+                    feeds_inside = True
+                    break
+            if feeds_inside:
                 break
         if feeds_port and not feeds_inside:
             kept.add(node_name)
@@ -288,7 +294,8 @@ def _kept_nodes(
             )
             feeds_inside = any(
                 c in candidates and c not in kept and (slot < 0 or (node_name, index) not in port_of_input)
-                for c, slot, index in uses[node_name]
+                for c, keyed in uses[node_name].items()
+                for slot, index in keyed.items()
             )
             if reads_inside or feeds_inside:
                 kept.discard(node_name)
@@ -304,7 +311,7 @@ def _boundary(
     candidates: dict[str, SourceNode],
     claimed: list[str],
     claimed_set: set[str],
-    uses: dict[str, list[tuple[str, int, int]]],
+    uses: Mapping[str, Mapping[str, Mapping[int, int]]],
     port_of_input: dict[Tensor, int],
     port_of_output: dict[Tensor, int],
 ) -> tuple[dict[str, None], dict[str, None], dict[str, None], dict[int, list[tuple[str, int]]], dict[int, list[str]]]:
@@ -344,21 +351,22 @@ def _boundary(
         for producer in node.control_inputs:
             if producer not in claimed_set:
                 control_inputs[producer] = None
-        for consumer, slot, index in uses[node_name]:
+        for consumer, keyed in uses[node_name].items():
             if consumer in claimed_set:
                 continue
-            if slot < 0:
-                control_outputs[consumer] = None
-                continue
-            port = port_of_output.get((node_name, index))
-            if port is None:
-                if leaving is None:
-                    leaving = (
-                        f"intermediate value {node_name}:{index} is consumed outside the fusion by {consumer} "
-                        f"(input {slot}); map it to a fused output port or leave the node out"
-                    )
-                continue
-            consumers_of[port].append((consumer, slot))
+            for slot, index in keyed.items():
+                if slot < 0:
+                    control_outputs[consumer] = None
+                    continue
+                port = port_of_output.get((node_name, index))
+                if port is None:
+                    if leaving is None:
+                        leaving = (
+                            f"intermediate value {node_name}:{index} is consumed outside the fusion by {consumer} "
+                            f"(input {slot}); map it to a fused output port or leave the node out"
+                        )
+                    continue
+                consumers_of[port].append((consumer, slot))
         outs = graph_outputs_at(node_name)
         if outs is None:
             continue

@@ -28,8 +28,8 @@ miss, so ``Matches.near_miss`` answers "why did it not match here?".
 from __future__ import annotations
 
 import inspect
+import weakref
 from dataclasses import dataclass, field
-from functools import partial
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
 from typing import AbstractSet, Any, Callable, Iterable, Sequence
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
-from .features import values_match
+from ._search import SearchRun, SearchState, accept_state
 from .graph import ScopeGraph
 from .pattern_values import (
     COMMUTATIVE_OPS,
@@ -47,7 +47,6 @@ from .pattern_values import (
     OpOutput,
     OpPattern,
     Tensor,
-    ValuePattern,
     Var,
     structure_key,
 )
@@ -119,17 +118,8 @@ class Matches(list["Match"]):
     tried: int = 0
 
 
-# The bindings of the search branch being tried: id(pattern op) -> node name, id(variable or constant) ->
-# tensor. One dict per search: a binding is added before the rest of the search runs and removed when that
-# fails, so a branch never sees its siblings' bindings, and a success leaves every binding in place.
-_State = dict[int, Any]
-
-
-# The rest of a search once a value is bound: the final state it accepts, or None.
-_Then = Callable[["_State"], "_State | None"]
-
 # What building a pattern makes: reading one of these builds a deferred pattern.
-_BUILT = frozenset({"vars", "outputs", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
+_BUILT = frozenset({"vars", "outputs", "anchor_types", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
                     "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys"})
 
 
@@ -149,7 +139,7 @@ class DataflowPattern:
         self.name: str = name or str(getattr(fn, "__name__", "pattern"))
         self._fn: Callable[..., Any] | None = fn
         self._commutative = frozenset(commutative)
-        self._parts: dict[int, tuple[OpPattern, Any]] = {}  # id(op) -> (op, key of the pattern part below it)
+        self._parts: dict[int, tuple[OpPattern, _Part]] = {}  # id(op) -> (op, key of the pattern part below it)
         if not deferred:
             self._build_pattern()
 
@@ -196,6 +186,8 @@ class DataflowPattern:
         )
         self._reach = max(hops for hops, _ in self._required_at)
         first = self.outputs[0].op
+        #: The op types of the first output's op: a match is anchored at a node of one of them.
+        self.anchor_types: tuple[str, ...] = first.op_types
         self._anchor_arity = len(first.inputs)
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
         # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
@@ -254,9 +246,12 @@ class DataflowPattern:
             known = graph.memo["op types of the inputs"] = {}
         types = known.get(node.name)
         if types is None:
-            types = known[node.name] = frozenset(
-                graph.source.by_name[producer].op_type for producer, _ in node.inputs if producer)
-        return all(not types.isdisjoint(alternatives) for alternatives in self._anchor_input_types)
+            by_name = graph.source.by_name
+            types = known[node.name] = frozenset([by_name[producer].op_type for producer, _ in node.inputs if producer])
+        for alternatives in self._anchor_input_types:
+            if types.isdisjoint(alternatives):
+                return False
+        return True
 
     def may_match_at(self, graph: ScopeGraph, node: str) -> bool:
         """False when some op of the pattern has no node of its types exactly as many data-input steps above
@@ -272,19 +267,15 @@ class DataflowPattern:
         for op in self._ops_by_type.get(node.op_type, ()):
             part = self._parts.get(id(op))  # patterns whose parts are alike share the answer
             if part is None:
-                part = self._parts[id(op)] = (op, structure_key(op) or op)
+                part = self._parts[id(op)] = (op, _part_of(structure_key(op) or op))
             key = ("sub-pattern matches", part[1], node.name)
             answer = graph.memo.get(key)
             if answer is None:
-                run = _Run(self, graph, None)
-                answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, _accept) is not None
+                run = SearchRun(self, graph, None)
+                answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
             if answer:
                 return True
         return False
-
-    @property
-    def anchor_types(self) -> tuple[str, ...]:
-        return self.outputs[0].op.op_types
 
     def has_op_type(self, op_type: str) -> bool:
         """Whether some op of the pattern may have ``op_type`` (a match binds a node of that type only then)."""
@@ -388,7 +379,7 @@ class DataflowPattern:
         return answer
 
     def _search_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
-        run = _Run(self, graph, within)
+        run = SearchRun(self, graph, within)
         final = run.match_value(
             self.outputs[0], (node.name, self.outputs[0].index), {}, lambda state: self._rest_outputs(run, state)
         )
@@ -396,7 +387,7 @@ class DataflowPattern:
             return self._build(graph, final), None
         return None, NearMiss(node.name, run.best_depth, run.best_reason or "no match")
 
-    def _rest_outputs(self, run: _Run, state: _State) -> _State | None:
+    def _rest_outputs(self, run: SearchRun, state: SearchState) -> SearchState | None:
         for out in self.outputs[1:]:
             node = state.get(id(out.op))
             if node is None:
@@ -404,7 +395,7 @@ class DataflowPattern:
                 return None
         return state
 
-    def _build(self, graph: ScopeGraph, state: _State) -> Match:
+    def _build(self, graph: ScopeGraph, state: SearchState) -> Match:
         position = graph.positions
         by_name = graph.source.by_name
         op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
@@ -434,258 +425,31 @@ class DataflowPattern:
         return f"DataflowPattern({self.name!r})"
 
 
+class _Part:
+    """The one stand-in of a pattern part's structure key (see :func:`structure_key`): parts with equal keys
+    get the same object, so a graph's memo is keyed by it, hashed and compared by identity, rather than by
+    the nested key, hashed and compared element by element at each look-up."""
+
+    __slots__ = ("key", "__weakref__")
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+
+# NOTE: a pure cache: structure key -> its stand-in, while some pattern holds it.
+_PARTS: weakref.WeakValueDictionary[Any, _Part] = weakref.WeakValueDictionary()
+
+
+def _part_of(key: Any) -> _Part:
+    part = _PARTS.get(key)
+    if part is None:
+        part = _PARTS[key] = _Part(key)
+    return part
+
+
 def _parameter_names(fn: Callable[..., Any]) -> list[str]:
     """``fn``'s parameter names; a plain function's are read from its code (``inspect`` is slower)."""
     code = fn.__code__ if isinstance(fn, FunctionType) and not hasattr(fn, "__wrapped__") else None
     if code is not None and not code.co_flags & (CO_VARARGS | CO_VARKEYWORDS) and not code.co_kwonlyargcount:
         return list(code.co_varnames[: code.co_argcount])
     return list(inspect.signature(fn).parameters)
-
-
-def _accept(state: _State) -> _State:
-    return state
-
-
-class _Run:
-    """One anchored search: backtracking over bindings, remembering the deepest failure.
-
-    The search is written in continuation-passing style: each ``match_*`` method gets ``then``, the rest
-    of the search as a function of the state once its own value is bound, and returns the first final
-    state that ``then`` accepts (None when every choice fails). The choices are tried in the same depth-first
-    order a generator of states would yield them, without passing each state up through one generator
-    per pattern level.
-
-    A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
-    attempts fail shallowly and their reasons are never read."""
-
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_chain", "_bound")
-
-    def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
-        self.pattern = pattern
-        self.graph = graph
-        self.within = None if within is None or within.is_root else within
-        self.best_depth = -1
-        self.best_reason = ""
-        self._nodes = graph.source.by_name
-        self._chain = graph.shared_constant_chain
-        self._bound: set[str] = set()  # the node names bound to pattern ops (the state's string values)
-
-    def deeper(self, state: _State) -> bool:
-        """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
-        depth = len(state)
-        if depth > self.best_depth:
-            self.best_depth = depth
-            return True
-        return False
-
-    def fail(self, state: _State, reason: str) -> None:
-        if self.deeper(state):
-            self.best_reason = reason
-
-    def match_value(self, value: ValuePattern, tensor: Tensor, state: _State, then: _Then) -> _State | None:
-        if not tensor[0]:
-            if self.deeper(state):
-                self.best_reason = f"an omitted optional input stands where {value!r} is expected"
-            return None
-        if value.__class__ is OpOutput:  # only pattern ops are bound, by the op's id
-            return self.match_op(value, tensor, state, then)
-        bound = state.get(id(value))
-        if bound is not None:
-            if bound == tensor:
-                return then(state)
-            if self.deeper(state):
-                self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
-            return None
-        if isinstance(value, Var):
-            return self._bind(id(value), tensor, state, then)
-        if isinstance(value, ConstPattern):
-            chain = self._chain(tensor[0])
-            if not chain:
-                if self.deeper(state):
-                    self.best_reason = f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
-                return None
-            why = value.why_not(np.asarray(chain[-1].value))
-            if why is not None:
-                if self.deeper(state):
-                    self.best_reason = f"constant {chain[-1].name} {why}"
-                return None
-            return self._bind(id(value), tensor, state, then)
-        return self.match_op(value, tensor, state, then)  # type: ignore[arg-type]
-
-    def match_op(self, out: OpOutput, tensor: Tensor, state: _State, then: _Then) -> _State | None:
-        op = out.op
-        name, index = tensor
-        if index != out.index:
-            if self.deeper(state):
-                self.best_reason = f"{name}:{index} is output {index}, expected output {out.index} of {op!r}"
-            return None
-        bound = state.get(id(op))
-        if bound is not None:
-            if bound == name:
-                return then(state)
-            if self.deeper(state):
-                self.best_reason = f"{op!r} is {bound} in one place and {name} in another"
-            return None
-        node = self._nodes[name]
-        if node.op_type not in op.op_types or self.within is not None or op.attrs or op.check is not None \
-                or len(node.inputs) != len(op.inputs):
-            why = self._node_why_not(op, node)
-            if why is not None:
-                if self.deeper(state):
-                    self.best_reason = why
-                return None
-        if name in self._bound:
-            if self.deeper(state):
-                self.best_reason = f"{name} is already bound to another pattern op"
-            return None
-        key = id(op)
-        state[key] = name
-        self._bound.add(name)
-        values = op.inputs
-        if not op.commute:
-            if len(values) == 1:
-                found = self.match_value(values[0], node.inputs[0], state, then)
-            else:
-                found = self._match_inputs(values, node.inputs, 0, state, then)
-        elif len(op.operand_order) == 2:
-            order = op.operand_order
-            found = self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
-        else:
-            found = self._match_commutative(node, op, node.inputs, state, then)
-        if found is None:
-            del state[key]
-            self._bound.discard(name)
-        return found
-
-    @staticmethod
-    def _bind(key: int, tensor: Tensor, state: _State, then: _Then) -> _State | None:
-        state[key] = tensor
-        found = then(state)
-        if found is None:
-            del state[key]
-        return found
-
-    def _node_why_not(self, op: OpPattern, node: SourceNode) -> str | None:
-        if node.op_type not in op.op_types:
-            return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
-        if self.within is not None and not self.within.contains(self.graph.tree.scope_of(node.name)):
-            return f"{node.name} lies outside scope {self.within.name}"
-        if len(node.inputs) != len(op.inputs):
-            return f"{node.name} ({node.op_type}) has {len(node.inputs)} input(s), the pattern expects {len(op.inputs)}"
-        for attr, want in op.attrs.items():
-            if attr not in node.attrs:
-                return f"{node.name} has no attribute {attr!r}"
-            found = node.attrs[attr]
-            if callable(want):
-                reason = want(found)
-                if reason not in (None, True):
-                    return f"{node.name} attribute {attr}={found!r}: {reason if isinstance(reason, str) else 'rejected'}"
-            elif not values_match(found, want):
-                return f"{node.name} has {attr}={found!r}, expected {want!r}"
-        if op.check is not None:
-            reason = op.check(node)
-            if reason is not None:
-                return f"{node.name}: {reason}"
-        return None
-
-    def _match_inputs(
-        self, values: Sequence[ValuePattern], tensors: Sequence[Tensor], k: int, state: _State, then: _Then
-    ) -> _State | None:
-        if k == len(values):
-            return then(state)
-        if k + 1 == len(values):
-            return self.match_value(values[k], tensors[k], state, then)
-        return self.match_value(values[k], tensors[k], state, partial(self._match_inputs, values, tensors, k + 1, then=then))
-
-    def _cannot_match(self, value: ValuePattern, tensor: Tensor, state: _State) -> bool:
-        """A cheap test that skips hopeless operand assignments of commutative ops; a skipped assignment
-        is a failure at ``state`` (its reason recorded when it is the deepest)."""
-        name = tensor[0]
-        if not name:
-            if self.deeper(state):
-                self.best_reason = f"an omitted optional input stands where {value!r} is expected"
-            return True
-        if isinstance(value, OpOutput):
-            node = self._nodes[name]
-            op = value.op
-            if node.op_type not in op.op_types:
-                if self.deeper(state):
-                    self.best_reason = f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
-                return True
-            if tensor[1] != value.index:
-                if self.deeper(state):
-                    self.best_reason = f"{name}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {op!r}"
-                return True
-            return False
-        if isinstance(value, ConstPattern) and not self._chain(name):
-            if self.deeper(state):
-                self.best_reason = f"{name}:{tensor[1]} is not a constant, expected {value!r}"
-            return True
-        return False
-
-    def _match_commutative(
-        self, node: SourceNode, op: OpPattern, tensors: Sequence[Tensor], state: _State, then: _Then
-    ) -> _State | None:
-        values = op.inputs
-        order = op.operand_order  # most specific operands first: ops, then constants, then variables
-        last = len(order)
-        if last == 2:
-            return self._match_two_operands(node, values, values[order[0]], values[order[1]], tensors, state, then)
-        any_assignment = False
-
-        def assign(k: int, free: list[int], st: _State) -> _State | None:
-            nonlocal any_assignment
-            if k == last:
-                any_assignment = True
-                return then(st)
-            value = values[order[k]]
-            for pos in free:
-                if self._cannot_match(value, tensors[pos], st):
-                    continue
-                rest = [p for p in free if p != pos]
-                found = self.match_value(value, tensors[pos], st, partial(assign, k + 1, rest))
-                if found is not None:
-                    return found
-            return None
-
-        found = assign(0, list(range(len(tensors))), state)
-        if found is None and not any_assignment and self.deeper(state):
-            self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
-        return found
-
-    def _match_two_operands(
-        self,
-        node: SourceNode,
-        values: Sequence[ValuePattern],
-        first: ValuePattern,
-        second: ValuePattern,
-        tensors: Sequence[Tensor],
-        state: _State,
-        then: _Then,
-    ) -> _State | None:
-        """:meth:`_match_commutative` of a two-operand op, the same tries in the same order: ``first`` (the
-        more specific operand) on input 0 then on input 1, and ``second`` on the other input each time."""
-        assigned = False
-
-        def both(st: _State) -> _State | None:
-            nonlocal assigned
-            assigned = True
-            return then(st)
-
-        cannot_match = self._cannot_match
-        for here, there in ((0, 1), (1, 0)):
-            if cannot_match(first, tensors[here], state):
-                continue
-            other = tensors[there]
-
-            def rest(st: _State, other: Tensor = other) -> _State | None:
-                if cannot_match(second, other, st):
-                    return None
-                return self.match_value(second, other, st, both)
-
-            found = self.match_value(first, tensors[here], state, rest)
-            if found is not None:
-                return found
-        if not assigned and self.deeper(state):
-            self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
-        return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.machinery import PathFinder  # loaded with the interpreter: costs no import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,8 +63,6 @@ def _may_declare(group: str) -> bool:
 
 def _finds_distributions_elsewhere(finder: Any) -> bool:
     """A meta-path finder other than the standard path finder that can find distributions."""
-    from importlib.machinery import PathFinder
-
     return finder is not PathFinder and callable(getattr(finder, "find_distributions", None))
 
 

@@ -292,7 +292,7 @@ class ScopePattern:
     then attribute features, then scope features, then the implicit "no ``_Retval`` node in the scope".
     """
 
-    __slots__ = ("sub_type", "_op_features", "_attr_features", "_scope_features", "_ordered")
+    __slots__ = ("sub_type", "_op_features", "_attr_features", "_scope_features", "_ordered", "_required")
 
     def __init__(self, sub_type: str = "", *features: ScopeFeatureBase) -> None:
         if not isinstance(sub_type, str):
@@ -302,6 +302,7 @@ class ScopePattern:
         self._attr_features: list[NodeAttrFeature] = []
         self._scope_features: list[ScopeFeature] = []
         self._ordered: tuple[ScopeFeatureBase, ...] = ()
+        self._required: frozenset[str] = frozenset()
         self.add(*features)
 
     def add(self, *features: ScopeFeatureBase) -> ScopePattern:
@@ -319,7 +320,16 @@ class ScopePattern:
                     "NodeAttrFeature or ScopeFeature"
                 )
         self._ordered = tuple(self._op_features) + tuple(self._attr_features) + tuple(self._scope_features)
+        self._required = frozenset(
+            f.op_type for f in self._op_features if type(f) is NodeOpTypeFeature and f.num != -1
+        )
         return self
+
+    @property
+    def required_op_types(self) -> frozenset[str]:
+        """The op types its :class:`NodeOpTypeFeature` features require present (``num`` other than -1): a
+        scope whose subtree lacks one neither matches nor has a match below it (the feature prunes it)."""
+        return self._required
 
     @property
     def features(self) -> tuple[ScopeFeatureBase, ...]:

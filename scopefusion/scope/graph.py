@@ -44,15 +44,16 @@ class ScopeGraph:
         if not isinstance(source, SourceGraph):
             raise FusionError(f"ScopeGraph.build needs a SourceGraph, got {type(source).__name__}")
         nodes = source.nodes
-        scopes = ScopeTree.from_nodes(nodes) if tree else None
         by_type: dict[str, list[SourceNode]] = {}
+        if tree:  # the tree's pass over the nodes lists them by op type too
+            return cls(source, ScopeTree.from_nodes(nodes, by_type), by_type)
         for node in nodes:
             bucket = by_type.get(node.op_type)
             if bucket is None:
                 by_type[node.op_type] = [node]
             else:
                 bucket.append(node)
-        return cls(source, scopes, by_type)
+        return cls(source, None, by_type)
 
     @property
     def tree(self) -> ScopeTree:

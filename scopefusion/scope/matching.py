@@ -69,9 +69,12 @@ def match_one_batch(tree: ScopeTree, batch: Sequence[ScopePattern]) -> list[Scop
     results: dict[int, Scope] = {}
     for pattern in batch:
         sub_type = pattern.sub_type
+        required = pattern.required_op_types
         stack = list(reversed(tree.root._children.values()))
         while stack:
             scope = stack.pop()
+            if required and not scope._counts.keys() >= required:
+                continue  # pattern.prunes(scope), so no match here nor below: what testing both would find
             if pattern.matches(scope):
                 scope.sub_type = sub_type
                 results.setdefault(id(scope), scope)

@@ -313,12 +313,13 @@ def claimed_nodes(graph: ScopeGraph, *matches: Match) -> list[str]:
     claimed: dict[str, None] = {}
     for match in matches:
         claimed.update(dict.fromkeys(match.node_names))
+    readers = graph.source.out_edges  # node -> its consumers -> slots
     for match in matches:
         for chain in match.constants:
             for node in chain:
                 if node.name in claimed:
                     continue
-                if all(consumer in claimed for consumer, _, _ in graph.shared_consumers(node.name)):
+                if claimed.keys() >= readers[node.name].keys():  # every consumer is claimed
                     claimed[node.name] = None
                 else:
                     break
@@ -345,15 +346,26 @@ def map_ports(result: FusionScopesResult, graph: ScopeGraph, match: Match) -> No
             if index_map[slot] == FUSION_DISABLE_INDEX:
                 index_map[slot] = port
                 break
-    for node_name, index_map in in_maps.items():
-        result.insert_inputs(node_name, index_map)
+    _add_made_maps(in_maps, result._inputs, result.insert_inputs)
     out_maps: dict[str, list[int]] = {}
     for port, (node_name, index) in enumerate(match.outputs):
         index_map = out_maps.setdefault(node_name, [])
         index_map.extend([FUSION_DISABLE_INDEX] * (index + 1 - len(index_map)))
         index_map[index] = port
-    for node_name, index_map in out_maps.items():
-        result.insert_outputs(node_name, index_map)
+    _add_made_maps(out_maps, result._outputs, result.insert_outputs)
+
+
+def _add_made_maps(
+    made: dict[str, list[int]], into: dict[str, list[int]], insert: Callable[[str, list[int]], Any]
+) -> None:
+    """Adds the index maps :func:`map_ports` made (graph node names; ports >= 0 and FUSION_DISABLE_INDEX in
+    fresh lists): what ``insert_inputs`` / ``insert_outputs`` check holds by construction, except for a node
+    mapped already, which goes through them to be reported."""
+    for node_name, index_map in made.items():
+        if node_name and node_name not in into:
+            into[node_name] = index_map
+        else:
+            insert(node_name, index_map)
 
 
 def dataflow_rule(

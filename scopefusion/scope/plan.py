@@ -92,7 +92,7 @@ class FusionPlan:
 
     def first_owned(self, nodes: Iterable[str]) -> tuple[str, str] | None:
         """The first of ``nodes`` that an accepted fusion claims, with that fusion's name, else None."""
-        group_of = self._order.group_of
+        group_of = self._order.groups.get
         for node in nodes:
             group = group_of(node)
             if group is not None:

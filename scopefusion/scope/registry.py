@@ -176,8 +176,11 @@ class PassRegistry:
 
     def load_builtins(self, rules: Iterable[Any] = ()) -> list[RegisteredPass]:
         """Registers the builtin rules (pass instances or classes), source ``"builtin"``."""
-        with self._from(BUILTIN):
+        saved, self._source = self._source, BUILTIN  # every conversion loads them: no context manager
+        try:
             return self._register_all(rules, "the builtin rules")
+        finally:
+            self._source = saved
 
     def load_rules_file(self, path: str | Path) -> list[RegisteredPass]:
         """Imports a rules file and registers its ``FUSION_RULES`` and/or calls its ``register(registry)``."""

@@ -120,8 +120,8 @@ class Scope:
                 for sub in self.descendants():
                     gathered.extend(sub._nodes)
                 position = self._tree._position
-                gathered.sort(key=lambda n: position[n.name])
-                self._all_nodes = tuple(gathered)
+                by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
+                self._all_nodes = tuple(map(by_position.__getitem__, sorted(by_position)))
         return self._all_nodes
 
     def sub_scope(self, name: str) -> Scope | None:
@@ -191,13 +191,15 @@ class ScopeTree:
         self._order: list[Scope] = [self.root]
 
     @classmethod
-    def from_nodes(cls, nodes: Sequence[SourceNode]) -> ScopeTree:
-        """Builds the tree of ``nodes`` (in graph order) in one pass over their names."""
+    def from_nodes(cls, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]] | None = None) -> ScopeTree:
+        """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
+        same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
+        index)."""
         tree = cls()
-        tree._build(nodes)
+        tree._build(nodes, {} if by_type is None else by_type)
         return tree
 
-    def _build(self, nodes: Sequence[SourceNode]) -> None:
+    def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]]) -> None:
         # NOTE: the cache is keyed by the raw text before the last '/', so the common case costs one
         # rfind, one slice and one dict lookup per node; canonical names are computed once per scope.
         by_raw: dict[str, Scope] = {"": self.root}
@@ -219,6 +221,11 @@ class ScopeTree:
             counts = scope._counts
             op = node.op_type
             counts[op] = counts.get(op, 0) + 1
+            bucket = by_type.get(op)
+            if bucket is None:
+                by_type[op] = [node]
+            else:
+                bucket.append(node)
         # Subtree counts bottom-up: children are created after their parents, so reverse creation order
         # visits every child before its parent.
         for scope in reversed(self._order):
@@ -234,29 +241,27 @@ class ScopeTree:
         scope = scopes.get(key)
         if scope is not None:
             return scope
-        cut = key.rfind("/", 0, len(key) - 1)
-        parent = scopes.get(key[: cut + 1]) if cut >= 0 else self.root
-        if parent is not None:  # the common case: the parent exists already
-            scope = Scope(key, parent, self)
-            scope.index = len(self._order)
-            parent._children[key] = scope
-            scopes[key] = scope
-            self._order.append(scope)
-            return scope
         # The missing ancestors, innermost first; then created outermost first (no recursion, so a name
-        # with thousands of scope levels is fine).
+        # with thousands of scope levels is fine). A parent's key is the text up to the last '/' before
+        # the trailing one (rpartition: cheaper than rfind with bounds, which parses its arguments).
         missing = [key]
-        cut = key.rfind("/", 0, len(key) - 1)
-        while cut >= 0 and key[: cut + 1] not in self._scopes:
-            missing.append(key[: cut + 1])
-            cut = key.rfind("/", 0, cut)
-        parent = self._scopes[key[: cut + 1]] if cut >= 0 else self.root
+        parent = self.root
+        above = key[:-1].rpartition("/")[0]
+        while above:
+            above += "/"
+            found = scopes.get(above)
+            if found is not None:
+                parent = found
+                break
+            missing.append(above)
+            above = above[:-1].rpartition("/")[0]
+        order = self._order
         for name in reversed(missing):
             scope = Scope(name, parent, self)
-            scope.index = len(self._order)
+            scope.index = len(order)
             parent._children[name] = scope
-            self._scopes[name] = scope
-            self._order.append(scope)
+            scopes[name] = scope
+            order.append(scope)
             parent = scope
         return parent
 

@@ -101,9 +101,13 @@ class AnchoredDataflowPass(ScopeBasePass):
                 if node.name in taken:
                     continue
                 named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
+                # No pattern's part below the seed matches there, or no anchor: no match holds the seed. The
+                # part test comes first: its answers are kept in the graph's memo, the anchors are walked anew.
+                if not named and not any(pattern.may_hold(graph, node) for pattern in holding):
+                    continue
                 anchors = self.anchors(graph, node.name)
-                if not named and (not anchors or not any(pattern.may_hold(graph, node) for pattern in holding)):
-                    continue  # no anchor, or no pattern's part below the seed matches there: no match holds it
+                if not named and not anchors:
+                    continue
                 tag, match, miss = best_match(graph, anchors, self.patterns, node.name, near_miss=named)
                 if match is not None:
                     taken.update(match.node_names)

@@ -295,8 +295,8 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
     leave its producers with a reader outside and its readers reading from outside)."""
     claimed = set(core)
     named = {o.node for o in graph.source.outputs}
-    node_of = graph.node
-    consumers = graph.shared_consumers
+    node_of = graph.source.by_name.__getitem__  # every name here is an edge's end: a node of the graph
+    readers = graph.source.out_edges  # node -> its consumers (data or control) -> slots
     stack = list(claimed)
     while stack:
         node = node_of(stack.pop())
@@ -306,7 +306,7 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
             found = node_of(producer)
             if not found.inputs and found.value is None and found.op_type not in _CONST_OPS:
                 continue
-            if all(c in claimed for c, _, _ in consumers(producer)):
+            if claimed.issuperset(readers[producer]):
                 claimed.add(producer)
                 stack.append(producer)
     added = claimed - core
@@ -321,10 +321,10 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
         reads_outside = any(
             p and p not in claimed and (p, i) not in ports and not _constant_like(graph, p) for p, i in node.inputs
         )
-        if not reads_outside and all(c in claimed for c, _, _ in consumers(name)):
+        if not reads_outside and claimed.issuperset(readers[name]):
             continue
         claimed.discard(name)
-        neighbours = [p for p, _ in node.inputs if p] + list(node.control_inputs) + [c for c, _, _ in consumers(name)]
+        neighbours = [p for p, _ in node.inputs if p] + list(node.control_inputs) + list(readers[name])
         for other in neighbours:
             if other in claimed and other in added and other not in queued:
                 queued.add(other)
@@ -372,7 +372,25 @@ def _bias(value: np.ndarray, width: int | None, where: str) -> np.ndarray:
 
 def affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: int = 24) -> Affine:
     """``tensor`` as an affine function of the ``leaves`` (resolved body tensors → width, None when
-    unknown); Refused names the node that is not affine."""
+    unknown); Refused names the node that is not affine.
+
+    Answered once per env and arguments (the gates of a cell are column slices of one affine map, which each
+    gate would otherwise compute again); the maps are shared, so their terms are never changed in place."""
+    key = (tensor, depth, tuple(leaves.items()))
+    answers = env.affine_answers
+    known = answers.get(key)
+    if known is None:
+        try:
+            known = _affine(env, tensor, leaves, depth)
+        except Refused as refused:
+            known = refused.reason
+        answers[key] = known
+    if isinstance(known, str):
+        raise Refused(known)
+    return known
+
+
+def _affine(env: Env, tensor: Tensor, leaves: dict[Tensor, int | None], depth: int) -> Affine:
     env_t, t = env.resolve(tensor)
     node = env_t.node(t[0])
     if env_t is not env or depth < 0:

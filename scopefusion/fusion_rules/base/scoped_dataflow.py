@@ -98,12 +98,23 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
             cached = self.__dict__["_required_cache"] = (self.patterns, pairs)
         return cached[1]
 
+    def _matches_in_graph(self, graph: ScopeGraph) -> list[Match]:
+        """The matches of :meth:`_search` over the whole graph without near misses. That search depends only
+        on the graph and on which patterns can match in it, in order, so rules whose patterns are the same
+        there (LayerNormFusion's and InstanceNormFusion's) share one answer, kept in the graph's memo (the
+        list is shared: do not modify it)."""
+        present = graph.present_types
+        usable = tuple(p for p, needed in self._required_by_pattern() if present >= needed and p.may_match(graph))
+        key = ("scoped dataflow matches", usable)
+        found = graph.memo.get(key)
+        if found is None:
+            found = graph.memo[key] = self._search_patterns(graph, None, usable, near_miss=False)[0]
+        return found
+
     def _search(self, graph: ScopeGraph, within: Scope | None, near_miss: bool = True) -> tuple[list[Match], str]:
-        found: list[Match] = []
-        taken: set[str] = set()
-        best = None
         root = within is None or within.is_root
         present = graph.present_types
+        usable = []
         for pattern, needed in self._required_by_pattern():
             if root:
                 if not present >= needed:
@@ -112,6 +123,18 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 continue
             if root and not pattern.may_match(graph):
                 continue
+            usable.append(pattern)
+        return self._search_patterns(graph, within, usable, near_miss)
+
+    @staticmethod
+    def _search_patterns(
+        graph: ScopeGraph, within: Scope | None, patterns: Sequence[DataflowPattern], near_miss: bool
+    ) -> tuple[list[Match], str]:
+        """The matches of ``patterns`` in order (none sharing a node with an earlier one) and the nearest miss."""
+        found: list[Match] = []
+        taken: set[str] = set()
+        best = None
+        for pattern in patterns:
             # Without near misses, an anchor an earlier pattern's match holds is not searched for its own
             # match (it could not be kept), only for the later matches it would hide.
             matches = pattern.find(graph, within=within, near_miss=near_miss, taken=taken if not near_miss else frozenset())
@@ -135,7 +158,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
                 regions.setdefault(region.name, region)
         # One search of the whole graph; each match answers for the candidate region holding one of its
         # nodes (tf.math.l2_normalize names its last op beside its scope, so "any node" rather than "all").
-        found, _ = self._search(graph, None, near_miss=False)
+        found = self._matches_in_graph(graph)
         judged: list[tuple[Match, _Judged, Scope | None]] = []
         answered: dict[str, int] = {}
         rank = {name: i for i, name in enumerate(regions)}
