@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import AbstractSet, Any, Iterable, Mapping, Sequence
 
 from ..errors import FusionError
@@ -40,9 +41,23 @@ class ScopeGraph:
     @classmethod
     def build(cls, source: SourceGraph, *, tree: bool = True) -> ScopeGraph:
         """Builds the scope tree and the op-type index in one pass over ``source.nodes``; with ``tree``
-        False the tree is built on first use (a graph read only by dataflow, a loop body, may never need it)."""
+        False the tree is built on first use (a graph read only by dataflow, a loop body, may never need it).
+
+        Python's cyclic collector is paused meanwhile, as for :meth:`.PassManager.run`: the tree's scopes
+        all stay alive, and the collector's full passes over a large graph's objects would make building
+        grow faster than the graph."""
         if not isinstance(source, SourceGraph):
             raise FusionError(f"ScopeGraph.build needs a SourceGraph, got {type(source).__name__}")
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._build(source, tree)
+        finally:
+            if enabled:
+                gc.enable()
+
+    @classmethod
+    def _build(cls, source: SourceGraph, tree: bool) -> ScopeGraph:
         nodes = source.nodes
         by_type: dict[str, list[SourceNode]] = {}
         if tree:  # the tree's pass over the nodes lists them by op type too

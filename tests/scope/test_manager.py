@@ -210,3 +210,38 @@ def test_explain_a_dataflow_rule_gives_the_near_miss(mk):
 def test_explain_needs_a_graph():
     with pytest.raises(FusionError, match="explain\\(\\) needs a graph"):
         PassManager(PassRegistry()).explain("a/")
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_building_and_running_pause_the_cyclic_collector_and_restore_its_state(mk, monkeypatch, enabled_before):
+    import gc
+
+    from scopefusion.scope import tree as tree_module
+
+    seen = []
+    from_nodes = tree_module.ScopeTree.from_nodes.__func__
+
+    def watched(cls, *args, **kwargs):
+        seen.append(("build", gc.isenabled()))
+        return from_nodes(cls, *args, **kwargs)
+
+    monkeypatch.setattr(tree_module.ScopeTree, "from_nodes", classmethod(watched))
+
+    @scope_rule(ScopePattern("cell", NodeOpTypeFeature("Sigmoid", 1)), name="Watch", type="Watch", general=True)
+    def watch(scope, result, graph):
+        seen.append(("run", gc.isenabled()))
+        return "only watching"
+
+    registry = PassRegistry()
+    registry.register(watch)
+    nodes = mk.ops(("net/cell/sig", "Sigmoid", "x"))
+    (gc.enable if enabled_before else gc.disable)()
+    try:
+        graph = ScopeGraph.build(mk.graph(mk.node("x", "Placeholder"), *nodes))
+        after_build = gc.isenabled()
+        PassManager(registry).run(graph)
+        after_run = gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen == [("build", False), ("run", False)]
+    assert (after_build, after_run) == (enabled_before, enabled_before)
