@@ -649,7 +649,10 @@ def _message(data: bytes, start: int, end: int, descriptor: Any, weights: Deferr
     pieces: list[Piece] = []
     size = 0
     run = start  # the verbatim bytes not yet emitted start here
+    last = _last_mark(marks, end)
     for number, wire_type, field_start, payload, field_end in iter_fields(data, start, end):
+        if field_start > last:
+            break  # no field from here on holds a marker: the rest is verbatim, as the walk would leave it
         if wire_type != LEN or not _marked(marks, payload, field_end):
             continue
         field = descriptor.fields_by_number.get(number)
@@ -672,6 +675,14 @@ def _message(data: bytes, start: int, end: int, descriptor: Any, weights: Deferr
         run = field_end
     pieces.append(data[run:end])
     return pieces, size + end - run
+
+
+def _last_mark(marks: list[int], end: int) -> int:
+    """The position of the last marker before ``end`` (-1 when there is none): a message's fields after it hold
+    none, so its walk stops there (a message's tail, such as an ONNX graph's inputs, outputs and value infos
+    after its initializers, is not read field by field)."""
+    i = bisect.bisect_left(marks, end)
+    return marks[i - 1] if i else -1
 
 
 def _marked(marks: list[int], start: int, end: int) -> bool:
