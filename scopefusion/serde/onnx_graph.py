@@ -165,6 +165,7 @@ class GraphWriter:
         of_array = Initializer.of_array
         # A body may read any tensor of its graph by name: then every constant stays.
         left_out: list[str] | None = [] if leave_out_unread and folded_nodes and not scope.has_bodies else None
+        output_ids = {id(v) for v in graph.outputs} if left_out is not None else set()
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
@@ -172,7 +173,7 @@ class GraphWriter:
             if op == CONST_OP:
                 value = node.outputs[0]
                 if (left_out is not None and _read_only_by(value, folded_nodes)
-                        and all(v is not value for v in graph.outputs)):
+                        and id(value) not in output_ids):
                     left_out.append(names[id(value)])
                     continue
                 initializers.append(of_array(names[id(value)], node.attrs.as_tensor("value")))
@@ -480,7 +481,10 @@ class GraphWriter:
 
 def _read_only_by(value: Value, folded_nodes: set[int]) -> bool:
     """True when every node reading ``value`` is folded whole (none, for an unread value)."""
-    return all(id(user) in folded_nodes for user, _ in value.uses)
+    for user, _ in value.uses:
+        if id(user) not in folded_nodes:
+            return False
+    return True
 
 
 def _where(node: Node, scope: _Scope) -> str:
