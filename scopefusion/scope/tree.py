@@ -200,9 +200,13 @@ class ScopeTree:
         return tree
 
     def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]]) -> None:
-        # NOTE: the cache is keyed by the raw text before the last '/', so the common case costs one
-        # rfind, one slice and one dict lookup per node; canonical names are computed once per scope.
+        # NOTE: a node's scope is looked up by the raw text before the last '/', so the common case costs
+        # one rfind, one slice and one dict lookup per node. A prefix without empty parts is its own
+        # canonical name (most are), so the scopes by name answer it, also for a scope made earlier as
+        # another's ancestor; a prefix with empty parts (never a canonical name, which has none) is
+        # canonicalized once and kept in ``by_raw``, as is the root's "".
         by_raw: dict[str, Scope] = {"": self.root}
+        scopes = self._scopes
         position = self._position
         holder = self._holder
         root = self.root
@@ -210,12 +214,15 @@ class ScopeTree:
             name = node.name
             position[name] = i
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
-            scope = by_raw.get(raw)
+            scope = scopes.get(raw)
             if scope is None:
-                # A prefix without empty parts is its own canonical name (most are).
-                key = raw if raw[:1] != "/" and "//" not in raw else scope_key(raw)
-                scope = self._ensure(key) if key else root
-                by_raw[raw] = scope
+                scope = by_raw.get(raw)
+                if scope is None:
+                    if raw[:1] != "/" and "//" not in raw:
+                        scope = self._ensure(raw)
+                    else:
+                        key = scope_key(raw)
+                        scope = by_raw[raw] = self._ensure(key) if key else root
             holder[name] = scope
             scope._nodes.append(node)
             counts = scope._counts
