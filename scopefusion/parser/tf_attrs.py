@@ -99,10 +99,10 @@ def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[st
     The kinds most attributes have (a dtype, a flag, an int, a string, a list of numbers, a constant's tensor) are
     decoded here, the rest by :func:`decode_attr`. Lists of plain values are decoded once per process for
     each distinct encoding, and so is every attribute of an immutable value in a map of decoded messages
-    (see :func:`_plain_values`).
+    (see ``_PLAIN``).
     """
     out: dict[str, Any] = {}
-    plain = _plain_values(attr_map)
+    plain = _PLAIN if type(attr_map) is dict else None  # a map of decoded messages: see _PLAIN
     for name in sorted(attr_map):
         value = attr_map[name]
         if plain is not None:
@@ -136,17 +136,6 @@ def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[st
     return out
 
 
-def _plain_values(attr_map) -> dict[Any, Any] | None:
-    """The table of decoded values by attribute message when ``attr_map`` is a map of decoded messages, else None.
-
-    The decoder shares one message among all the nodes whose attribute has the same encoding (see
-    ``message_decoder.MAX_CACHED_ENTRY``) and nothing writes a decoded message, so a message stands for its
-    encoding: its value, when immutable (not a tensor, nor a function with its attributes), is decoded once.
-    Protobuf's messages are not hashable and their maps are not dicts: they are decoded every time.
-    """
-    return _PLAIN if type(attr_map) is dict else None
-
-
 def _decode_list_value(value) -> tuple:
     """``decode_attr`` of a ``list`` AttrValue; lists without tensors or functions (strides, shapes, dtypes)
     come from a table keyed by their encoding, as such lists repeat across the nodes of a model."""
@@ -167,7 +156,12 @@ def _decode_list_value(value) -> tuple:
 _DTYPES = {code: dtype for code in range(256) if (dtype := from_tf(code)) is not None}
 _LISTS: dict[bytes, tuple] = {}
 _MAX_LISTS = 4096
-_PLAIN: dict[Any, Any] = {}  # decoded attribute message -> its immutable value, see _plain_values
+# Decoded attribute message -> its value, when immutable (not a tensor, nor a function with its attributes).
+# The decoder shares one message among all the nodes whose attribute has the same encoding (see
+# ``message_decoder.MAX_CACHED_ENTRY``) and nothing writes a decoded message, so a message stands for its
+# encoding and its value is decoded once. Protobuf's messages are not hashable and their maps are not dicts:
+# they are decoded every time.
+_PLAIN: dict[Any, Any] = {}
 _MAX_PLAIN = 4096
 _PLAIN_KINDS = frozenset({"type", "b", "i", "f", "s", "shape"})
 _UNKNOWN = object()
