@@ -19,6 +19,7 @@ from .message_decoder import (
     INT64,
     MAP,
     MAX_CACHED_ENTRY,
+    MAX_DEPTH,
     MESSAGE,
     STRING,
     UINT32,
@@ -167,3 +168,43 @@ def _decode_node_def(data: bytes, pos: int, end: int, depth: int) -> Any:
 
 
 NodeDef._fast = _decode_node_def
+
+_GRAPH_MESSAGES = {0x12: ("library", FunctionDefLibrary), 0x22: ("versions", VersionDef)}  # GraphDef's fields 2 and 4
+
+
+def _decode_graph_def(data: bytes, pos: int, end: int, depth: int) -> Any:
+    """:func:`.decode` of a GraphDef whose fields are all among node, library and versions (as every writer's
+    are), its loop over the nodes written for them alone; any other GraphDef goes to :func:`.decode`."""
+    if depth > MAX_DEPTH:
+        raise NeedsProtobuf
+    start = pos
+    values: dict[str, Any] = {"_raw": data if pos == 0 and end == len(data) else data[pos:end]}
+    nodes: list[Any] = []
+    node_def = _decode_node_def
+    while pos < end:
+        tag = data[pos]
+        if pos + 1 >= end or (tag != 0x0A and tag not in _GRAPH_MESSAGES):
+            return decode(GraphDef, data, start, end, depth)
+        length = data[pos + 1]
+        if length < 0x80:
+            pos += 2
+        else:
+            length, pos = varint(data, pos + 1, end)
+        field_start, pos = pos, pos + length
+        if pos > end:
+            raise NeedsProtobuf
+        if tag == 0x0A:
+            if not nodes:
+                values["node"] = nodes  # where decode puts it: at the first node
+            nodes.append(node_def(data, field_start, pos, depth + 1))
+            continue
+        name, cls = _GRAPH_MESSAGES[tag]
+        if name in values:
+            raise NeedsProtobuf  # a message given twice: protobuf merges the two
+        values[name] = decode(cls, data, field_start, pos, depth + 1)
+    graph = GraphDef.__new__(GraphDef)
+    graph.__dict__.update(values)
+    return graph
+
+
+GraphDef._fast = _decode_graph_def

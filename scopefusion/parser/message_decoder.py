@@ -24,15 +24,15 @@ from typing import Any, Callable
 
 __all__ = [
     "BOOL", "BYTES", "DOUBLE", "ENUM", "FLOAT", "INT32", "INT64", "MAP", "MESSAGE", "STRING", "UINT32", "UINT64",
-    "MAX_CACHED_ENTRY", "DecodedMessage", "NeedsProtobuf", "decode", "decode_or_none", "field", "finish", "map_entry",
-    "message_class", "varint",
+    "MAX_CACHED_ENTRY", "MAX_DEPTH", "DecodedMessage", "NeedsProtobuf", "decode", "decode_or_none", "field", "finish",
+    "map_entry", "message_class", "varint",
 ]
 
 # Field kinds; ENUM is a closed enum (its field's spec holds the known values), an open one is INT32.
 INT32, INT64, UINT32, UINT64, BOOL, ENUM, FLOAT, DOUBLE, STRING, BYTES, MESSAGE, MAP = range(12)
 _WIRE_TYPE = {INT32: 0, INT64: 0, UINT32: 0, UINT64: 0, BOOL: 0, ENUM: 0, FLOAT: 5, DOUBLE: 1,
               STRING: 2, BYTES: 2, MESSAGE: 2, MAP: 2}
-_MAX_DEPTH = 32  # protobuf allows 100 levels; deeper messages are left to it
+MAX_DEPTH = 32  # protobuf allows 100 levels; deeper messages are left to it
 _MASK32 = (1 << 32) - 1
 
 
@@ -128,8 +128,12 @@ def field(name: str, kind: int, repeated: bool = False, sub: Any = None) -> tupl
 
 
 def decode_or_none(cls: Any, data: bytes) -> Any:
-    """The message of class ``cls`` in ``data``, or None when protobuf must parse it."""
+    """The message of class ``cls`` in ``data`` (read by the class's own decoder, if it has one), or None when
+    protobuf must parse it."""
+    fast = cls._fast
     try:
+        if fast is not None:
+            return fast(data, 0, len(data), 0)
         return decode(cls, data, 0, len(data), 0)
     except (NeedsProtobuf, IndexError, struct.error):
         return None
@@ -228,7 +232,7 @@ def _packed(kind: int, data: bytes, pos: int, end: int) -> list:
 
 def decode(cls, data: bytes, pos: int, end: int, depth: int) -> Any:
     """Decodes the message of class ``cls`` in ``data[pos:end]``."""
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         raise NeedsProtobuf
     message = cls.__new__(cls)
     values: dict[str, Any] = {"_raw": data if pos == 0 and end == len(data) else data[pos:end]}

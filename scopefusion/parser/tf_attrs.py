@@ -98,28 +98,41 @@ def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[st
 
     The kinds most attributes have (a dtype, a flag, an int, a string, a list of numbers, a constant's tensor) are
     decoded here, the rest by :func:`decode_attr`. Lists of plain values are decoded once per process for
-    each distinct encoding.
+    each distinct encoding, and so is every attribute of an immutable value in a map of decoded messages
+    (see ``_PLAIN``).
     """
     out: dict[str, Any] = {}
+    plain = _PLAIN if type(attr_map) is dict else None  # a map of decoded messages: see _PLAIN
     for name in sorted(attr_map):
         value = attr_map[name]
+        if plain is not None:
+            known = plain.get(value, _UNKNOWN)
+            if known is not _UNKNOWN:
+                out[name] = known
+                continue
         kind = value.WhichOneof("value")
+        decoded: Any
         if kind == "type":
             code = value.type
             dtype = _DTYPES.get(code)
-            out[name] = dtype if dtype is not None else tf_dtype(code)
+            decoded = dtype if dtype is not None else tf_dtype(code)
         elif kind == "b":
-            out[name] = bool(value.b)
+            decoded = bool(value.b)
         elif kind == "i":
-            out[name] = int(value.i)
+            decoded = int(value.i)
         elif kind == "s":
-            out[name] = text(value.s)
+            decoded = text(value.s)
         elif kind == "list":
-            out[name] = _decode_list_value(value)
+            decoded = _decode_list_value(value)
         elif kind == "tensor":
-            out[name] = tensor_to_numpy(value.tensor, None if content_views is None else content_views.get(name))
+            decoded = tensor_to_numpy(value.tensor, None if content_views is None else content_views.get(name))
         else:
-            out[name] = decode_attr(value, None if content_views is None else content_views.get(name))
+            decoded = decode_attr(value, None if content_views is None else content_views.get(name))
+        out[name] = decoded
+        if plain is not None and (kind in _PLAIN_KINDS or (kind == "list" and not value.list.tensor and not value.list.func)):
+            if len(plain) >= _MAX_PLAIN:
+                plain.clear()
+            plain[value] = decoded
     return out
 
 
@@ -143,3 +156,12 @@ def _decode_list_value(value) -> tuple:
 _DTYPES = {code: dtype for code in range(256) if (dtype := from_tf(code)) is not None}
 _LISTS: dict[bytes, tuple] = {}
 _MAX_LISTS = 4096
+# Decoded attribute message -> its value, when immutable (not a tensor, nor a function with its attributes).
+# The decoder shares one message among all the nodes whose attribute has the same encoding (see
+# ``message_decoder.MAX_CACHED_ENTRY``) and nothing writes a decoded message, so a message stands for its
+# encoding and its value is decoded once. Protobuf's messages are not hashable and their maps are not dicts:
+# they are decoded every time.
+_PLAIN: dict[Any, Any] = {}
+_MAX_PLAIN = 4096
+_PLAIN_KINDS = frozenset({"type", "b", "i", "f", "s", "shape"})
+_UNKNOWN = object()

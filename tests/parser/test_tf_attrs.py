@@ -66,3 +66,34 @@ def test_attribute_maps_decode_sorted_with_cut_tensor_views():
     attrs = decode_attrs(node.attr, {"value": (buffer, 0, 8)})
     assert list(attrs) == ["dtype", "value"]
     assert attrs["value"].tolist() == [7.0, 8.0]
+
+
+def test_attributes_of_decoded_messages_decode_as_protobuf_messages_do_each_time():
+    from scopefusion.parser.graph_def_decoder import decode_graph_def
+
+    lv = tfpb.AttrValue.ListValue
+    graph = tfpb.GraphDef()
+    for name in ("a", "b"):  # two nodes with the same attributes: the second reads them from the table
+        node = graph.node.add(name=name, op="Conv2D")
+        node.attr["T"].type = tfpb.DT_FLOAT
+        node.attr["padding"].s = b"SAME"
+        node.attr["strides"].list.i.extend([1, 2, 2, 1])
+        node.attr["use_cudnn_on_gpu"].b = True
+        node.attr["alpha"].f = 0.5
+        node.attr["shape"].shape.CopyFrom(_shape(-1, 3))
+        node.attr["count"].i = 7
+        node.attr["value"].tensor.CopyFrom(tfpb.TensorProto(dtype=tfpb.DT_INT32, int_val=[4]))
+        node.attr["fs"].list.CopyFrom(lv(func=[tfpb.NameAttrList(name="f")]))
+    decoded = decode_graph_def(graph.SerializeToString())
+    assert decoded is not None
+    expected = decode_attrs(graph.node[0].attr)
+    first, second = (decode_attrs(node.attr) for node in decoded.node)
+    for attrs in (first, second, decode_attrs(decoded.node[0].attr)):
+        assert list(attrs) == list(expected)
+        for key, value in expected.items():
+            if isinstance(value, np.ndarray):
+                assert attrs[key].dtype == value.dtype and np.array_equal(attrs[key], value)
+                assert attrs[key] is not value
+            else:
+                assert attrs[key] == value and type(attrs[key]) is type(value)
+    assert first["value"] is not second["value"]  # every constant node has its own array
