@@ -8,9 +8,11 @@ Per model (frozen GraphDefs built from code into a work directory, nothing commi
   each after one untimed warm-up call, the best of at least ``--repeat`` runs, more for fast exports (up to
   200 within a second);
 * onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of at least ``--runs``
-  runs after 5 warm-up runs, more for fast models: up to 2000 within 2 s) of each export on the zoo's profile inputs, and for the transformer models of tf2onnx's
-  export after onnxruntime's transformers optimizer (``optimize_model(model_type="bert")``); the exports of
-  one model run in turn, one run each per round, so the machine's load weighs on them alike;
+  runs, more for fast models: up to 2000 within 2 s) of each export on the zoo's profile inputs, and for the
+  transformer models of tf2onnx's export after onnxruntime's transformers optimizer
+  (``optimize_model(model_type="bert")``); each export is timed in blocks with only its own session alive
+  (5 warm-up runs per block), the exports of one model taking turns over 5 rounds, so the machine's load
+  weighs on them alike;
 * node and Transpose counts of each export; max error against TensorFlow (abs, rel where values exceed 1).
 
 tf2onnx is an optional bench dependency (``pip install -e .[bench]``); where it is missing or fails on a
@@ -86,31 +88,37 @@ def best_of(repeat: int, fn: Callable[[], Any], min_seconds: float = 1.0, max_ru
 
 
 def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, min_seconds: float = 2.0,
-                 max_runs: int = 2000) -> list[float]:
-    """The median latency of each model (bytes, feeds) in ms. The models run in turn within each round, so
-    a change in the machine's load (other processes, clock) weighs on all of them alike; there are at least
-    ``runs`` rounds, more (up to ``max_runs``) until ``min_seconds`` have passed, so a fast model gets enough
-    runs for its median to settle."""
+                 max_runs: int = 2000, rounds: int = 5) -> list[float]:
+    """The median latency of each model (bytes, feeds) in ms.
+
+    The models are timed in blocks, one session alive at a time, as a deployment runs one: a second
+    session's intra-op threads spin after each run and take the core the first one's threads need (on two
+    cores, alternating two live sessions doubles both medians). The blocks alternate over ``rounds``
+    rounds, so a change in the machine's load weighs on every model alike. Each block makes its session,
+    runs it 5 times untimed, then times at least ``runs / rounds`` runs, more (up to ``max_runs / rounds``)
+    until its share of ``min_seconds`` has passed, so a fast model gets enough runs for its median to settle."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    sessions = []
-    for data, feeds in models:
-        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-        sessions.append((session, {i.name: feeds[i.name] for i in session.get_inputs()}))
-    for session, inputs in sessions:
-        for _ in range(5):
-            session.run(None, inputs)
-    times: list[list[float]] = [[] for _ in sessions]
-    began = time.perf_counter()
-    while len(times[0]) < runs or (time.perf_counter() - began < min_seconds and len(times[0]) < max_runs):
-        for k, (session, inputs) in enumerate(sessions):
-            start = time.perf_counter()
-            session.run(None, inputs)
-            times[k].append(time.perf_counter() - start)
+    times: list[list[float]] = [[] for _ in models]
+    block_runs = max(1, -(-runs // rounds))
+    block_seconds = min_seconds / (rounds * len(models))
+    for _ in range(rounds):
+        for k, (data, feeds) in enumerate(models):
+            session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+            inputs = {i.name: feeds[i.name] for i in session.get_inputs()}
+            for _ in range(5):
+                session.run(None, inputs)
+            began, done = time.perf_counter(), 0
+            while done < block_runs or (time.perf_counter() - began < block_seconds and done < max_runs // rounds):
+                start = time.perf_counter()
+                session.run(None, inputs)
+                times[k].append(time.perf_counter() - start)
+                done += 1
+            del session
     return [1000 * statistics.median(t) for t in times]
 
 
