@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
-__all__ = ["collector_paused"]
+T = TypeVar("T")
+
+__all__ = ["call_collector_paused", "collector_paused"]
 
 
 @contextmanager
@@ -21,6 +23,18 @@ def collector_paused() -> Iterator[None]:
     gc.disable()
     try:
         yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def call_collector_paused(fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` with the collector paused, as :func:`collector_paused` does, without a context manager's
+    cost: for work run once per conversion stage or more (building a scope graph, running its passes)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return fn(*args)
     finally:
         if enabled:
             gc.enable()

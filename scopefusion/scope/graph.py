@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 from typing import AbstractSet, Any, Iterable, Mapping, Sequence
 
+from ..collector import call_collector_paused
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode
 from .tree import Scope, ScopeTree
@@ -48,13 +48,7 @@ class ScopeGraph:
         grow faster than the graph."""
         if not isinstance(source, SourceGraph):
             raise FusionError(f"ScopeGraph.build needs a SourceGraph, got {type(source).__name__}")
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return cls._build(source, tree)
-        finally:
-            if enabled:
-                gc.enable()
+        return call_collector_paused(cls._build, source, tree)
 
     @classmethod
     def _build(cls, source: SourceGraph, tree: bool) -> ScopeGraph:

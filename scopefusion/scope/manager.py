@@ -12,11 +12,11 @@ result was refused, the first failing feature, or the nearest miss of its datafl
 
 from __future__ import annotations
 
-import gc
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
+from ..collector import call_collector_paused
 from ..errors import FusionError
 from ..records import Record
 from .accepted import AcceptedFusion, PatternCheck, Refusal
@@ -228,13 +228,7 @@ class PassManager:
         Python's cyclic collector is paused meanwhile (:func:`~scopefusion.collector.collector_paused`, as
         ``convert`` does for a whole conversion): the passes add tables and matches that all stay alive, and
         the collector's full passes over a large graph's objects would make the run grow faster than the graph."""
-        enabled = gc.isenabled()  # collector_paused(), without a context manager's cost on every conversion
-        gc.disable()
-        try:
-            return self._run(graph, progress)
-        finally:
-            if enabled:
-                gc.enable()
+        return call_collector_paused(self._run, graph, progress)
 
     def _run(self, graph: ScopeGraph, progress: ProgressFn | None) -> RunReport:
         start = time.perf_counter()
