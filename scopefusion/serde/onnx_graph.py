@@ -45,7 +45,7 @@ from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
-from .onnx_proto import AttributeProto, GraphProto, ValueInfoProto, get_schema, make_node
+from .onnx_proto import AttributeProto, GraphProto, TypeProto, ValueInfoProto, get_schema, make_node
 
 __all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
 
@@ -529,12 +529,21 @@ ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name,
 
 
 def append_value_infos(graph: GraphProto, infos: list[ValueType]) -> None:
-    """Appends the value infos ``infos`` to ``graph``, each written in place."""
+    """Appends the value infos ``infos`` to ``graph``, each written in place.
+
+    Many tensors share a type (types are interned): each distinct type is written once and copied into the
+    others, the same fields as writing it again, in less time."""
     add = graph.value_info.add
+    written: dict[TensorType, TypeProto] = {}
     for name, t in infos:
         info = add()
         info.name = name
-        type_into(info.type, t)
+        found = written.get(t)
+        if found is None:
+            type_into(info.type, t)
+            written[t] = info.type
+        else:
+            info.type.CopyFrom(found)
 
 
 def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> ValueInfoProto:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from itertools import chain
 from typing import Callable
 
 import numpy as np
@@ -214,11 +215,12 @@ class GraphIndex:
         names = set(self.initializers) | self.inputs | self.outputs
         if self.left_out:
             names.update(self.left_out)
+        nodes = self.nodes
+        # Gathered a field at a time (the same names as a loop adding each node's, in fewer Python steps).
+        names.update(chain.from_iterable([node.input for node in nodes]))
+        names.update(chain.from_iterable([node.output for node in nodes]))
+        names.update([node.name for node in nodes])
         update, add = names.update, names.add
-        for node in self.nodes:
-            update(node.input)
-            update(node.output)
-            add(node.name)
         for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
             update(node.input)
             update(node.output)

@@ -12,6 +12,7 @@ with at most one other entry (−1: the rest), gets the constant shape; the comp
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Union, cast
 
 import numpy as np
@@ -23,6 +24,7 @@ __all__ = ["constant_reshapes"]
 
 Entry = Union[int, tuple[str, int], None]  # an int, (tensor, dim), or None: unknown
 _DEPTH = 12
+_INT64_END = 1 << 63
 
 
 def constant_reshapes(index: "GraphIndex") -> bool:
@@ -63,6 +65,16 @@ def constant_reshapes(index: "GraphIndex") -> bool:
             index.derive_shape(node.output[0], out, x)
         changed = True
     return changed
+
+
+def _int64_product(values: list[int]) -> int:
+    """The product of ``values`` as ``np.prod(values, dtype=np.int64)`` gives it, in Python ints: an int64
+    product wraps modulo 2**64 in any order, so the exact product wrapped once is the same number (a value
+    past int64, from a uint64 vector, goes to numpy, which refuses it)."""
+    if any(v >= _INT64_END for v in values):
+        return int(np.prod(values, dtype=np.int64))
+    product = math.prod(values)
+    return (product + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 def _attr(node, name: str, default=None):
@@ -144,7 +156,7 @@ def _compute(index: "GraphIndex", name: str, cache: dict, depth: int) -> list[En
                 return None
             entries = a + b
         if all(isinstance(v, int) and v >= 0 for v in entries):
-            return [int(np.prod([int(cast(int, v)) for v in entries], dtype=np.int64))]
+            return [_int64_product([int(cast(int, v)) for v in entries])]
         return [None]
     if op == "Gather":
         inner = _vector(index, node.input[0], cache, depth + 1)
