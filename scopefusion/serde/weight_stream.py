@@ -40,7 +40,6 @@ buffer would not map pages either, but costs a copy of every byte through this p
 
 from __future__ import annotations
 
-import bisect
 import io
 import mmap
 import os
@@ -56,7 +55,8 @@ from google.protobuf.descriptor import FieldDescriptor
 from numpy.lib.array_utils import byte_bounds
 
 from ..files import FileRange
-from ..parser.wire import LEN, encode_varint, iter_fields, read_varint
+from ..parser.wire import encode_varint, read_varint
+from .marked_fields import marked_fields, marks_of
 
 __all__ = [
     "CHUNK_BYTES",
@@ -615,7 +615,7 @@ def stream_bytes(build: Callable[[], bytes], descriptor: Any) -> ModelBytes:
 def frame(data: bytes, descriptor: Any, weights: DeferredWeights) -> ModelBytes:
     """The pieces of serialized message ``data`` (of protobuf type ``descriptor``) with each marker of
     ``weights`` replaced by its array's bytes and every enclosing length recomputed."""
-    marks = _marks(data, weights.token) if len(weights) else []
+    marks = marks_of(data, weights.token) if len(weights) else []
     if not marks:
         return ModelBytes([data])
     pieces, _ = _message(data, 0, len(data), descriptor, weights, marks)
@@ -634,27 +634,13 @@ def frame(data: bytes, descriptor: Any, weights: DeferredWeights) -> ModelBytes:
     return ModelBytes(merged)
 
 
-def _marks(data: bytes, token: bytes) -> list[int]:
-    found = []
-    at = data.find(token)
-    while at >= 0:
-        found.append(at)
-        at = data.find(token, at + len(token))
-    return found
-
-
 def _message(data: bytes, start: int, end: int, descriptor: Any, weights: DeferredWeights,
              marks: list[int]) -> tuple[list[Piece], int]:
     """The pieces of the message in ``data[start:end]`` and their total size."""
     pieces: list[Piece] = []
     size = 0
     run = start  # the verbatim bytes not yet emitted start here
-    last = _last_mark(marks, end)
-    for number, wire_type, field_start, payload, field_end in iter_fields(data, start, end):
-        if field_start > last:
-            break  # no field from here on holds a marker: the rest is verbatim, as the walk would leave it
-        if wire_type != LEN or not _marked(marks, payload, field_end):
-            continue
+    for number, field_start, payload, field_end in marked_fields(data, start, end, marks):
         field = descriptor.fields_by_number.get(number)
         if field is None:
             continue
@@ -675,16 +661,3 @@ def _message(data: bytes, start: int, end: int, descriptor: Any, weights: Deferr
         run = field_end
     pieces.append(data[run:end])
     return pieces, size + end - run
-
-
-def _last_mark(marks: list[int], end: int) -> int:
-    """The position of the last marker before ``end`` (-1 when there is none): a message's fields after it hold
-    none, so its walk stops there (a message's tail, such as an ONNX graph's inputs, outputs and value infos
-    after its initializers, is not read field by field)."""
-    i = bisect.bisect_left(marks, end)
-    return marks[i - 1] if i else -1
-
-
-def _marked(marks: list[int], start: int, end: int) -> bool:
-    i = bisect.bisect_left(marks, start)
-    return i < len(marks) and marks[i] < end
