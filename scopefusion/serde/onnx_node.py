@@ -186,6 +186,14 @@ class Node:
                 return list(value) if kind in (_INTS, _STRINGS, _GRAPHS) else value
         return default
 
+    def ints_view(self, name: str) -> Any:
+        """As :meth:`attr`, without copying an ``INTS`` attribute's list: the node's own, for reading only
+        (the clean-up reads a transpose's permutation many times)."""
+        for entry in self.attrs:
+            if entry[0] == name:
+                return entry[2] if entry[1] == _INTS else self.attr(name)
+        return None
+
     def set_attr(self, name: str, value: Any) -> None:
         """Sets attribute ``name`` (moved to the end when it was there, as a rewrite of the message would)."""
         self.attrs = [e for e in self.attrs if e[0] != name]

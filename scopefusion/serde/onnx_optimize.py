@@ -239,7 +239,7 @@ class GraphIndex:
             return
         node.input[slot] = name
         if old and old not in node.input:
-            self.readers[old] = [r for r in self.readers[old] if r is not node]
+            self.readers[old] = _without(self.readers[old], node)
         if name and not any(r is node for r in self.readers[name]):
             self.readers[name].append(node)
 
@@ -431,7 +431,7 @@ def _remove_identities(index: GraphIndex) -> bool:
         x, y = node.input[0], node.output[0]
         if index.free(y):
             index.replace_uses(y, x)
-            index.readers[x] = [r for r in index.readers.get(x, []) if r is not node]
+            index.readers[x] = _without(index.readers.get(x, []), node)
             changed = True
             continue
         producer = index.producer.get(x)
@@ -514,7 +514,7 @@ def _remove_neutral_ops(index: GraphIndex) -> bool:
             node.op_type = "Identity"
             node.input = [node.input[data]]
             if constant not in node.input:
-                index.readers[constant] = [r for r in index.readers.get(constant, []) if r is not node]
+                index.readers[constant] = _without(index.readers.get(constant, []), node)
             changed = True
             break
     return changed
@@ -648,6 +648,13 @@ def _same_index(producer: dict[str, Node], readers: dict[str, list[Node]], index
             if rebuilt.get(name) != found:
                 return False
     return kept == len(rebuilt)
+
+
+def _without(readers: list[Node], node: Node) -> list[Node]:
+    """A new list of ``readers`` less ``node``; most often ``node`` is the only one, found without a scan."""
+    if len(readers) == 1 and readers[0] is node:
+        return []
+    return [r for r in readers if r is not node]
 
 
 def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> None:

@@ -66,7 +66,8 @@ def push_transposes(index: "GraphIndex", to_reshapes: bool = False) -> bool:
 
 
 def _perm(node: "Node") -> list[int] | None:
-    return node.attr("perm")
+    """The node's permutation, for reading only (see :meth:`.Node.ints_view`)."""
+    return node.ints_view("perm")
 
 
 def _set_attr(node: "Node", name: str, value) -> None:

@@ -59,6 +59,20 @@ def test_rewritten_attribute_moves_last_as_in_the_message():
     assert node.to_proto().SerializeToString() == expected.SerializeToString()
 
 
+@pytest.mark.parametrize("attrs", ATTRIBUTES)
+def test_ints_view_reads_as_attr_does(attrs):
+    node = Node.make("Op", ["x"], ["y"], **attrs)
+    for name in [*attrs, "absent"]:
+        assert node.ints_view(name) == node.attr(name)
+
+
+def test_ints_view_is_the_node_own_list_and_read_from_a_proto_as_attr_reads_it():
+    node = Node.make("Transpose", ["x"], ["y"], perm=[0, 2, 1])
+    assert node.ints_view("perm") is node.ints_view("perm") and node.attr("perm") is not node.attr("perm")
+    read = Node.of(node.to_proto())
+    assert read.ints_view("perm") == [0, 2, 1]
+
+
 def test_node_read_from_proto_keeps_its_fields():
     proto = helper.make_node("Relu", ["x"], ["y"], name="r", doc_string="kept", domain="")
     node = Node.of(from_onnx(proto))
