@@ -18,7 +18,7 @@ def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None 
     for node in graph.nodes:
         for value in node.outputs:
             t = value.type
-            if not isinstance(t, TensorType) or id(t) in fitting:
+            if id(t) in fitting or not isinstance(t, TensorType):  # only tensor types are added
                 continue
             if t.shape is not None and any(d > MAX_ELEMENTS for d in t.shape):
                 raise InferenceError(
@@ -32,8 +32,9 @@ def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None 
                     f"{nbytes:,} bytes, more than a tensor size can hold (int64); check the model's or --input-shape's dims"
                 )
             fitting.add(id(t))
-        for body in node.subgraphs.values():
-            check_tensor_sizes(body, where, fitting)
+        if node.subgraphs:
+            for body in node.subgraphs.values():
+                check_tensor_sizes(body, where, fitting)
 
 
 def check_arena(arena_bytes: int, where: str) -> None:

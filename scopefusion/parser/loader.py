@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ModelLoadError, ScopeFusionError
 from .detect import FORMATS, format_from_path, sniff
@@ -125,14 +125,35 @@ def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[s
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"{where}: cannot map the file ({exc}); is it a regular file?") from None
         read = None if progress is None else (lambda done, total: progress("load", done, total, where))
-        reader = FileReader(file.fileno(), size, progress=read)
+        reader = _walker_input(file.fileno(), size, read)
         graph = _parse(where, fmt, forced, mapped, reader, outputs, inline_functions)
         if progress is not None:
             progress("load", size, size, where)
         return graph
 
 
-def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileReader,
+# Files up to this size are read whole for the wire walker (see _walker_input): a MobileNet (2 to 4 MB) loads
+# 3% faster so, an EfficientNet-B0 (16 MB) 3% slower.
+WHOLE_READ_BYTES = 8 << 20
+
+
+def _walker_input(fd: int, size: int, progress: Callable[[int, int], None] | None) -> FileReader | bytes:
+    """What the wire walker reads: the file's bytes, read at once, when it has at most ``WHOLE_READ_BYTES``
+    and no progress is reported; else a :class:`.FileReader`, which reads only the bytes the walker visits
+    (between the large tensors of a large model: see :mod:`.wire`) and reports its progress.
+
+    The walker reads the same bytes from either, so it finds the same fields and cuts; from bytes in memory
+    it does so without a read per 64 KiB chunk or a method call per byte range (a third of a MobileNet's
+    walk). A smaller read than asked for (the file shrank meanwhile) leaves the file to a FileReader.
+    """
+    if progress is None and size <= WHOLE_READ_BYTES:
+        data = os.pread(fd, size, 0)
+        if len(data) == size:
+            return data
+    return FileReader(fd, size, progress=progress)
+
+
+def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileReader | bytes,
            outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
     found = sniff(reader)
     if fmt is None:

@@ -16,7 +16,8 @@ proportional to the number of large fields, not to the size of the model.
 NOTE: the walker reads a file through :class:`FileReader` (``pread`` into a small cache) rather than
 through the ``mmap`` that the views use. Touching an mmap maps whole page-cache folios into the process
 (hundreds of KB each for a freshly written file), so walking the headers between the weights through
-the mmap would make the weights resident; ``pread`` copies only the bytes it is asked for.
+the mmap would make the weights resident; ``pread`` copies only the bytes it is asked for. (A file of at
+most ``loader.WHOLE_READ_BYTES`` is read whole, with one ``pread``, and walked as bytes.)
 """
 
 from __future__ import annotations

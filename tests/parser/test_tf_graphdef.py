@@ -193,6 +193,25 @@ def test_loading_twice_gives_identical_graphs(tf_mobilenet_pb):
     assert list(a.nx.edges(keys=True, data=True)) == list(b.nx.edges(keys=True, data=True))
 
 
+def test_reading_the_file_whole_or_by_chunks_gives_identical_graphs(tf_mobilenet_pb):
+    """Without progress reports a small file is read whole for the wire walker; with them, in chunks."""
+    from scopefusion.parser.loader import WHOLE_READ_BYTES
+
+    assert tf_mobilenet_pb.stat().st_size <= WHOLE_READ_BYTES
+    reports = []
+    whole = load(tf_mobilenet_pb)
+    chunked = load(tf_mobilenet_pb, progress=lambda *report: reports.append(report))
+    assert reports and reports[-1][1] == reports[-1][2] == tf_mobilenet_pb.stat().st_size
+    assert [(n.name, n.op_type, n.inputs, n.control_inputs, n.output_names, sorted(n.attrs)) for n in whole] == [
+        (n.name, n.op_type, n.inputs, n.control_inputs, n.output_names, sorted(n.attrs)) for n in chunked
+    ]
+    for a, b in zip(whole, chunked):
+        for key, value in a.attrs.items():
+            assert _same_attr(value, b.attrs[key]) if isinstance(value, np.ndarray) else value == b.attrs[key]
+        if a.value is not None and a.value.nbytes >= 4096:
+            assert isinstance(_root(a.value), mmap.mmap) and isinstance(_root(b.value), mmap.mmap), a.name
+
+
 def _loops_with_dropped_values() -> bytes:
     """TF1 loops one in the other over ``x`` [2]; each body computes a value nothing reads."""
     import tensorflow as tf
