@@ -20,10 +20,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SearchRun", "SearchState", "Then", "accept_state"]
 
-# The bindings of the search branch being tried: id(pattern op) -> node name, id(variable or constant) ->
-# tensor. One dict per search: a binding is added before the rest of the search runs and removed when that
+# The bindings of the search branch being tried: pattern op -> node name, variable or constant -> tensor
+# (pattern objects compare by identity, so each is its own key). One dict per search: a binding is added before the rest of the search runs and removed when that
 # fails, so a branch never sees its siblings' bindings, and a success leaves every binding in place.
-SearchState = dict[int, Any]
+SearchState = dict[Any, Any]
 
 
 # The rest of a search once a value is bound: the final state it accepts, or None.
@@ -76,9 +76,9 @@ class SearchRun:
             if self.deeper(state):
                 self.best_reason = f"an omitted optional input stands where {value!r} is expected"
             return None
-        if value.__class__ is OpOutput:  # only pattern ops are bound, by the op's id
+        if value.__class__ is OpOutput:  # only pattern ops are bound, by the op itself
             return self.match_op(value, tensor, state, then)
-        bound = state.get(id(value))
+        bound = state.get(value)
         if bound is not None:
             if bound == tensor:
                 return then(state)
@@ -86,11 +86,10 @@ class SearchRun:
                 self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
             return None
         if isinstance(value, Var):
-            key = id(value)
-            state[key] = tensor
+            state[value] = tensor
             found = then(state)
             if found is None:
-                del state[key]
+                del state[value]
             return found
         if isinstance(value, ConstPattern):
             chain = self._chain(tensor[0])
@@ -103,7 +102,7 @@ class SearchRun:
                 if self.deeper(state):
                     self.best_reason = f"constant {chain[-1].name} {why}"
                 return None
-            return self._bind(id(value), tensor, state, then)
+            return self._bind(value, tensor, state, then)
         return self.match_op(value, tensor, state, then)  # type: ignore[arg-type]
 
     def match_op(self, out: OpOutput, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
@@ -113,7 +112,7 @@ class SearchRun:
             if self.deeper(state):
                 self.best_reason = f"{name}:{index} is output {index}, expected output {out.index} of {op!r}"
             return None
-        bound = state.get(id(op))
+        bound = state.get(op)
         if bound is not None:
             if bound == name:
                 return then(state)
@@ -132,8 +131,7 @@ class SearchRun:
             if self.deeper(state):
                 self.best_reason = f"{name} is already bound to another pattern op"
             return None
-        key = id(op)
-        state[key] = name
+        state[op] = name
         self._bound.add(name)
         values = op.inputs
         if not op.commute:
@@ -151,12 +149,12 @@ class SearchRun:
         else:
             found = self._match_commutative(node, op, node.inputs, state, then)
         if found is None:
-            del state[key]
+            del state[op]
             self._bound.discard(name)
         return found
 
     @staticmethod
-    def _bind(key: int, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
+    def _bind(key: Any, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
         state[key] = tensor
         found = then(state)
         if found is None:

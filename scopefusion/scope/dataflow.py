@@ -178,11 +178,11 @@ class DataflowPattern:
         self._required_at = self._ops_at_depths()
         # What a match's state is read by, in the order Match lists it (see _build).
         self._binding_keys = (
-            [id(op) for op in self._ops],
-            [(op.name, id(op)) for op in self._ops if op.name],
-            [(id(c), c.name) for c in self._consts],
-            [(id(v), v.name) for v in variables],
-            [(id(o.op), o.index) for o in outs],
+            list(self._ops),
+            [(op.name, op) for op in self._ops if op.name],
+            [(c, c.name) for c in self._consts],
+            [(v, v.name) for v in variables],
+            [(o.op, o.index) for o in outs],
         )
         self._reach = max(hops for hops, _ in self._required_at)
         first = self.outputs[0].op
@@ -380,16 +380,16 @@ class DataflowPattern:
 
     def _search_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
         run = SearchRun(self, graph, within)
-        final = run.match_value(
-            self.outputs[0], (node.name, self.outputs[0].index), {}, lambda state: self._rest_outputs(run, state)
-        )
+        # One output: every final state is accepted as is (_rest_outputs has no other output to check).
+        then = accept_state if len(self.outputs) == 1 else lambda state: self._rest_outputs(run, state)
+        final = run.match_value(self.outputs[0], (node.name, self.outputs[0].index), {}, then)
         if final is not None:
             return self._build(graph, final), None
         return None, NearMiss(node.name, run.best_depth, run.best_reason or "no match")
 
     def _rest_outputs(self, run: SearchRun, state: SearchState) -> SearchState | None:
         for out in self.outputs[1:]:
-            node = state.get(id(out.op))
+            node = state.get(out.op)
             if node is None:
                 run.fail(state, f"pattern output {out!r} is not connected to the first output")
                 return None
@@ -398,13 +398,13 @@ class DataflowPattern:
     def _build(self, graph: ScopeGraph, state: SearchState) -> Match:
         position = graph.positions
         by_name = graph.source.by_name
-        op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
-        bound = {state[key] for key in op_ids if key in state}
+        ops, named_ops, consts, variables, outputs_at = self._binding_keys
+        bound = {state[op] for op in ops if op in state}
         nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
-        captures: dict[str, Any] = {name: by_name[state[key]] for name, key in named_ops}
+        captures: dict[str, Any] = {name: by_name[state[op]] for name, op in named_ops}
         chains: list[list[SourceNode]] = []
-        for key, name in consts:
-            tensor = state.get(key)
+        for const, name in consts:
+            tensor = state.get(const)
             if tensor is None:
                 continue
             chain = graph.shared_constant_chain(tensor[0])
@@ -413,12 +413,12 @@ class DataflowPattern:
                 if name:
                     captures[name] = chain[-1]
         inputs = []
-        for key, name in var_ids:
-            tensor = state.get(key)
+        for variable, name in variables:
+            tensor = state.get(variable)
             if tensor is not None:
                 captures[name] = tensor
                 inputs.append(tensor)
-        outputs = [(state[key], index) for key, index in outputs_at]
+        outputs = [(state[op], index) for op, index in outputs_at]
         return Match(self, nodes, captures, inputs, outputs, chains)
 
     def __repr__(self) -> str:
