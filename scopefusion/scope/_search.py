@@ -120,8 +120,7 @@ class SearchRun:
                 self.best_reason = f"{op!r} is {bound} in one place and {name} in another"
             return None
         node = self._nodes[name]
-        if node.op_type not in op.op_types or self.within is not None or op.attrs or op.check is not None \
-                or len(node.inputs) != len(op.inputs):
+        if node.op_type not in op.op_types or self.within is not None or op.checked or len(node.inputs) != op.arity:
             why = self._node_why_not(op, node)
             if why is not None:
                 if self.deeper(state):
@@ -135,15 +134,15 @@ class SearchRun:
         self._bound.add(name)
         values = op.inputs
         if not op.commute:
-            if len(values) == 1:
+            if op.arity == 1:
                 found = self.match_value(values[0], node.inputs[0], state, then)
-            elif len(values) == 2:  # _match_inputs' tries, without its call per operand
+            elif op.arity == 2:  # _match_inputs' tries, without its call per operand
                 match_value = self.match_value
                 second, other = values[1], node.inputs[1]
                 found = match_value(values[0], node.inputs[0], state, lambda st: match_value(second, other, st, then))
             else:
                 found = self._match_inputs(values, node.inputs, 0, state, then)
-        elif len(op.operand_order) == 2:
+        elif op.arity == 2:
             order = op.operand_order
             found = self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
         else:
