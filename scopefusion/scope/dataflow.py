@@ -108,7 +108,12 @@ class Match:
 
     @property
     def node_names(self) -> list[str]:
-        return [n.name for n in self.nodes]
+        """The names of :attr:`nodes`, a new list on each call; listed once per match, as a match is not
+        changed after its search and several passes ask (matches are shared through the graph's memo)."""
+        names = self.__dict__.get("_node_names")
+        if names is None:
+            names = self.__dict__["_node_names"] = tuple([n.name for n in self.nodes])
+        return list(names)
 
 
 class Matches(list["Match"]):
@@ -332,7 +337,7 @@ class DataflowPattern:
                 if miss is not None and (best is None or miss.depth > best.depth):
                     best = miss
                 continue
-            names = {n.name for n in result.nodes}
+            names = set(result.node_names)
             if not overlap:
                 if deferred:  # the matches at the taken anchors before this one, as if searched in order
                     for earlier in deferred:
