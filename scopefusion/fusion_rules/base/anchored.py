@@ -175,11 +175,13 @@ def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:
     scope (and no other node has the name), else the output node's name."""
     claimed = set(claimed)
     tree = graph.tree
-    scopes = {tree.scope_of(n).name: tree.scope_of(n) for n in claimed}.values()
+    scopes = {s.name: s for s in map(tree.scope_of, claimed)}.values()
     common = tree.scope_of(output)
     while common.parent is not None and not all(common.contains(s) for s in scopes):
         common = common.parent
-    if common.is_root or not all(node.name in claimed for node in common.all_nodes):
+    # Every claimed node lies in ``common``'s subtree, so the fusion replaces all of it exactly when the subtree
+    # holds as many nodes as are claimed (its op counts add up to its size: no walk over its nodes).
+    if common.is_root or sum(common.op_counts.values()) != len(claimed):
         return output
     name = common.name.rstrip("/")
     return name if graph.get(name) is None or name in claimed else output

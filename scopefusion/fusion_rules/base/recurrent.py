@@ -167,7 +167,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
             "description": f"{self.pass_name}: {loop.form} loop {loop.node.name}",
         }
         name = _fusion_name(graph, loop.node, names, claimed)
-        return ScopesResult(nodes=sorted(claimed, key=graph.position), captures=captures, name=name)
+        return ScopesResult(nodes=sorted(claimed, key=graph.positions.__getitem__), captures=captures, name=name)
 
     @staticmethod
     def _ports(graph: ScopeGraph, seq: SequenceLoop, cell: Cell, time_major: bool, state_inputs: bool):
