@@ -263,7 +263,11 @@ class DataflowPattern:
         ``node`` as the op lies below the first output (each edge of a match is an edge of the graph), so
         that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
         levels = graph.op_types_by_steps(node, self._reach)
-        return all(hops < len(levels) and not levels[hops].isdisjoint(types) for hops, types in self._required_at)
+        reached = len(levels)
+        for hops, types in self._required_at:
+            if hops >= reached or levels[hops].isdisjoint(types):
+                return False
+        return True
 
     def may_hold(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when no match can bind ``node``: for each op of the pattern of ``node``'s type, what the
