@@ -207,9 +207,8 @@ def best_match(
             return quick
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
-    if not near_miss and must_hold is not None:  # only a pattern with an op of the node's type can bind it
-        held = graph.node(must_hold).op_type
-        patterns = [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(held)]
+    if not near_miss and must_hold is not None and anchors:  # only a pattern with an op of the node's type can bind it
+        patterns = _holding_patterns(patterns, graph.node(must_hold).op_type)
     for anchor in anchors:
         node = graph.node(anchor)
         for tag, pattern in patterns:
@@ -227,6 +226,26 @@ def best_match(
     if best is None:
         return None, None, miss if near_miss else None
     return best[0], best[1], None
+
+
+# NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its pairs whose pattern has
+# an op of that type). The tuple is kept with its answer, so its id is not reused while the answer is.
+_HOLDING: dict[tuple[int, str], tuple[Any, list[tuple[Any, DataflowPattern]]]] = {}
+_HOLDING_SIZE = 256
+
+
+def _holding_patterns(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: str) -> list[tuple[Any, DataflowPattern]]:
+    """The ``(tag, pattern)`` pairs whose pattern has an op of ``op_type``, in order (do not modify the list):
+    kept per tuple of pairs and op type, as the rules pass the same module-level tuples for every seed and graph."""
+    if not isinstance(patterns, tuple):
+        return [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)]
+    key = (id(patterns), op_type)
+    cached = _HOLDING.get(key)
+    if cached is None or cached[0] is not patterns:
+        if len(_HOLDING) >= _HOLDING_SIZE:
+            _HOLDING.clear()
+        cached = _HOLDING[key] = (patterns, [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)])
+    return cached[1]
 
 
 def named_like(scope_name: str, words: Sequence[str]) -> bool:
