@@ -273,18 +273,31 @@ class DataflowPattern:
         """False when no match can bind ``node``: for each op of the pattern of ``node``'s type, what the
         pattern computes below that op (its inputs, theirs, ...) does not match at ``node`` (a test of a
         part of the pattern, so cheaper than a search; True says nothing about a whole match)."""
-        for op in self._ops_by_type.get(node.op_type, ()):
+        for op, part in self.parts_of_type(node.op_type):
+            if self.part_holds(graph, op, part, node):
+                return True
+        return False
+
+    def parts_of_type(self, op_type: str) -> list[tuple[OpPattern, Any]]:
+        """``(op, part)`` for each op of the pattern of ``op_type``: ``part`` stands for the structure of the
+        pattern below the op (:func:`structure_key`), one object for alike parts of any pattern."""
+        found = []
+        for op in self._ops_by_type.get(op_type, ()):
             part = self._parts.get(id(op))  # patterns whose parts are alike share the answer
             if part is None:
                 part = self._parts[id(op)] = (op, _part_of(structure_key(op) or op))
-            key = ("sub-pattern matches", part[1], node.name)
-            answer = graph.memo.get(key)
-            if answer is None:
-                run = SearchRun(self, graph, None)
-                answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
-            if answer:
-                return True
-        return False
+            found.append((op, part[1]))
+        return found
+
+    def part_holds(self, graph: ScopeGraph, op: OpPattern, part: Any, node: SourceNode) -> bool:
+        """Whether the pattern below ``op`` (of :meth:`parts_of_type`, with its ``part``) matches at ``node``;
+        asked once per graph, part and node."""
+        key = ("sub-pattern matches", part, node.name)
+        answer = graph.memo.get(key)
+        if answer is None:
+            run = SearchRun(self, graph, None)
+            answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
+        return answer
 
     def has_op_type(self, op_type: str) -> bool:
         """Whether some op of the pattern may have ``op_type`` (a match binds a node of that type only then)."""

@@ -96,14 +96,14 @@ class AnchoredDataflowPass(ScopeBasePass):
             seeds = graph.nodes_by_type(op_type)
             if not seeds:
                 continue
-            holding = [pattern for _, pattern in self.patterns if pattern.has_op_type(op_type)]
+            parts = _distinct_parts(self.patterns, op_type)
             for node in seeds:
                 if node.name in taken:
                     continue
                 named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
                 # No pattern's part below the seed matches there, or no anchor: no match holds the seed. The
                 # part test comes first: its answers are kept in the graph's memo, the anchors are walked anew.
-                if not named and not any(pattern.may_hold(graph, node) for pattern in holding):
+                if not named and not any(pattern.part_holds(graph, op, part, node) for pattern, op, part in parts):
                     continue
                 anchors = self.anchors(graph, node.name)
                 if not named and not anchors:
@@ -245,6 +245,30 @@ def _holding_patterns(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: 
         if len(_HOLDING) >= _HOLDING_SIZE:
             _HOLDING.clear()
         cached = _HOLDING[key] = (patterns, [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)])
+    return cached[1]
+
+
+# NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its distinct parts below ops
+# of that type). The tuple is kept with its answer, so its id is not reused while the answer is.
+_PARTS: dict[tuple[int, str], tuple[Any, list[tuple[DataflowPattern, Any, Any]]]] = {}
+
+
+def _distinct_parts(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: str) -> list[tuple[DataflowPattern, Any, Any]]:
+    """``(pattern, op, part)`` for each distinct part below an op of ``op_type`` in ``patterns``, in the order
+    ``any(pattern.may_hold(...) for ...)`` meets them: what that asks of a seed of ``op_type``. A part met again
+    has the answer it had (one memo entry per part and node), so it is asked once; kept per pattern tuple and type."""
+    key = (id(patterns), op_type)
+    cached = _PARTS.get(key) if isinstance(patterns, tuple) else None
+    if cached is None or cached[0] is not patterns:
+        found: dict[Any, tuple[DataflowPattern, Any, Any]] = {}
+        for _, pattern in patterns:
+            for op, part in pattern.parts_of_type(op_type):
+                found.setdefault(part, (pattern, op, part))
+        cached = (patterns, list(found.values()))
+        if isinstance(patterns, tuple):
+            if len(_PARTS) >= _HOLDING_SIZE:
+                _PARTS.clear()
+            _PARTS[key] = cached
     return cached[1]
 
 
