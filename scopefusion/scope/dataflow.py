@@ -375,12 +375,35 @@ class DataflowPattern:
         """The ``anchors`` that :meth:`may_anchor` allows; over the whole graph, asked once per graph and kind
         of anchor (patterns ending in the same op with the same operand op types share the answer)."""
         if within is not None and not within.is_root:
-            return [n for n in anchors if self.may_anchor(graph, n)]
+            return self._anchors_allowed(graph, anchors)
         key = self._anchors_key
         possible = graph.memo.get(key)
         if possible is None:
-            possible = graph.memo[key] = [n for n in anchors if self.may_anchor(graph, n)]
+            possible = graph.memo[key] = self._anchors_allowed(graph, anchors)
         return possible
+
+    def _anchors_allowed(self, graph: ScopeGraph, anchors: Sequence[SourceNode]) -> list[SourceNode]:
+        """``[n for n in anchors if self.may_anchor(graph, n)]``: the same tests, with what they look up (the
+        graph's table of input op types, the pattern's anchor arity and operand types) fetched once."""
+        known = graph.memo.get("op types of the inputs")
+        if known is None:
+            known = graph.memo["op types of the inputs"] = {}
+        by_name = graph.source.by_name
+        arity = self._anchor_arity
+        wanted = self._anchor_input_types
+        allowed = []
+        for node in anchors:
+            if len(node.inputs) != arity:
+                continue
+            types = known.get(node.name)
+            if types is None:
+                types = known[node.name] = frozenset([by_name[producer].op_type for producer, _ in node.inputs if producer])
+            for alternatives in wanted:
+                if types.isdisjoint(alternatives):
+                    break
+            else:
+                allowed.append(node)
+        return allowed
 
     def match_at(self, graph: ScopeGraph, node: SourceNode | str, within: Scope | None = None) -> Match | NearMiss:
         """The match anchored at ``node`` (the pattern's first output), or the near miss saying why not."""
