@@ -21,8 +21,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SearchRun", "SearchState", "Then", "accept_state"]
 
 # The bindings of the search branch being tried: pattern op -> node name, variable or constant -> tensor
-# (pattern objects compare by identity, so each is its own key). One dict per search: a binding is added before the rest of the search runs and removed when that
-# fails, so a branch never sees its siblings' bindings, and a success leaves every binding in place.
+# (pattern objects compare by identity, so each is its own key). One dict per search: a binding is added
+# before the rest of the search runs and removed when that fails, so a branch never sees its siblings'
+# bindings, and a success leaves every binding in place.
 SearchState = dict[Any, Any]
 
 

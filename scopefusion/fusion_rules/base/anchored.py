@@ -250,7 +250,7 @@ def _holding_patterns(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: 
 
 # NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its distinct parts below ops
 # of that type). The tuple is kept with its answer, so its id is not reused while the answer is.
-_PARTS: dict[tuple[int, str], tuple[Any, list[tuple[DataflowPattern, Any, Any]]]] = {}
+_SEED_PARTS: dict[tuple[int, str], tuple[Any, list[tuple[DataflowPattern, Any, Any]]]] = {}
 
 
 def _distinct_parts(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: str) -> list[tuple[DataflowPattern, Any, Any]]:
@@ -258,7 +258,7 @@ def _distinct_parts(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: st
     ``any(pattern.may_hold(...) for ...)`` meets them: what that asks of a seed of ``op_type``. A part met again
     has the answer it had (one memo entry per part and node), so it is asked once; kept per pattern tuple and type."""
     key = (id(patterns), op_type)
-    cached = _PARTS.get(key) if isinstance(patterns, tuple) else None
+    cached = _SEED_PARTS.get(key) if isinstance(patterns, tuple) else None
     if cached is None or cached[0] is not patterns:
         found: dict[Any, tuple[DataflowPattern, Any, Any]] = {}
         for _, pattern in patterns:
@@ -266,9 +266,9 @@ def _distinct_parts(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: st
                 found.setdefault(part, (pattern, op, part))
         cached = (patterns, list(found.values()))
         if isinstance(patterns, tuple):
-            if len(_PARTS) >= _HOLDING_SIZE:
-                _PARTS.clear()
-            _PARTS[key] = cached
+            if len(_SEED_PARTS) >= _HOLDING_SIZE:
+                _SEED_PARTS.clear()
+            _SEED_PARTS[key] = cached
     return cached[1]
 
 
