@@ -154,7 +154,18 @@ def moments_norm_required_ops(pattern: DataflowPattern) -> tuple[str, ...]:
 
 
 def moments_axes(match: Match, graph: ScopeGraph) -> tuple[tuple[int, ...], int | None] | str:
-    """``(axes of the mean, rank of x)`` of a moments-normalization match, or why it cannot be read."""
+    """``(axes of the mean, rank of x)`` of a moments-normalization match, or why it cannot be read; read once
+    per match, as LayerNormFusion and InstanceNormFusion judge the same matches (shared in the graph's memo)."""
+    key = ("moments axes", id(match))
+    known = graph.memo.get(key)
+    if known is not None and known[0] is match:  # the match itself is kept, so its id is not reused meanwhile
+        return known[1]
+    answer = _read_moments_axes(match, graph)
+    graph.memo[key] = (match, answer)
+    return answer
+
+
+def _read_moments_axes(match: Match, graph: ScopeGraph) -> tuple[tuple[int, ...], int | None] | str:
     if match["mean"].op_type == "GlobalAveragePool":  # every axis from 2 on: the last one of a rank-3 input
         rank = static_rank(graph, match.inputs[0])
         if rank != 3:

@@ -570,7 +570,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     # ------------------------------------------------------------------ claims and refusals
     @staticmethod
     def _claimed(graph: ScopeGraph, c: Candidate) -> list[str]:
-        return sorted(dict.fromkeys([*claimed_nodes(graph, *c.matches), *c.extra]), key=graph.position)
+        return sorted(dict.fromkeys([*claimed_nodes(graph, *c.matches), *c.extra]), key=graph.positions.__getitem__)
 
     @staticmethod
     def _attention_named(scope_name: str) -> bool:
@@ -591,17 +591,22 @@ class MultiHeadAttentionFusion(ScopeBasePass):
                 while scope is not None:
                     products_in[scope] = products_in.get(scope, 0) + 1
                     scope = scope.parent
+        # The scopes holding a candidate Softmax: its scope and that scope's ancestors (rather than a look at every
+        # node of each attention-named scope).
+        holding_candidate: set[Scope] = set()
+        for name in candidates:
+            scope = scope_of(name)
+            while scope is not None and scope not in holding_candidate:
+                holding_candidate.add(scope)
+                scope = scope.parent
         for scope in sorted((s for s, n in products_in.items() if n >= 2), key=lambda s: s.index):
-            if scope.is_root or not self._attention_named(scope.name):
-                continue
-            nodes = scope.all_nodes
-            if sum(1 for n in nodes if n.op_type in PRODUCTS) < 2 or any(n.name in candidates for n in nodes):
+            if scope.is_root or not self._attention_named(scope.name) or scope in holding_candidate:
                 continue
             flagged.append(scope)
         innermost = [s for s in flagged if not any(o is not s and s.contains(o) for o in flagged)]
         out = []
         for scope in innermost:
-            products = sum(1 for n in scope.all_nodes if n.op_type in PRODUCTS)
+            products = products_in[scope]  # the matrix products of its whole subtree, counted above
             why = f"scope {scope.name} is named like attention and holds {products} matrix products but no Softmax"
             out.append(ScopesResult(nodes=[scope.all_nodes[-1].name], refusal=why))
         return out

@@ -168,7 +168,7 @@ def _fold(env: Env, node: Any, index: int) -> np.ndarray | None:
         if sizes is None or -1 in sizes:
             return None
         return np.split(data, np.cumsum(sizes)[:-1], axis=split_axis)[index]
-    if index != 0:
+    if index != 0 or op not in _FOLDED_OPS:
         return None
     vals = [v for v in (env.value(a) for a in args) if v is not None]
     if len(vals) != len(args):
@@ -206,11 +206,21 @@ def _fold(env: Env, node: Any, index: int) -> np.ndarray | None:
         axes = tuple(int(a) for a in vals[1].reshape(-1))
         out = fn(vals[0], axis=axes, keepdims=bool(node.attrs.get("keep_dims", False))) if axes else vals[0]
         return np.asarray(out).astype(vals[0].dtype)
-    binary = {"Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
-              "Minimum": np.minimum, "Maximum": np.maximum}  # fmt: skip
-    if op in binary:
-        return np.asarray(binary[op](vals[0], vals[1]))
+    if op in _BINARY:
+        return np.asarray(_BINARY[op](vals[0], vals[1]))
     return None
+
+
+_BINARY: dict[str, Callable[..., Any]] = {"Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
+                                          "Minimum": np.minimum, "Maximum": np.maximum}  # fmt: skip
+
+# The op types :func:`_fold` computes from constant inputs. Any other op's value is None whatever its inputs
+# are, so its inputs are not folded first: a value never depends on the order the folds ran in (a fold that
+# meets a cycle gives None, and so does every fold on that cycle), so skipping them changes no answer.
+_FOLDED_OPS = frozenset({
+    "Squeeze", "StridedSlice", "Reshape", "Transpose", "ExpandDims", "ConcatV2", "Pack", "Cast", "Range", "Fill",
+    "Max", "Min", "Sum", "Prod", "Mean", *_BINARY,
+})
 
 
 class LazyShape:

@@ -20,10 +20,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SearchRun", "SearchState", "Then", "accept_state"]
 
-# The bindings of the search branch being tried: id(pattern op) -> node name, id(variable or constant) ->
-# tensor. One dict per search: a binding is added before the rest of the search runs and removed when that
-# fails, so a branch never sees its siblings' bindings, and a success leaves every binding in place.
-SearchState = dict[int, Any]
+# The bindings of the search branch being tried: pattern op -> node name, variable or constant -> tensor
+# (pattern objects compare by identity, so each is its own key). One dict per search: a binding is added
+# before the rest of the search runs and removed when that fails, so a branch never sees its siblings'
+# bindings, and a success leaves every binding in place.
+SearchState = dict[Any, Any]
 
 
 # The rest of a search once a value is bound: the final state it accepts, or None.
@@ -35,6 +36,42 @@ def accept_state(state: SearchState) -> SearchState:
     return state
 
 
+# Why a failure failed: the reason itself, or a formatter and the values it writes the reason from.
+Reason = str | tuple[Any, ...]
+
+
+def _omitted(value: ValuePattern) -> str:
+    return f"an omitted optional input stands where {value!r} is expected"
+
+
+def _bound_twice(value: ValuePattern, bound: Tensor, tensor: Tensor) -> str:
+    return f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
+
+
+def _not_constant(tensor: Tensor, value: ValuePattern) -> str:
+    return f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
+
+
+def _wrong_output(tensor: Tensor, out: OpOutput) -> str:
+    return f"{tensor[0]}:{tensor[1]} is output {tensor[1]}, expected output {out.index} of {out.op!r}"
+
+
+def _op_bound_twice(op: OpPattern, bound: str, name: str) -> str:
+    return f"{op!r} is {bound} in one place and {name} in another"
+
+
+def _node_bound_twice(name: str) -> str:
+    return f"{name} is already bound to another pattern op"
+
+
+def _wrong_type(node: SourceNode, op: OpPattern) -> str:
+    return f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
+
+
+def _no_operand_order(node: SourceNode, values: Sequence[ValuePattern]) -> str:
+    return f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
+
+
 class SearchRun:
     """One anchored search: backtracking over bindings, remembering the deepest failure.
 
@@ -44,23 +81,36 @@ class SearchRun:
     order a generator of states would yield them, without passing each state up through one generator
     per pattern level.
 
-    A failure's reason is written only when it is the deepest so far (:meth:`deeper`), since most
-    attempts fail shallowly and their reasons are never read."""
+    A failure's reason is kept only when it is the deepest so far (:meth:`deeper`), since most attempts fail
+    shallowly, and it is kept unwritten (a formatter and its values) until :attr:`best_reason` is read: a deeper
+    failure or a match makes most reasons moot, and a search asked for its match only never reads them."""
 
-    __slots__ = ("pattern", "graph", "within", "best_depth", "best_reason", "_nodes", "_chain", "_bound")
+    __slots__ = ("pattern", "graph", "within", "best_depth", "_why", "_nodes", "_chain", "_bound")
 
     def __init__(self, pattern: DataflowPattern, graph: ScopeGraph, within: Scope | None) -> None:
         self.pattern = pattern
         self.graph = graph
         self.within = None if within is None or within.is_root else within
         self.best_depth = -1
-        self.best_reason = ""
+        self._why: Reason = ""
         self._nodes = graph.source.by_name
         self._chain = graph.shared_constant_chain
         self._bound: set[str] = set()  # the node names bound to pattern ops (the state's string values)
 
+    @property
+    def best_reason(self) -> str:
+        """Why the deepest failure so far failed ("" before any failure)."""
+        why = self._why
+        if isinstance(why, str):
+            return why
+        return str(why[0](*why[1:]))
+
+    @best_reason.setter
+    def best_reason(self, reason: str) -> None:
+        self._why = reason
+
     def deeper(self, state: SearchState) -> bool:
-        """Whether a failure at ``state`` is the deepest so far (then the caller sets ``best_reason``)."""
+        """Whether a failure at ``state`` is the deepest so far (then the caller sets its reason)."""
         depth = len(state)
         if depth > self.best_depth:
             self.best_depth = depth
@@ -74,36 +124,35 @@ class SearchRun:
     def match_value(self, value: ValuePattern, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
         if not tensor[0]:
             if self.deeper(state):
-                self.best_reason = f"an omitted optional input stands where {value!r} is expected"
+                self._why = (_omitted, value)
             return None
-        if value.__class__ is OpOutput:  # only pattern ops are bound, by the op's id
+        if value.__class__ is OpOutput:  # only pattern ops are bound, by the op itself
             return self.match_op(value, tensor, state, then)
-        bound = state.get(id(value))
+        bound = state.get(value)
         if bound is not None:
             if bound == tensor:
                 return then(state)
             if self.deeper(state):
-                self.best_reason = f"{value!r} is {bound[0]}:{bound[1]} in one place and {tensor[0]}:{tensor[1]} in another"
+                self._why = (_bound_twice, value, bound, tensor)
             return None
         if isinstance(value, Var):
-            key = id(value)
-            state[key] = tensor
+            state[value] = tensor
             found = then(state)
             if found is None:
-                del state[key]
+                del state[value]
             return found
         if isinstance(value, ConstPattern):
             chain = self._chain(tensor[0])
             if not chain:
                 if self.deeper(state):
-                    self.best_reason = f"{tensor[0]}:{tensor[1]} is not a constant, expected {value!r}"
+                    self._why = (_not_constant, tensor, value)
                 return None
             why = value.why_not(np.asarray(chain[-1].value))
             if why is not None:
                 if self.deeper(state):
-                    self.best_reason = f"constant {chain[-1].name} {why}"
+                    self._why = f"constant {chain[-1].name} {why}"
                 return None
-            return self._bind(id(value), tensor, state, then)
+            return self._bind(value, tensor, state, then)
         return self.match_op(value, tensor, state, then)  # type: ignore[arg-type]
 
     def match_op(self, out: OpOutput, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
@@ -111,52 +160,50 @@ class SearchRun:
         name, index = tensor
         if index != out.index:
             if self.deeper(state):
-                self.best_reason = f"{name}:{index} is output {index}, expected output {out.index} of {op!r}"
+                self._why = (_wrong_output, tensor, out)
             return None
-        bound = state.get(id(op))
+        bound = state.get(op)
         if bound is not None:
             if bound == name:
                 return then(state)
             if self.deeper(state):
-                self.best_reason = f"{op!r} is {bound} in one place and {name} in another"
+                self._why = (_op_bound_twice, op, bound, name)
             return None
         node = self._nodes[name]
-        if node.op_type not in op.op_types or self.within is not None or op.attrs or op.check is not None \
-                or len(node.inputs) != len(op.inputs):
+        if node.op_type not in op.op_types or self.within is not None or op.checked or len(node.inputs) != op.arity:
             why = self._node_why_not(op, node)
             if why is not None:
                 if self.deeper(state):
-                    self.best_reason = why
+                    self._why = why
                 return None
         if name in self._bound:
             if self.deeper(state):
-                self.best_reason = f"{name} is already bound to another pattern op"
+                self._why = (_node_bound_twice, name)
             return None
-        key = id(op)
-        state[key] = name
+        state[op] = name
         self._bound.add(name)
         values = op.inputs
         if not op.commute:
-            if len(values) == 1:
+            if op.arity == 1:
                 found = self.match_value(values[0], node.inputs[0], state, then)
-            elif len(values) == 2:  # _match_inputs' tries, without its call per operand
+            elif op.arity == 2:  # _match_inputs' tries, without its call per operand
                 match_value = self.match_value
                 second, other = values[1], node.inputs[1]
                 found = match_value(values[0], node.inputs[0], state, lambda st: match_value(second, other, st, then))
             else:
                 found = self._match_inputs(values, node.inputs, 0, state, then)
-        elif len(op.operand_order) == 2:
+        elif op.arity == 2:
             order = op.operand_order
             found = self._match_two_operands(node, values, values[order[0]], values[order[1]], node.inputs, state, then)
         else:
             found = self._match_commutative(node, op, node.inputs, state, then)
         if found is None:
-            del state[key]
+            del state[op]
             self._bound.discard(name)
         return found
 
     @staticmethod
-    def _bind(key: int, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
+    def _bind(key: Any, tensor: Tensor, state: SearchState, then: Then) -> SearchState | None:
         state[key] = tensor
         found = then(state)
         if found is None:
@@ -201,23 +248,23 @@ class SearchRun:
         name = tensor[0]
         if not name:
             if self.deeper(state):
-                self.best_reason = f"an omitted optional input stands where {value!r} is expected"
+                self._why = (_omitted, value)
             return True
         if isinstance(value, OpOutput):
             node = self._nodes[name]
             op = value.op
             if node.op_type not in op.op_types:
                 if self.deeper(state):
-                    self.best_reason = f"{node.name} is {node.op_type}, expected {'|'.join(op.op_types)}"
+                    self._why = (_wrong_type, node, op)
                 return True
             if tensor[1] != value.index:
                 if self.deeper(state):
-                    self.best_reason = f"{name}:{tensor[1]} is output {tensor[1]}, expected output {value.index} of {op!r}"
+                    self._why = (_wrong_output, tensor, value)
                 return True
             return False
         if isinstance(value, ConstPattern) and not self._chain(name):
             if self.deeper(state):
-                self.best_reason = f"{name}:{tensor[1]} is not a constant, expected {value!r}"
+                self._why = (_not_constant, tensor, value)
             return True
         return False
 
@@ -248,7 +295,7 @@ class SearchRun:
 
         found = assign(0, list(range(len(tensors))), state)
         if found is None and not any_assignment and self.deeper(state):
-            self.best_reason = f"no order of {node.name}'s operands matches {[repr(v) for v in values]}"
+            self._why = (_no_operand_order, node, values)
         return found
 
     def _match_two_operands(

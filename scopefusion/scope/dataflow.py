@@ -108,7 +108,12 @@ class Match:
 
     @property
     def node_names(self) -> list[str]:
-        return [n.name for n in self.nodes]
+        """The names of :attr:`nodes`, a new list on each call; listed once per match, as a match is not
+        changed after its search and several passes ask (matches are shared through the graph's memo)."""
+        names = self.__dict__.get("_node_names")
+        if names is None:
+            names = self.__dict__["_node_names"] = tuple([n.name for n in self.nodes])
+        return list(names)
 
 
 class Matches(list["Match"]):
@@ -178,11 +183,11 @@ class DataflowPattern:
         self._required_at = self._ops_at_depths()
         # What a match's state is read by, in the order Match lists it (see _build).
         self._binding_keys = (
-            [id(op) for op in self._ops],
-            [(op.name, id(op)) for op in self._ops if op.name],
-            [(id(c), c.name) for c in self._consts],
-            [(id(v), v.name) for v in variables],
-            [(id(o.op), o.index) for o in outs],
+            list(self._ops),
+            [(op.name, op) for op in self._ops if op.name],
+            [(c, c.name) for c in self._consts],
+            [(v, v.name) for v in variables],
+            [(o.op, o.index) for o in outs],
         )
         self._reach = max(hops for hops, _ in self._required_at)
         first = self.outputs[0].op
@@ -258,24 +263,41 @@ class DataflowPattern:
         ``node`` as the op lies below the first output (each edge of a match is an edge of the graph), so
         that no match anchored at ``node`` exists (a cheap test; True says nothing)."""
         levels = graph.op_types_by_steps(node, self._reach)
-        return all(hops < len(levels) and not levels[hops].isdisjoint(types) for hops, types in self._required_at)
+        reached = len(levels)
+        for hops, types in self._required_at:
+            if hops >= reached or levels[hops].isdisjoint(types):
+                return False
+        return True
 
     def may_hold(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when no match can bind ``node``: for each op of the pattern of ``node``'s type, what the
         pattern computes below that op (its inputs, theirs, ...) does not match at ``node`` (a test of a
         part of the pattern, so cheaper than a search; True says nothing about a whole match)."""
-        for op in self._ops_by_type.get(node.op_type, ()):
+        for op, part in self.parts_of_type(node.op_type):
+            if self.part_holds(graph, op, part, node):
+                return True
+        return False
+
+    def parts_of_type(self, op_type: str) -> list[tuple[OpPattern, Any]]:
+        """``(op, part)`` for each op of the pattern of ``op_type``: ``part`` stands for the structure of the
+        pattern below the op (:func:`structure_key`), one object for alike parts of any pattern."""
+        found = []
+        for op in self._ops_by_type.get(op_type, ()):
             part = self._parts.get(id(op))  # patterns whose parts are alike share the answer
             if part is None:
                 part = self._parts[id(op)] = (op, _part_of(structure_key(op) or op))
-            key = ("sub-pattern matches", part[1], node.name)
-            answer = graph.memo.get(key)
-            if answer is None:
-                run = SearchRun(self, graph, None)
-                answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
-            if answer:
-                return True
-        return False
+            found.append((op, part[1]))
+        return found
+
+    def part_holds(self, graph: ScopeGraph, op: OpPattern, part: Any, node: SourceNode) -> bool:
+        """Whether the pattern below ``op`` (of :meth:`parts_of_type`, with its ``part``) matches at ``node``;
+        asked once per graph, part and node."""
+        key = ("sub-pattern matches", part, node.name)
+        answer = graph.memo.get(key)
+        if answer is None:
+            run = SearchRun(self, graph, None)
+            answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
+        return answer
 
     def has_op_type(self, op_type: str) -> bool:
         """Whether some op of the pattern may have ``op_type`` (a match binds a node of that type only then)."""
@@ -332,7 +354,7 @@ class DataflowPattern:
                 if miss is not None and (best is None or miss.depth > best.depth):
                     best = miss
                 continue
-            names = {n.name for n in result.nodes}
+            names = set(result.node_names)
             if not overlap:
                 if deferred:  # the matches at the taken anchors before this one, as if searched in order
                     for earlier in deferred:
@@ -353,12 +375,35 @@ class DataflowPattern:
         """The ``anchors`` that :meth:`may_anchor` allows; over the whole graph, asked once per graph and kind
         of anchor (patterns ending in the same op with the same operand op types share the answer)."""
         if within is not None and not within.is_root:
-            return [n for n in anchors if self.may_anchor(graph, n)]
+            return self._anchors_allowed(graph, anchors)
         key = self._anchors_key
         possible = graph.memo.get(key)
         if possible is None:
-            possible = graph.memo[key] = [n for n in anchors if self.may_anchor(graph, n)]
+            possible = graph.memo[key] = self._anchors_allowed(graph, anchors)
         return possible
+
+    def _anchors_allowed(self, graph: ScopeGraph, anchors: Sequence[SourceNode]) -> list[SourceNode]:
+        """``[n for n in anchors if self.may_anchor(graph, n)]``: the same tests, with what they look up (the
+        graph's table of input op types, the pattern's anchor arity and operand types) fetched once."""
+        known = graph.memo.get("op types of the inputs")
+        if known is None:
+            known = graph.memo["op types of the inputs"] = {}
+        by_name = graph.source.by_name
+        arity = self._anchor_arity
+        wanted = self._anchor_input_types
+        allowed = []
+        for node in anchors:
+            if len(node.inputs) != arity:
+                continue
+            types = known.get(node.name)
+            if types is None:
+                types = known[node.name] = frozenset([by_name[producer].op_type for producer, _ in node.inputs if producer])
+            for alternatives in wanted:
+                if types.isdisjoint(alternatives):
+                    break
+            else:
+                allowed.append(node)
+        return allowed
 
     def match_at(self, graph: ScopeGraph, node: SourceNode | str, within: Scope | None = None) -> Match | NearMiss:
         """The match anchored at ``node`` (the pattern's first output), or the near miss saying why not."""
@@ -380,16 +425,16 @@ class DataflowPattern:
 
     def _search_anchor(self, graph: ScopeGraph, node: SourceNode, within: Scope | None) -> tuple[Match | None, NearMiss | None]:
         run = SearchRun(self, graph, within)
-        final = run.match_value(
-            self.outputs[0], (node.name, self.outputs[0].index), {}, lambda state: self._rest_outputs(run, state)
-        )
+        # One output: every final state is accepted as is (_rest_outputs has no other output to check).
+        then = accept_state if len(self.outputs) == 1 else lambda state: self._rest_outputs(run, state)
+        final = run.match_value(self.outputs[0], (node.name, self.outputs[0].index), {}, then)
         if final is not None:
             return self._build(graph, final), None
         return None, NearMiss(node.name, run.best_depth, run.best_reason or "no match")
 
     def _rest_outputs(self, run: SearchRun, state: SearchState) -> SearchState | None:
         for out in self.outputs[1:]:
-            node = state.get(id(out.op))
+            node = state.get(out.op)
             if node is None:
                 run.fail(state, f"pattern output {out!r} is not connected to the first output")
                 return None
@@ -398,13 +443,13 @@ class DataflowPattern:
     def _build(self, graph: ScopeGraph, state: SearchState) -> Match:
         position = graph.positions
         by_name = graph.source.by_name
-        op_ids, named_ops, consts, var_ids, outputs_at = self._binding_keys
-        bound = {state[key] for key in op_ids if key in state}
+        ops, named_ops, consts, variables, outputs_at = self._binding_keys
+        bound = {state[op] for op in ops if op in state}
         nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
-        captures: dict[str, Any] = {name: by_name[state[key]] for name, key in named_ops}
+        captures: dict[str, Any] = {name: by_name[state[op]] for name, op in named_ops}
         chains: list[list[SourceNode]] = []
-        for key, name in consts:
-            tensor = state.get(key)
+        for const, name in consts:
+            tensor = state.get(const)
             if tensor is None:
                 continue
             chain = graph.shared_constant_chain(tensor[0])
@@ -413,12 +458,12 @@ class DataflowPattern:
                 if name:
                     captures[name] = chain[-1]
         inputs = []
-        for key, name in var_ids:
-            tensor = state.get(key)
+        for variable, name in variables:
+            tensor = state.get(variable)
             if tensor is not None:
                 captures[name] = tensor
                 inputs.append(tensor)
-        outputs = [(state[key], index) for key, index in outputs_at]
+        outputs = [(state[op], index) for op, index in outputs_at]
         return Match(self, nodes, captures, inputs, outputs, chains)
 
     def __repr__(self) -> str:

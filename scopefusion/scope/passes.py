@@ -342,7 +342,9 @@ def map_ports(result: FusionScopesResult, graph: ScopeGraph, match: Match) -> No
     in_maps: dict[str, list[int]] = {}
     for port, tensor in enumerate(match.inputs):
         for node, slot in readers.get(tensor, ()):
-            index_map = in_maps.setdefault(node.name, [FUSION_DISABLE_INDEX] * len(node.inputs))
+            index_map = in_maps.get(node.name)
+            if index_map is None:
+                index_map = in_maps[node.name] = [FUSION_DISABLE_INDEX] * len(node.inputs)
             if index_map[slot] == FUSION_DISABLE_INDEX:
                 index_map[slot] = port
                 break

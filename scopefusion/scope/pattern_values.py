@@ -103,7 +103,8 @@ class ConstPattern(ValuePattern):
 class OpPattern:
     """One op node of the pattern."""
 
-    __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check", "operand_order")
+    __slots__ = ("op_types", "inputs", "name", "attrs", "num_outputs", "commute", "check", "operand_order", "arity",
+                 "checked")
 
     def __init__(self, op_types: tuple[str, ...], inputs: list[ValuePattern], name: str | None, attrs: dict[str, Any],
                  num_outputs: int, commute: bool, check: Callable[[SourceNode], str | None] | None) -> None:
@@ -117,6 +118,10 @@ class OpPattern:
         # The order a commutative op's operands are assigned in: most specific first (ops, constants, variables).
         kinds = [0 if isinstance(v, OpOutput) else 1 if isinstance(v, ConstPattern) else 2 for v in inputs]
         self.operand_order = tuple(sorted(range(len(inputs)), key=kinds.__getitem__))
+        #: The number of operands, and whether a node needs more than its type and arity tested (attributes, a
+        #: check): read by every search step, so kept rather than recomputed.
+        self.arity = len(inputs)
+        self.checked = bool(attrs) or check is not None
 
     def __repr__(self) -> str:
         return f"OpPattern({'|'.join(self.op_types)}{', ' + repr(self.name) if self.name else ''})"

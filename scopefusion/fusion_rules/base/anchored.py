@@ -96,14 +96,14 @@ class AnchoredDataflowPass(ScopeBasePass):
             seeds = graph.nodes_by_type(op_type)
             if not seeds:
                 continue
-            holding = [pattern for _, pattern in self.patterns if pattern.has_op_type(op_type)]
+            parts = _distinct_parts(self.patterns, op_type)
             for node in seeds:
                 if node.name in taken:
                     continue
                 named = named_like(graph.tree.scope_of(node.name).name, self.scope_words)
                 # No pattern's part below the seed matches there, or no anchor: no match holds the seed. The
                 # part test comes first: its answers are kept in the graph's memo, the anchors are walked anew.
-                if not named and not any(pattern.may_hold(graph, node) for pattern in holding):
+                if not named and not any(pattern.part_holds(graph, op, part, node) for pattern, op, part in parts):
                     continue
                 anchors = self.anchors(graph, node.name)
                 if not named and not anchors:
@@ -175,11 +175,13 @@ def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:
     scope (and no other node has the name), else the output node's name."""
     claimed = set(claimed)
     tree = graph.tree
-    scopes = {tree.scope_of(n).name: tree.scope_of(n) for n in claimed}.values()
+    scopes = {s.name: s for s in map(tree.scope_of, claimed)}.values()
     common = tree.scope_of(output)
     while common.parent is not None and not all(common.contains(s) for s in scopes):
         common = common.parent
-    if common.is_root or not all(node.name in claimed for node in common.all_nodes):
+    # Every claimed node lies in ``common``'s subtree, so the fusion replaces all of it exactly when the subtree
+    # holds as many nodes as are claimed (its op counts add up to its size: no walk over its nodes).
+    if common.is_root or sum(common.op_counts.values()) != len(claimed):
         return output
     name = common.name.rstrip("/")
     return name if graph.get(name) is None or name in claimed else output
@@ -205,9 +207,8 @@ def best_match(
             return quick
     best: tuple[Any, Match] | None = None
     miss: NearMiss | None = None
-    if not near_miss and must_hold is not None:  # only a pattern with an op of the node's type can bind it
-        held = graph.node(must_hold).op_type
-        patterns = [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(held)]
+    if not near_miss and must_hold is not None and anchors:  # only a pattern with an op of the node's type can bind it
+        patterns = _holding_patterns(patterns, graph.node(must_hold).op_type)
     for anchor in anchors:
         node = graph.node(anchor)
         for tag, pattern in patterns:
@@ -225,6 +226,50 @@ def best_match(
     if best is None:
         return None, None, miss if near_miss else None
     return best[0], best[1], None
+
+
+# NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its pairs whose pattern has
+# an op of that type). The tuple is kept with its answer, so its id is not reused while the answer is.
+_HOLDING: dict[tuple[int, str], tuple[Any, list[tuple[Any, DataflowPattern]]]] = {}
+_HOLDING_SIZE = 256
+
+
+def _holding_patterns(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: str) -> list[tuple[Any, DataflowPattern]]:
+    """The ``(tag, pattern)`` pairs whose pattern has an op of ``op_type``, in order (do not modify the list):
+    kept per tuple of pairs and op type, as the rules pass the same module-level tuples for every seed and graph."""
+    if not isinstance(patterns, tuple):
+        return [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)]
+    key = (id(patterns), op_type)
+    cached = _HOLDING.get(key)
+    if cached is None or cached[0] is not patterns:
+        if len(_HOLDING) >= _HOLDING_SIZE:
+            _HOLDING.clear()
+        cached = _HOLDING[key] = (patterns, [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)])
+    return cached[1]
+
+
+# NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its distinct parts below ops
+# of that type). The tuple is kept with its answer, so its id is not reused while the answer is.
+_SEED_PARTS: dict[tuple[int, str], tuple[Any, list[tuple[DataflowPattern, Any, Any]]]] = {}
+
+
+def _distinct_parts(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: str) -> list[tuple[DataflowPattern, Any, Any]]:
+    """``(pattern, op, part)`` for each distinct part below an op of ``op_type`` in ``patterns``, in the order
+    ``any(pattern.may_hold(...) for ...)`` meets them: what that asks of a seed of ``op_type``. A part met again
+    has the answer it had (one memo entry per part and node), so it is asked once; kept per pattern tuple and type."""
+    key = (id(patterns), op_type)
+    cached = _SEED_PARTS.get(key) if isinstance(patterns, tuple) else None
+    if cached is None or cached[0] is not patterns:
+        found: dict[Any, tuple[DataflowPattern, Any, Any]] = {}
+        for _, pattern in patterns:
+            for op, part in pattern.parts_of_type(op_type):
+                found.setdefault(part, (pattern, op, part))
+        cached = (patterns, list(found.values()))
+        if isinstance(patterns, tuple):
+            if len(_SEED_PARTS) >= _HOLDING_SIZE:
+                _SEED_PARTS.clear()
+            _SEED_PARTS[key] = cached
+    return cached[1]
 
 
 def named_like(scope_name: str, words: Sequence[str]) -> bool:

@@ -4,6 +4,8 @@ view ops Keras and frozen graphs put between a weight and its use, and reduction
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from scopefusion.scope import (
@@ -25,7 +27,7 @@ def eps_check(array: np.ndarray) -> str | None:
     if array.size != 1 or array.dtype.kind != "f":
         return f"is not a float scalar (shape {array.shape}, dtype {array.dtype})"
     value = float(array.reshape(()))
-    if not np.isfinite(value) or value < 0:
+    if not math.isfinite(value) or value < 0:
         return f"is {value}, not a finite non-negative epsilon"
     return None
 

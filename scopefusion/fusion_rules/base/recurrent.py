@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ACTIVATIONS", "Affine", "Cell", "RecurrentLoopPass", "activation_mismatch", "affine", "gate_affine"]
 
 _CONST_OPS = frozenset({"Const", "Constant", "Initializer"})
+_LOOP_OPS = (*WHILE_OPS, "LoopCond")  # the nodes a sequence loop is found from
 
 
 _SCOPE_PATTERNS = (
@@ -113,11 +114,17 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
     # ------------------------------------------------------------------ candidates
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
         loops: dict[str, bool] = {}
-        for scope in matches:
-            for node in scope.all_nodes:
-                if node.op_type in WHILE_OPS or node.op_type == "LoopCond":
-                    loops.setdefault(node.name, True)
-        for op in (*WHILE_OPS, "LoopCond"):
+        if matches:
+            # The loop nodes inside each matched scope, in graph order: the graph's loop nodes that the scope
+            # holds (a few nodes looked up, rather than every node of the scope listed).
+            position = graph.positions
+            listed = sorted((n for op in _LOOP_OPS for n in graph.nodes_by_type(op)), key=lambda n: position[n.name])
+            scope_of = graph.tree.scope_of
+            for scope in matches:
+                for node in listed:
+                    if scope.contains(scope_of(node.name)):
+                        loops.setdefault(node.name, True)
+        for op in _LOOP_OPS:
             for node in graph.nodes_by_type(op):
                 loops.setdefault(node.name, False)
         results = []
@@ -167,7 +174,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
             "description": f"{self.pass_name}: {loop.form} loop {loop.node.name}",
         }
         name = _fusion_name(graph, loop.node, names, claimed)
-        return ScopesResult(nodes=sorted(claimed, key=graph.position), captures=captures, name=name)
+        return ScopesResult(nodes=sorted(claimed, key=graph.positions.__getitem__), captures=captures, name=name)
 
     @staticmethod
     def _ports(graph: ScopeGraph, seq: SequenceLoop, cell: Cell, time_major: bool, state_inputs: bool):

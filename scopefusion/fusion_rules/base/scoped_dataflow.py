@@ -98,13 +98,31 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
             cached = self.__dict__["_required_cache"] = (self.patterns, pairs)
         return cached[1]
 
+    def _usable_patterns(self, graph: ScopeGraph) -> tuple[DataflowPattern, ...]:
+        """The patterns, in order, whose required ops are all in ``graph`` and that may match there
+        (:meth:`~scopefusion.scope.DataflowPattern.may_match`). Both tests read only the set of op types the
+        graph holds, so the answer is kept per set of op types (every graph of one model has the same) rather
+        than each pattern tested again for each graph."""
+        present: frozenset[str] | None = graph.memo.get("op types present")
+        if present is None:
+            present = graph.memo["op types present"] = frozenset(graph.present_types)
+        pairs = self._required_by_pattern()
+        # NOTE: a pure cache: (the pairs it was made for, set of op types -> usable patterns)
+        cached = self.__dict__.get("_usable_cache")
+        if cached is None or cached[0] is not pairs:
+            cached = self.__dict__["_usable_cache"] = (pairs, {})
+        by_types: dict[frozenset[str], tuple[DataflowPattern, ...]] = cached[1]
+        usable = by_types.get(present)
+        if usable is None:
+            usable = by_types[present] = tuple(p for p, needed in pairs if present >= needed and p.may_match(graph))
+        return usable
+
     def _matches_in_graph(self, graph: ScopeGraph) -> list[Match]:
         """The matches of :meth:`_search` over the whole graph without near misses. That search depends only
         on the graph and on which patterns can match in it, in order, so rules whose patterns are the same
         there (LayerNormFusion's and InstanceNormFusion's) share one answer, kept in the graph's memo (the
         list is shared: do not modify it)."""
-        present = graph.present_types
-        usable = tuple(p for p, needed in self._required_by_pattern() if present >= needed and p.may_match(graph))
+        usable = self._usable_patterns(graph)
         key = ("scoped dataflow matches", usable)
         found = graph.memo.get(key)
         if found is None:
