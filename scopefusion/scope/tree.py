@@ -184,46 +184,41 @@ class ScopeTree:
     """Every scope of one graph, keyed by full name, root first in creation order."""
 
     def __init__(self) -> None:
-        self._position: dict[str, int] = {}
-        self._holder: dict[str, Scope] = {}  # node name -> the scope that holds it directly
+        self._position: Mapping[str, int] = {}
         self.root = Scope(ROOT_NAME, None, self)
         self._scopes: dict[str, Scope] = {}
         self._order: list[Scope] = [self.root]
 
     @classmethod
-    def from_nodes(cls, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]] | None = None) -> ScopeTree:
+    def from_nodes(
+        cls,
+        nodes: Sequence[SourceNode],
+        by_type: dict[str, list[SourceNode]] | None = None,
+        positions: Mapping[str, int] | None = None,
+    ) -> ScopeTree:
         """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
         same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
-        index)."""
+        index). ``positions`` maps each node's name to its index in ``nodes`` when the caller has that table
+        already (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own."""
         tree = cls()
+        tree._position = {node.name: i for i, node in enumerate(nodes)} if positions is None else positions
         tree._build(nodes, {} if by_type is None else by_type)
         return tree
 
     def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]]) -> None:
-        # NOTE: a node's scope is looked up by the raw text before the last '/', so the common case costs
-        # one rfind, one slice and one dict lookup per node. A prefix without empty parts is its own
-        # canonical name (most are), so the scopes by name answer it, also for a scope made earlier as
-        # another's ancestor; a prefix with empty parts (never a canonical name, which has none) is
-        # canonicalized once and kept in ``by_raw``, as is the root's "".
+        # NOTE: a node's scope is found from the raw text before the last '/' (see _holder_of_raw). Nodes
+        # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
+        # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
+        # a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's caches.
         by_raw: dict[str, Scope] = {"": self.root}
-        scopes = self._scopes
-        position = self._position
-        holder = self._holder
-        root = self.root
-        for i, node in enumerate(nodes):
+        previous_raw = ""
+        scope = self.root
+        for node in nodes:
             name = node.name
-            position[name] = i
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
-            scope = scopes.get(raw)
-            if scope is None:
-                scope = by_raw.get(raw)
-                if scope is None:
-                    if raw[:1] != "/" and "//" not in raw:
-                        scope = self._ensure(raw)
-                    else:
-                        key = scope_key(raw)
-                        scope = by_raw[raw] = self._ensure(key) if key else root
-            holder[name] = scope
+            if raw != previous_raw:
+                scope = self._holder_of_raw(raw, by_raw)
+                previous_raw = raw
             scope._nodes.append(node)
             counts = scope._counts
             op = node.op_type
@@ -242,6 +237,23 @@ class ScopeTree:
             into = parent._counts
             for op, n in scope._counts.items():
                 into[op] = into.get(op, 0) + n
+
+    def _holder_of_raw(self, raw: str, by_raw: dict[str, Scope]) -> Scope:
+        """The scope holding a node whose name's text up to its last part is ``raw``, made if missing.
+
+        A prefix without empty parts is its own canonical name (most are), so the scopes by name answer it,
+        also for a scope made earlier as another's ancestor; a prefix with empty parts (never a canonical
+        name, which has none) is canonicalized once and kept in ``by_raw``, as is the root's ``""``."""
+        scope = self._scopes.get(raw)
+        if scope is None:
+            scope = by_raw.get(raw)
+            if scope is None:
+                if raw[:1] != "/" and "//" not in raw:
+                    scope = self._ensure(raw)
+                else:
+                    key = scope_key(raw)
+                    scope = by_raw[raw] = self._ensure(key) if key else self.root
+        return scope
 
     def _ensure(self, key: str) -> Scope:
         scopes = self._scopes
@@ -304,9 +316,15 @@ class ScopeTree:
 
     def scope_of(self, node_name: str) -> Scope:
         """The scope that holds ``node_name`` directly (the root for a name without ``/``)."""
-        scope = self._holder.get(node_name)
-        if scope is None:
+        if node_name not in self._position:
             raise FusionError(f"no node named {node_name!r} in the scope tree; pass a node of this graph")
+        # Found from the name as _build found it (no node-to-scope table: the tree keeps no graph-sized
+        # table of its own); every such scope exists once the tree is built.
+        raw = node_name[: node_name.rfind("/") + 1] if node_name[-1:] != "/" else _raw_prefix(node_name)
+        scope = self._scopes.get(raw)
+        if scope is None:
+            key = scope_key(raw)
+            scope = self._scopes[key] if key else self.root
         return scope
 
     def position(self, node_name: str) -> int:

@@ -88,6 +88,9 @@ def test_empty_parts_are_dropped_and_trailing_slash_names(mk):
     assert [n.name for n in tree["a/"].nodes] == ["a/b/"]
     assert [n.name for n in tree.root.nodes] == ["/x", "p/"]
     assert tree.scope_of("a/b/") is tree["a/"]
+    for scope in tree:  # scope_of finds every node's scope from its name as building the tree did
+        for node in scope.nodes:
+            assert tree.scope_of(node.name) is scope
 
 
 def test_node_called_root_does_not_collide_with_the_root(mk):
