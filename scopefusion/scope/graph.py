@@ -30,6 +30,7 @@ class ScopeGraph:
     def __init__(self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]]) -> None:
         self.source = source
         self._tree = tree
+        self._positions = source.positions
         self._by_type = by_type
         self._succ = source.out_edges
         self._by_name = source.by_name
@@ -74,7 +75,7 @@ class ScopeGraph:
     def positions(self) -> Mapping[str, int]:
         """Every node's index in graph order (the source's :attr:`~.SourceGraph.positions`, which the tree
         shares; read-only)."""
-        return self.source.positions
+        return self._positions
 
     # ------------------------------------------------------------------ nodes
     def node(self, name: str) -> SourceNode:
@@ -149,7 +150,7 @@ class ScopeGraph:
 
     def position(self, name: str) -> int:
         """The node's index in graph order."""
-        return self.positions[name]
+        return self._positions[name]
 
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;

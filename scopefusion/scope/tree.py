@@ -62,6 +62,8 @@ class Scope:
         "_tree",
         "depth",
         "index",
+        "_first",
+        "_last",
     )
 
     def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
@@ -76,6 +78,8 @@ class Scope:
         self._all_nodes: tuple[SourceNode, ...] | None = None
         self._tree = tree
         self._last_name: str | None = None if parent is not None else ""
+        self._first = -1  # graph index of the first and the last of _nodes (-1: none)
+        self._last = -1
 
     # ------------------------------------------------------------------ CANN accessors
     @property
@@ -116,12 +120,7 @@ class Scope:
             if not self._children:
                 self._all_nodes = tuple(self._nodes)
             else:
-                gathered: list[SourceNode] = list(self._nodes)
-                for sub in self.descendants():
-                    gathered.extend(sub._nodes)
-                position = self._tree._position
-                by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
-                self._all_nodes = tuple(map(by_position.__getitem__, sorted(by_position)))
+                self._all_nodes = self._tree._subtree_nodes(self)
         return self._all_nodes
 
     def sub_scope(self, name: str) -> Scope | None:
@@ -188,6 +187,7 @@ class ScopeTree:
         self.root = Scope(ROOT_NAME, None, self)
         self._scopes: dict[str, Scope] = {}
         self._order: list[Scope] = [self.root]
+        self._graph_nodes: Sequence[SourceNode] = ()
 
     @classmethod
     def from_nodes(
@@ -211,14 +211,18 @@ class ScopeTree:
         # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
         # a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's caches.
         by_raw: dict[str, Scope] = {"": self.root}
-        previous_raw = ""
+        previous_raw: str | None = None  # so that the first node sets its scope's _first
         scope = self.root
-        for node in nodes:
+        self._graph_nodes = nodes
+        for i, node in enumerate(nodes):
             name = node.name
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
             if raw != previous_raw:
                 scope = self._holder_of_raw(raw, by_raw)
                 previous_raw = raw
+                if not scope._nodes:
+                    scope._first = i
+            scope._last = i
             scope._nodes.append(node)
             counts = scope._counts
             op = node.op_type
@@ -283,6 +287,32 @@ class ScopeTree:
             order.append(scope)
             parent = scope
         return parent
+
+    def _subtree_nodes(self, scope: Scope) -> tuple[SourceNode, ...]:
+        """The nodes of ``scope``'s subtree in graph order.
+
+        When they fill a range of graph indexes (a layer's nodes usually sit together), they are that slice
+        of the graph's nodes: every one of them lies between the smallest and the largest index, indexes are
+        distinct, so as many nodes as indexes in that range are all of the range. Otherwise they are sorted
+        by index, which reads every node's index from the graph-sized table of positions."""
+        subtree = [scope, *scope.descendants()]
+        count = 0
+        first = last = -1
+        for sub in subtree:
+            if sub._nodes:
+                count += len(sub._nodes)
+                if first < 0 or sub._first < first:
+                    first = sub._first
+                if sub._last > last:
+                    last = sub._last
+        if count and last - first + 1 == count:
+            return tuple(self._graph_nodes[first : last + 1])
+        gathered: list[SourceNode] = []
+        for sub in subtree:
+            gathered.extend(sub._nodes)
+        position = self._position
+        by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
+        return tuple(map(by_position.__getitem__, sorted(by_position)))
 
     # ------------------------------------------------------------------ queries
     def all_scopes(self) -> list[Scope]:
