@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -258,7 +258,13 @@ class SourceGraph:
         #: True when every edge, data or control, runs from an earlier to a later node of ``nodes`` (the
         #: graph was sorted and has no loop back edge), so no check of the order is needed.
         self.edges_run_forward = False
-        self.nodes: list[SourceNode] = self._toposort(node_list, exempt, position, in_order) if sort else node_list
+        self.nodes: list[SourceNode]
+        if sort:
+            self.nodes = self._toposort(node_list, exempt, position, in_order)
+        else:  # kept as given: the positions above are their order, and the check above says if edges run forward
+            self.nodes = node_list
+            self._order = position
+            self.edges_run_forward = in_order and not exempt
 
     def _raise_duplicate(self, node_list: list[SourceNode]) -> None:
         seen: dict[str, SourceNode] = {}
@@ -311,6 +317,13 @@ class SourceGraph:
         seen = dict.fromkeys(p for p, _ in node.inputs if p)
         seen.update(dict.fromkeys(node.control_inputs))
         return list(seen)
+
+    @property
+    def positions(self) -> Mapping[str, int]:
+        """Every node's index in :attr:`nodes`, by name (read-only; do not modify). The table is the one the
+        constructor made while ordering the nodes, so readers (the scope tree) share it instead of making
+        another graph-sized one."""
+        return self._order
 
     def op_types(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -66,6 +66,7 @@ class ContractedOrder:
         self._pred = source.in_edges
         self._base = position
         self._override: dict[Hashable, float] = {}
+        self._nodes_renumbered = False  # whether some node (not only fusions) has a number in _override
         self._group_of: dict[str, _Group] = {}
         self._members: dict[_Group, list[str]] = {}
         self._checked = known_valid
@@ -164,6 +165,7 @@ class ContractedOrder:
                 "fix the model's edges"
             )
         self._override = {v: float(i) for i, v in enumerate(order)}
+        self._nodes_renumbered = True
 
     # ------------------------------------------------------------------ the check
     def find_cycle(self, name: str, members: Iterable[str]) -> tuple[list[str] | None, Contraction | None]:
@@ -187,8 +189,13 @@ class ContractedOrder:
         override, base = self._override, self._base
         top = -math.inf
         low = math.inf
+        # NOTE: most edges of a fusion's nodes join two of its own nodes; a neighbour that is a vertex of the
+        # group itself is skipped before the look-up of its fusion in the graph-sized table (a plain node in
+        # group_vertices belongs to no fusion, so the look-up would give that node back).
         for node in nodes:
             for producer in pred_of[node]:
+                if producer in group_vertices:
+                    continue
                 other = group_of.get(producer, producer)
                 if other in group_vertices or (back and self._is_back_edge(producer, node)):
                     continue
@@ -198,6 +205,8 @@ class ContractedOrder:
                 if value > top:
                     top = value
             for consumer in succ_of[node]:
+                if consumer in group_vertices:
+                    continue
                 other = group_of.get(consumer, consumer)
                 if other in group_vertices or (back and self._is_back_edge(node, consumer)):
                     continue
@@ -249,10 +258,13 @@ class ContractedOrder:
         group = _Group((name,))
         nodes = contraction.nodes
         drop = self._override.pop
+        renumbered = self._nodes_renumbered  # else only fusions have a number to drop
         for vertex in group_vertices:
-            drop(vertex, None)
             if vertex.__class__ is _Group:
+                drop(vertex, None)
                 del self._members[vertex]
+            elif renumbered:
+                drop(vertex, None)
         self._members[group] = nodes
         self._group_of.update(dict.fromkeys(nodes, group))
         if not region:
@@ -286,6 +298,7 @@ class ContractedOrder:
         self._override[group] = values[0]
         for moved, value in zip(ordered, values[1:]):
             self._override[moved] = value
+        self._nodes_renumbered = self._nodes_renumbered or any(v.__class__ is not _Group for v in ordered)
 
 
 def _label(vertex: Hashable) -> str:

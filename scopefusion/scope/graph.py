@@ -30,7 +30,7 @@ class ScopeGraph:
     def __init__(self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]]) -> None:
         self.source = source
         self._tree = tree
-        self._positions: dict[str, int] | None = None
+        self._positions = source.positions
         self._by_type = by_type
         self._succ = source.out_edges
         self._by_name = source.by_name
@@ -55,7 +55,7 @@ class ScopeGraph:
         nodes = source.nodes
         by_type: dict[str, list[SourceNode]] = {}
         if tree:  # the tree's pass over the nodes lists them by op type too
-            return cls(source, ScopeTree.from_nodes(nodes, by_type), by_type)
+            return cls(source, ScopeTree.from_nodes(nodes, by_type, source.positions), by_type)
         for node in nodes:
             bucket = by_type.get(node.op_type)
             if bucket is None:
@@ -68,16 +68,13 @@ class ScopeGraph:
     def tree(self) -> ScopeTree:
         tree = self._tree
         if tree is None:
-            tree = self._tree = ScopeTree.from_nodes(self.source.nodes)
+            tree = self._tree = ScopeTree.from_nodes(self.source.nodes, positions=self.source.positions)
         return tree
 
     @property
     def positions(self) -> Mapping[str, int]:
-        """Every node's index in graph order (the tree's :attr:`~.ScopeTree.positions`; read-only)."""
-        if self._tree is not None:
-            return self._tree.positions
-        if self._positions is None:
-            self._positions = {node.name: i for i, node in enumerate(self.source.nodes)}
+        """Every node's index in graph order (the source's :attr:`~.SourceGraph.positions`, which the tree
+        shares; read-only)."""
         return self._positions
 
     # ------------------------------------------------------------------ nodes
@@ -153,7 +150,7 @@ class ScopeGraph:
 
     def position(self, name: str) -> int:
         """The node's index in graph order."""
-        return self.positions[name]
+        return self._positions[name]
 
     def consumers(self, name: str) -> list[tuple[str, int, int]]:
         """``(consumer, consumer slot, producer output index)`` for each edge leaving ``name``;

@@ -62,6 +62,8 @@ class Scope:
         "_tree",
         "depth",
         "index",
+        "_first",
+        "_last",
     )
 
     def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
@@ -76,6 +78,8 @@ class Scope:
         self._all_nodes: tuple[SourceNode, ...] | None = None
         self._tree = tree
         self._last_name: str | None = None if parent is not None else ""
+        self._first = -1  # graph index of the first and the last of _nodes (-1: none)
+        self._last = -1
 
     # ------------------------------------------------------------------ CANN accessors
     @property
@@ -116,12 +120,7 @@ class Scope:
             if not self._children:
                 self._all_nodes = tuple(self._nodes)
             else:
-                gathered: list[SourceNode] = list(self._nodes)
-                for sub in self.descendants():
-                    gathered.extend(sub._nodes)
-                position = self._tree._position
-                by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
-                self._all_nodes = tuple(map(by_position.__getitem__, sorted(by_position)))
+                self._all_nodes = self._tree._subtree_nodes(self)
         return self._all_nodes
 
     def sub_scope(self, name: str) -> Scope | None:
@@ -184,46 +183,46 @@ class ScopeTree:
     """Every scope of one graph, keyed by full name, root first in creation order."""
 
     def __init__(self) -> None:
-        self._position: dict[str, int] = {}
-        self._holder: dict[str, Scope] = {}  # node name -> the scope that holds it directly
+        self._position: Mapping[str, int] = {}
         self.root = Scope(ROOT_NAME, None, self)
         self._scopes: dict[str, Scope] = {}
         self._order: list[Scope] = [self.root]
+        self._graph_nodes: Sequence[SourceNode] = ()
 
     @classmethod
-    def from_nodes(cls, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]] | None = None) -> ScopeTree:
+    def from_nodes(
+        cls,
+        nodes: Sequence[SourceNode],
+        by_type: dict[str, list[SourceNode]] | None = None,
+        positions: Mapping[str, int] | None = None,
+    ) -> ScopeTree:
         """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
         same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
-        index)."""
+        index). ``positions`` maps each node's name to its index in ``nodes`` when the caller has that table
+        already (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own."""
         tree = cls()
+        tree._position = {node.name: i for i, node in enumerate(nodes)} if positions is None else positions
         tree._build(nodes, {} if by_type is None else by_type)
         return tree
 
     def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]]) -> None:
-        # NOTE: a node's scope is looked up by the raw text before the last '/', so the common case costs
-        # one rfind, one slice and one dict lookup per node. A prefix without empty parts is its own
-        # canonical name (most are), so the scopes by name answer it, also for a scope made earlier as
-        # another's ancestor; a prefix with empty parts (never a canonical name, which has none) is
-        # canonicalized once and kept in ``by_raw``, as is the root's "".
+        # NOTE: a node's scope is found from the raw text before the last '/' (see _holder_of_raw). Nodes
+        # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
+        # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
+        # a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's caches.
         by_raw: dict[str, Scope] = {"": self.root}
-        scopes = self._scopes
-        position = self._position
-        holder = self._holder
-        root = self.root
+        previous_raw: str | None = None  # so that the first node sets its scope's _first
+        scope = self.root
+        self._graph_nodes = nodes
         for i, node in enumerate(nodes):
             name = node.name
-            position[name] = i
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
-            scope = scopes.get(raw)
-            if scope is None:
-                scope = by_raw.get(raw)
-                if scope is None:
-                    if raw[:1] != "/" and "//" not in raw:
-                        scope = self._ensure(raw)
-                    else:
-                        key = scope_key(raw)
-                        scope = by_raw[raw] = self._ensure(key) if key else root
-            holder[name] = scope
+            if raw != previous_raw:
+                scope = self._holder_of_raw(raw, by_raw)
+                previous_raw = raw
+                if not scope._nodes:
+                    scope._first = i
+            scope._last = i
             scope._nodes.append(node)
             counts = scope._counts
             op = node.op_type
@@ -242,6 +241,23 @@ class ScopeTree:
             into = parent._counts
             for op, n in scope._counts.items():
                 into[op] = into.get(op, 0) + n
+
+    def _holder_of_raw(self, raw: str, by_raw: dict[str, Scope]) -> Scope:
+        """The scope holding a node whose name's text up to its last part is ``raw``, made if missing.
+
+        A prefix without empty parts is its own canonical name (most are), so the scopes by name answer it,
+        also for a scope made earlier as another's ancestor; a prefix with empty parts (never a canonical
+        name, which has none) is canonicalized once and kept in ``by_raw``, as is the root's ``""``."""
+        scope = self._scopes.get(raw)
+        if scope is None:
+            scope = by_raw.get(raw)
+            if scope is None:
+                if raw[:1] != "/" and "//" not in raw:
+                    scope = self._ensure(raw)
+                else:
+                    key = scope_key(raw)
+                    scope = by_raw[raw] = self._ensure(key) if key else self.root
+        return scope
 
     def _ensure(self, key: str) -> Scope:
         scopes = self._scopes
@@ -271,6 +287,32 @@ class ScopeTree:
             order.append(scope)
             parent = scope
         return parent
+
+    def _subtree_nodes(self, scope: Scope) -> tuple[SourceNode, ...]:
+        """The nodes of ``scope``'s subtree in graph order.
+
+        When they fill a range of graph indexes (a layer's nodes usually sit together), they are that slice
+        of the graph's nodes: every one of them lies between the smallest and the largest index, indexes are
+        distinct, so as many nodes as indexes in that range are all of the range. Otherwise they are sorted
+        by index, which reads every node's index from the graph-sized table of positions."""
+        subtree = [scope, *scope.descendants()]
+        count = 0
+        first = last = -1
+        for sub in subtree:
+            if sub._nodes:
+                count += len(sub._nodes)
+                if first < 0 or sub._first < first:
+                    first = sub._first
+                if sub._last > last:
+                    last = sub._last
+        if count and last - first + 1 == count:
+            return tuple(self._graph_nodes[first : last + 1])
+        gathered: list[SourceNode] = []
+        for sub in subtree:
+            gathered.extend(sub._nodes)
+        position = self._position
+        by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
+        return tuple(map(by_position.__getitem__, sorted(by_position)))
 
     # ------------------------------------------------------------------ queries
     def all_scopes(self) -> list[Scope]:
@@ -304,9 +346,15 @@ class ScopeTree:
 
     def scope_of(self, node_name: str) -> Scope:
         """The scope that holds ``node_name`` directly (the root for a name without ``/``)."""
-        scope = self._holder.get(node_name)
-        if scope is None:
+        if node_name not in self._position:
             raise FusionError(f"no node named {node_name!r} in the scope tree; pass a node of this graph")
+        # Found from the name as _build found it (no node-to-scope table: the tree keeps no graph-sized
+        # table of its own); every such scope exists once the tree is built.
+        raw = node_name[: node_name.rfind("/") + 1] if node_name[-1:] != "/" else _raw_prefix(node_name)
+        scope = self._scopes.get(raw)
+        if scope is None:
+            key = scope_key(raw)
+            scope = self._scopes[key] if key else self.root
         return scope
 
     def position(self, node_name: str) -> int:

@@ -68,6 +68,18 @@ def test_edges_and_order_agree_with_networkx(nodes):
         expected = sorted(((v, k, d["index"]) for _, v, k, d in g.out_edges(name, keys=True, data=True)),
                           key=lambda e: (order.index(e[0]), e[1]))
         assert graph.consumers(name) == expected
+    assert dict(graph.positions) == {name: i for i, name in enumerate(order)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(node_lists())
+def test_unsorted_graph_keeps_the_given_order_and_says_whether_edges_run_forward(nodes):
+    graph = SourceGraph(nodes, sort=False)
+    assert graph.nodes == nodes
+    assert dict(graph.positions) == {n.name: i for i, n in enumerate(nodes)}
+    g, _ = _oracle(nodes)
+    forward = all(graph.positions[u] < graph.positions[v] for u, v in g.edges())
+    assert graph.edges_run_forward == (forward and all(n.op_type != "NextIteration" for n in nodes))
 
 
 def test_a_cycle_is_named():

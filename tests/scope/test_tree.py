@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scopefusion.errors import FusionError
+from scopefusion.parser.source_graph import SourceNode
 from scopefusion.scope import ROOT_NAME, ScopeGraph, ScopeTree, trim_scope_index
 from scopefusion.scope.tree import scope_key
 
@@ -88,6 +91,9 @@ def test_empty_parts_are_dropped_and_trailing_slash_names(mk):
     assert [n.name for n in tree["a/"].nodes] == ["a/b/"]
     assert [n.name for n in tree.root.nodes] == ["/x", "p/"]
     assert tree.scope_of("a/b/") is tree["a/"]
+    for scope in tree:  # scope_of finds every node's scope from its name as building the tree did
+        for node in scope.nodes:
+            assert tree.scope_of(node.name) is scope
 
 
 def test_node_called_root_does_not_collide_with_the_root(mk):
@@ -174,3 +180,53 @@ def test_a_graph_built_without_its_tree_builds_the_same_tree_on_first_use(mk):
     assert lazy.position("a/c/d") == 2
     assert [s.name for s in lazy.scopes()] == [s.name for s in eager.scopes()]
     assert dict(lazy.positions) == dict(eager.tree.positions)
+
+
+_PARTS = st.sampled_from(["a", "b", "c", "x_1", ""])
+
+
+@st.composite
+def _node_names(draw):
+    """Distinct node names of up to five '/'-parts, empty parts (leading, doubled, trailing '/') included,
+    often sharing prefixes with the name before them as graph order does."""
+    names: list[str] = []
+    for _ in range(draw(st.integers(1, 30))):
+        parts = draw(st.lists(_PARTS, min_size=1, max_size=5))
+        if names and draw(st.booleans()):  # start from the previous name's prefix
+            prefix = names[-1].split("/")
+            parts = prefix[: draw(st.integers(0, len(prefix)))] + parts
+        name = "/".join(parts) or "n"
+        while name in names:
+            name += "_d"
+        names.append(name)
+    return names
+
+
+@settings(max_examples=300, deadline=None)
+@given(_node_names(), st.booleans())
+def test_tree_matches_a_reference_built_from_scope_keys(names, shared_positions):
+    nodes = [SourceNode(name, "Neg" if i % 2 else "Add") for i, name in enumerate(names)]
+    positions = {name: i for i, name in enumerate(names)} if shared_positions else None
+    tree = ScopeTree.from_nodes(nodes, positions=positions)
+    holder = {name: scope_key(_raw(name)) for name in names}
+    expected_scopes = {""}
+    for key in holder.values():
+        parts = key.split("/")[:-1]
+        expected_scopes.update("/".join(parts[:k]) + "/" for k in range(1, len(parts) + 1))
+    assert {s.name for s in tree} == {ROOT_NAME} | (expected_scopes - {""})
+    for scope in tree:
+        key = "" if scope.is_root else scope.name
+        assert scope.parent is None or scope.parent is tree.get(key[:-1].rpartition("/")[0] or ROOT_NAME)
+        assert [n.name for n in scope.nodes] == [n for n in names if holder[n] == key]
+        inside = [n for n in names if holder[n].startswith(key)]
+        assert [n.name for n in scope.all_nodes] == inside
+        assert dict(scope.op_counts) == {op: c for op in ("Add", "Neg") if (c := sum(
+            1 for n in nodes if n.name in inside and n.op_type == op))}
+    for name in names:
+        assert tree.scope_of(name) is tree.get(holder[name] or ROOT_NAME)
+    assert dict(tree.positions) == {name: i for i, name in enumerate(names)}
+
+
+def _raw(name: str) -> str:
+    stripped = name.rstrip("/")
+    return stripped[: stripped.rfind("/") + 1]
