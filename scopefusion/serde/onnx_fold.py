@@ -49,9 +49,12 @@ def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
             if not arrays:
                 continue
             if opdef.reference is identity_kernel and len(node.outputs) == 1:
-                outputs = _checked(node, arrays[:1])  # what _run gives, without building the kernel's attrs
-            else:
-                outputs = _run(node, arrays)
+                value = node.outputs[0]
+                array = _checked_array(arrays[0], value)  # what _run gives, without building the kernel's attrs
+                if array is not None:
+                    folded[id(value)] = array
+                continue
+            outputs = _run(node, arrays)
             if outputs is None or len(outputs) != len(node.outputs):
                 continue
             for value, array in zip(node.outputs, outputs):
@@ -72,16 +75,24 @@ def _checked(node: Any, out: Any) -> list[np.ndarray] | None:
     """A kernel's outputs ``out`` as the node's folded arrays (its outputs' dtypes), or None when one cannot be."""
     result = []
     for array, value in zip(out, node.outputs):
-        if type(array) is not np.ndarray:  # an array is taken as it is (np.asarray would return it)
-            if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
-                return None
-            array = np.asarray(array)
-        if array.size > MAX_FOLDED_ELEMENTS or array.dtype.kind not in "biufc":
+        checked = _checked_array(array, value)
+        if checked is None:
             return None
-        dtype = getattr(value.type, "dtype", None)
-        if dtype is not None:
-            wanted = dtype.numpy
-            if wanted.kind in "biufc" and array.dtype != wanted:
-                array = array.astype(wanted)
-        result.append(array)
+        result.append(checked)
     return result
+
+
+def _checked_array(array: Any, value: Any) -> np.ndarray | None:
+    """One kernel output ``array`` as the folded array of IR value ``value`` (its dtype), or None when it cannot be."""
+    if type(array) is not np.ndarray:  # an array is taken as it is (np.asarray would return it)
+        if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
+            return None
+        array = np.asarray(array)
+    if array.size > MAX_FOLDED_ELEMENTS or array.dtype.kind not in "biufc":
+        return None
+    dtype = getattr(value.type, "dtype", None)
+    if dtype is not None:
+        wanted = dtype.numpy
+        if wanted.kind in "biufc" and array.dtype != wanted:
+            array = array.astype(wanted)
+    return array

@@ -464,13 +464,17 @@ class GraphWriter:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
         emitted = emitter.nodes
         written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
-        missing = [name for name, u in zip(outputs, used) if u and name not in written]
+        if len(outputs) == 1:  # the common case, without a comprehension
+            missing = [outputs[0]] if used[0] and outputs[0] not in written else []
+        else:
+            missing = [name for name, u in zip(outputs, used) if u and name not in written]
         if missing:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
         if doc:
+            mine = set(outputs)
             for proto in emitted:
-                if any(name in proto.output for name in outputs):
+                if not mine.isdisjoint(proto.output):  # it writes one of the node's outputs
                     proto.doc_string = doc
         if emitter.domains:
             for domain, version in emitter.domains.items():

@@ -35,7 +35,8 @@ def constant_of(value: Value | None, folded: Mapping[int, np.ndarray]) -> np.nda
     if found is not None:
         return found
     if value.producer.op == CONST_OP:
-        return np.asarray(value.producer.attrs.as_tensor("value"))
+        array = value.producer.attrs.as_tensor("value")
+        return array if type(array) is np.ndarray else np.asarray(array)  # np.asarray returns an array as it is
     return None
 
 
