@@ -178,12 +178,12 @@ class GraphWriter:
                     continue
                 initializers.append(of_array(names[id(value)], node.attrs.as_tensor("value")))
                 continue
-            if id(node) in folded_nodes:
+            if node in folded_nodes:
                 for value in node.outputs:
                     key = id(value)
                     if key in names:
                         for user, _ in value.uses:
-                            if id(user) not in folded_nodes:  # needed by a node that is written
+                            if user not in folded_nodes:  # needed by a node that is written
                                 initializers.append(of_array(names[key], scope.folded[key]))
                                 break
                     defined.add(key)
@@ -214,8 +214,9 @@ class GraphWriter:
                 value_infos.append((name, t))
         return proto, nodes, value_infos, initializers
 
-    def _fold(self, scope: _Scope) -> set[int]:
-        """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""
+    def _fold(self, scope: _Scope) -> set[Node]:
+        """Folds the graph's constant ``tf`` values (when lowering); returns the nodes folded whole (an IR node
+        hashes by identity, so the set holds the nodes themselves, tested without an id() call)."""
         if self.lowerings is None or not len(self.lowerings):
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
@@ -223,15 +224,15 @@ class GraphWriter:
         if not folded:
             return set()
         outputs = {id(v) for v in graph.outputs}
-        whole = set()
+        whole: set[Node] = set()
         for n in graph.nodes:
             values = n.outputs
             if len(values) == 1:  # the common case, without a generator
                 key = id(values[0])
                 if key in folded and key not in outputs:
-                    whole.add(id(n))
+                    whole.add(n)
             elif values and all(id(v) in folded and id(v) not in outputs for v in values):
-                whole.add(id(n))
+                whole.add(n)
         return whole
 
     def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
@@ -313,16 +314,18 @@ class GraphWriter:
         inputs: list[str] = []
         back_edges: list[str] = []
         names = scope.names
-        for slot, value in enumerate(node.inputs):
-            if value is None:
-                inputs.append("")
-            elif id(value) not in defined:
-                if standard:
-                    raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
-                back_edges.append(f"{slot}:{names[id(value)]}")
+        for value in node.inputs:
+            key = id(value)
+            if key in defined:  # the common case first (None's id is that of no value)
+                inputs.append(names[key])
+            elif value is None:
                 inputs.append("")
             else:
-                inputs.append(names[id(value)])
+                slot = len(inputs)
+                if standard:
+                    raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
+                back_edges.append(f"{slot}:{names[key]}")
+                inputs.append("")
         reason = ""
         if dialect == "fused":
             emitted, reason = self._fused(node, scope, inputs)
@@ -483,10 +486,10 @@ class GraphWriter:
         return emitted, ""
 
 
-def _read_only_by(value: Value, folded_nodes: set[int]) -> bool:
+def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:
     """True when every node reading ``value`` is folded whole (none, for an unread value)."""
     for user, _ in value.uses:
-        if id(user) not in folded_nodes:
+        if user not in folded_nodes:
             return False
     return True
 

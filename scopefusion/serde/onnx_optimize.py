@@ -593,25 +593,25 @@ def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
     producer = index.producer
     get = producer.get
-    live: set[int] = set()
+    # The live nodes themselves: a node hashes by identity (Node defines no __eq__), so no id() call per test.
+    live: set[Node] = set()
     read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
     update = read.update
     pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
         node = pending.pop()
-        key = id(node)
-        if key in live:
+        if node in live:
             continue
-        live.add(key)
+        live.add(node)
         names = node.input if node.body_reads is None else node.input + node.body_reads
         update(names)
         for name in names:
             found = get(name) if name else None
-            if found is not None and id(found) not in live:
+            if found is not None and found not in live:
                 pending.append(found)
     changed = nodes_removed = len(live) != len(index.nodes)
     if changed:
-        _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
+        _set_nodes(index, [n for n in index.nodes if n in live], rebuild=False)
     initializers = index.inits
     if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
         # Some initializer is unread (when the index holds every one's name, no two alike, all are read).
