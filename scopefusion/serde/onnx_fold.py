@@ -4,7 +4,7 @@ A frozen TF graph reads its weights through ``Identity`` (``ReadVariableOp``), r
 and computes shape vectors from constants; the exported ONNX graph should hold the results as initializers
 (so a Conv's filter can be rearranged at export time). A ``tf`` node is folded when every input is a
 constant or folded, it has no bodies, it is not random, and its op's numpy ``reference`` kernel (the one
-shape inference folds with) runs; the result is its outputs' arrays, by value identity.
+shape inference folds with) runs; the result is its outputs' arrays, by value (identity).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..dialects.tf.misc import identity_kernel
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Value
 from .onnx_lowering.emitter import constant_of
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constants"]
@@ -24,15 +24,16 @@ _NEVER = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", 
                     "Assert", "NoOp", "ControlTrigger"})
 
 
-def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
-    """The folded value of each ``tf`` node output computable from constants, by ``id(value)``."""
-    folded: dict[int, np.ndarray] = {}
+def fold_constants(graph: Graph) -> dict[Value, np.ndarray]:
+    """The folded value of each ``tf`` node output computable from constants, by value (an IR value hashes by
+    identity)."""
+    folded: dict[Value, np.ndarray] = {}
     with np.errstate(all="ignore"):
         _fold_into(graph, folded)
     return folded
 
 
-def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
+def _fold_into(graph: Graph, folded: dict[Value, np.ndarray]) -> None:
     for node in graph.nodes:
         if node.dialect != "tf" or node.op_type in _NEVER or node.subgraphs or not node.outputs:
             continue
@@ -52,13 +53,13 @@ def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
                 value = node.outputs[0]
                 array = _checked_array(arrays[0], value)  # what _run gives, without building the kernel's attrs
                 if array is not None:
-                    folded[id(value)] = array
+                    folded[value] = array
                 continue
             outputs = _run(node, arrays)
             if outputs is None or len(outputs) != len(node.outputs):
                 continue
             for value, array in zip(node.outputs, outputs):
-                folded[id(value)] = array
+                folded[value] = array
 
 
 def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
