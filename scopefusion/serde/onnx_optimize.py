@@ -148,13 +148,13 @@ class GraphIndex:
         """Replaces the graph's nodes by :attr:`nodes` and its initializers by :attr:`inits`."""
         del self.graph.node[:]
         append_nodes(self.graph, self.nodes)
-        kept = {id(t) for t in self.inits}
+        kept = set(self.inits)  # initializers hash by identity
         initializers = self.graph.initializer
         for k in reversed(range(len(self._in_graph))):  # in place: no copy of the weights
-            if id(self._in_graph[k]) not in kept:
+            if self._in_graph[k] not in kept:
                 del initializers[k]
-        in_graph = {id(t) for t in self._in_graph}
-        append_initializers(self.graph, [t for t in self.inits if id(t) not in in_graph])
+        in_graph = set(self._in_graph)
+        append_initializers(self.graph, [t for t in self.inits if t not in in_graph])
         self._in_graph = list(self.inits)
 
     def rebuild(self) -> None:
