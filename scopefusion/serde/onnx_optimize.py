@@ -118,8 +118,8 @@ class GraphIndex:
         if self.value_infos:
             append_value_infos(light, self.value_infos)
         for t in self.inits:
-            if np.prod(t.dims, dtype=np.int64) <= 64:
-                light.initializer.append(t.to_proto())
+            if math.prod(t.dims) <= 64:  # np.prod's value (dims are small non-negative ints), without numpy's call
+                t.write_into(light.initializer.add())  # what appending t.to_proto() gives, without the copy
             else:
                 light.input.append(make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         self.settled = set(self.inputs) | set(self.initializers)
@@ -133,9 +133,10 @@ class GraphIndex:
         for info in inferred.graph.value_info:
             t = info.type.tensor_type
             if info.type.HasField("tensor_type") and t.HasField("shape"):
-                known = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+                # A nonzero dim_value is set: HasField is asked only of a zero (0 when set, else None).
+                known = [d.dim_value or (0 if d.HasField("dim_value") else None) for d in t.shape.dim]
                 old = self.shapes.get(info.name)
-                if old is None or sum(d is None for d in known) < sum(d is None for d in old):
+                if old is None or known.count(None) < old.count(None):
                     self.shapes[info.name] = known
 
     def derive_shape(self, name: str, shape: list[int | None], source: str) -> None:
