@@ -130,14 +130,17 @@ class GraphIndex:
             return
         if inferred is None:
             return
+        shapes = self.shapes
         for info in inferred.graph.value_info:
+            old = shapes.get(info.name)
+            if old is not None and None not in old:
+                continue  # known whole already: no inferred shape has fewer unknown dims
             t = info.type.tensor_type
             if info.type.HasField("tensor_type") and t.HasField("shape"):
                 # A nonzero dim_value is set: HasField is asked only of a zero (0 when set, else None).
                 known = [d.dim_value or (0 if d.HasField("dim_value") else None) for d in t.shape.dim]
-                old = self.shapes.get(info.name)
                 if old is None or known.count(None) < old.count(None):
-                    self.shapes[info.name] = known
+                    shapes[info.name] = known
 
     def derive_shape(self, name: str, shape: list[int | None], source: str) -> None:
         """Records the shape of new tensor ``name``, computed from that of ``source``."""
