@@ -4,7 +4,7 @@ A frozen TF graph reads its weights through ``Identity`` (``ReadVariableOp``), r
 and computes shape vectors from constants; the exported ONNX graph should hold the results as initializers
 (so a Conv's filter can be rearranged at export time). A ``tf`` node is folded when every input is a
 constant or folded, it has no bodies, it is not random, and its op's numpy ``reference`` kernel (the one
-shape inference folds with) runs; the result is its outputs' arrays, by value identity.
+shape inference folds with) runs; the result is its outputs' arrays, by value (identity).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..dialects.tf.misc import identity_kernel
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Value
 from .onnx_lowering.emitter import constant_of
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constants"]
@@ -24,15 +24,16 @@ _NEVER = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", 
                     "Assert", "NoOp", "ControlTrigger"})
 
 
-def fold_constants(graph: Graph) -> dict[int, np.ndarray]:
-    """The folded value of each ``tf`` node output computable from constants, by ``id(value)``."""
-    folded: dict[int, np.ndarray] = {}
+def fold_constants(graph: Graph) -> dict[Value, np.ndarray]:
+    """The folded value of each ``tf`` node output computable from constants, by value (an IR value hashes by
+    identity)."""
+    folded: dict[Value, np.ndarray] = {}
     with np.errstate(all="ignore"):
         _fold_into(graph, folded)
     return folded
 
 
-def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
+def _fold_into(graph: Graph, folded: dict[Value, np.ndarray]) -> None:
     for node in graph.nodes:
         if node.dialect != "tf" or node.op_type in _NEVER or node.subgraphs or not node.outputs:
             continue
@@ -49,13 +50,16 @@ def _fold_into(graph: Graph, folded: dict[int, np.ndarray]) -> None:
             if not arrays:
                 continue
             if opdef.reference is identity_kernel and len(node.outputs) == 1:
-                outputs = _checked(node, arrays[:1])  # what _run gives, without building the kernel's attrs
-            else:
-                outputs = _run(node, arrays)
+                value = node.outputs[0]
+                array = _checked_array(arrays[0], value)  # what _run gives, without building the kernel's attrs
+                if array is not None:
+                    folded[value] = array
+                continue
+            outputs = _run(node, arrays)
             if outputs is None or len(outputs) != len(node.outputs):
                 continue
             for value, array in zip(node.outputs, outputs):
-                folded[id(value)] = array
+                folded[value] = array
 
 
 def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -72,16 +76,24 @@ def _checked(node: Any, out: Any) -> list[np.ndarray] | None:
     """A kernel's outputs ``out`` as the node's folded arrays (its outputs' dtypes), or None when one cannot be."""
     result = []
     for array, value in zip(out, node.outputs):
-        if type(array) is not np.ndarray:  # an array is taken as it is (np.asarray would return it)
-            if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
-                return None
-            array = np.asarray(array)
-        if array.size > MAX_FOLDED_ELEMENTS or array.dtype.kind not in "biufc":
+        checked = _checked_array(array, value)
+        if checked is None:
             return None
-        dtype = getattr(value.type, "dtype", None)
-        if dtype is not None:
-            wanted = dtype.numpy
-            if wanted.kind in "biufc" and array.dtype != wanted:
-                array = array.astype(wanted)
-        result.append(array)
+        result.append(checked)
     return result
+
+
+def _checked_array(array: Any, value: Any) -> np.ndarray | None:
+    """One kernel output ``array`` as the folded array of IR value ``value`` (its dtype), or None when it cannot be."""
+    if type(array) is not np.ndarray:  # an array is taken as it is (np.asarray would return it)
+        if not isinstance(array, (np.ndarray, np.generic, bool, int, float)):
+            return None
+        array = np.asarray(array)
+    if array.size > MAX_FOLDED_ELEMENTS or array.dtype.kind not in "biufc":
+        return None
+    dtype = getattr(value.type, "dtype", None)
+    if dtype is not None:
+        wanted = dtype.numpy
+        if wanted.kind in "biufc" and array.dtype != wanted:
+            array = array.astype(wanted)
+    return array

@@ -223,12 +223,16 @@ def _only_reader(index: "GraphIndex", name: str):
 
 
 def _hard_sigmoid(index: "GraphIndex", clip) -> bool:
-    if len(clip.input) != 3 or _scalar(index, clip.input[1]) != 0.0 or _scalar(index, clip.input[2]) != 6.0:
+    if len(clip.input) != 3:
+        return False
+    add = index.producer.get(clip.input[0])
+    if add is None or add.op_type != "Add":  # most clips (ReLU6) read no Add: answered before any constant is read
+        return False
+    if _scalar(index, clip.input[1]) != 0.0 or _scalar(index, clip.input[2]) != 6.0:
         return False
     six = index.constant(clip.input[2])
     if six is None or six.dtype != np.float32:  # onnxruntime's HardSigmoid runs on float only
         return False
-    add = index.producer.get(clip.input[0])
     x = _other_input(index, add, "Add", 3.0, True)
     if x is None or _only_reader(index, clip.input[0]) is not clip:
         return False

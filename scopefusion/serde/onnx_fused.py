@@ -251,7 +251,7 @@ class FusedEmitter:
         self.nodes.append(OnnxNode.with_attrs(op_type, inputs, written, self._fresh_node(base), domain, attrs))
         if domain:
             self.domains.setdefault(domain, 1)
-        return list(names)
+        return names  # a list of its own: the node keeps ``written``
 
     def const(self, value: Any, hint: str, dtype: Any = None) -> str:
         """Writes an initializer holding ``value`` (as ``dtype`` when given); returns its name."""

@@ -83,11 +83,12 @@ class _Scope:
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
         self.parent = parent
-        self.names: dict[int, str] = {}  # id(value) -> ONNX name
+        # Keyed by the IR values themselves: a value hashes by identity, looked up without an id() call.
+        self.names: dict[Value, str] = {}  # value -> ONNX name
         self.visible: dict[str, str] = {}  # source tensor / IR value name -> ONNX name
         self.initializers: list[Initializer] = []  # made by fused exporters
-        self.folded: dict[int, Any] = {}  # id(value) -> array, tf values computed from constants
-        self.output_ids: set[int] | None = None  # id(value) of the graph's outputs, once asked for
+        self.folded: dict[Value, Any] = {}  # value -> array, tf values computed from constants
+        self.output_ids: set[Value] | None = None  # the graph's outputs, once asked for
         self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
 
     def resolve(self, name: str) -> str | None:
@@ -155,8 +156,8 @@ class GraphWriter:
         proto = into if into is not None else GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
-        defined: set[int] = {id(v) for v in graph.inputs}
-        defined.update([id(n.outputs[0]) for n in graph.nodes if n.op == DATA_OP or n.op == CONST_OP])
+        defined: set[Value] = set(graph.inputs)
+        defined.update([n.outputs[0] for n in graph.nodes if n.op == DATA_OP or n.op == CONST_OP])
         folded_nodes = self._fold(scope)
         produced: list[Value] = []
         value_infos: list[ValueType] = []
@@ -165,7 +166,7 @@ class GraphWriter:
         of_array = Initializer.of_array
         # A body may read any tensor of its graph by name: then every constant stays.
         left_out: list[str] | None = [] if leave_out_unread and folded_nodes and not scope.has_bodies else None
-        output_ids = {id(v) for v in graph.outputs} if left_out is not None else set()
+        output_ids = set(graph.outputs) if left_out is not None else set()
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
@@ -173,72 +174,71 @@ class GraphWriter:
             if op == CONST_OP:
                 value = node.outputs[0]
                 if (left_out is not None and _read_only_by(value, folded_nodes)
-                        and id(value) not in output_ids):
-                    left_out.append(names[id(value)])
+                        and value not in output_ids):
+                    left_out.append(names[value])
                     continue
-                initializers.append(of_array(names[id(value)], node.attrs.as_tensor("value")))
+                initializers.append(of_array(names[value], node.attrs.as_tensor("value")))
                 continue
-            if id(node) in folded_nodes:
+            if node in folded_nodes:
                 for value in node.outputs:
-                    key = id(value)
-                    if key in names:
+                    if value in names:
                         for user, _ in value.uses:
-                            if id(user) not in folded_nodes:  # needed by a node that is written
-                                initializers.append(of_array(names[key], scope.folded[key]))
+                            if user not in folded_nodes:  # needed by a node that is written
+                                initializers.append(of_array(names[value], scope.folded[value]))
                                 break
-                    defined.add(key)
+                    defined.add(value)
                 continue
             protos = self._node(node, scope, defined)
             nodes.extend(protos)
             written = protos[0].output if len(protos) == 1 else {name for p in protos for name in p.output}
             for value in node.outputs:
-                key = id(value)
-                defined.add(key)
-                if names.get(key) in written:
+                defined.add(value)
+                if names.get(value) in written:
                     produced.append(value)
         initializers.extend(scope.initializers)
         if left_out:
             self.left_out.extend(left_out)
         for value, name in outputs:
-            source = scope.names[id(value)]
+            source = scope.names[value]
             if source != name:
                 nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
             proto.output.append(_value_info(name, value.type))
         out_names = {name for _, name in outputs}
         lowering = self.lowerings is not None
         for value in produced:
-            name = names[id(value)]
+            name = names[value]
             t = value.type
             if (name not in out_names and isinstance(t, TensorType) and onnx_elem_type(t.dtype) != 0
                     and not (lowering and holds_list(value))):
                 value_infos.append((name, t))
         return proto, nodes, value_infos, initializers
 
-    def _fold(self, scope: _Scope) -> set[int]:
-        """Folds the graph's constant ``tf`` values (when lowering); returns the ids of the nodes folded whole."""
+    def _fold(self, scope: _Scope) -> set[Node]:
+        """Folds the graph's constant ``tf`` values (when lowering); returns the nodes folded whole (an IR node
+        hashes by identity, so the set holds the nodes themselves, tested without an id() call)."""
         if self.lowerings is None or not len(self.lowerings):
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
         folded = scope.folded = fold_constants(graph)
         if not folded:
             return set()
-        outputs = {id(v) for v in graph.outputs}
-        whole = set()
+        outputs = set(graph.outputs)
+        whole: set[Node] = set()
         for n in graph.nodes:
             values = n.outputs
             if len(values) == 1:  # the common case, without a generator
-                key = id(values[0])
+                key = values[0]
                 if key in folded and key not in outputs:
-                    whole.add(id(n))
-            elif values and all(id(v) in folded and id(v) not in outputs for v in values):
-                whole.add(id(n))
+                    whole.add(n)
+            elif values and all(v in folded and v not in outputs for v in values):
+                whole.add(n)
         return whole
 
     def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
         graph, names, claim = scope.graph, scope.names, self._tensors.claim
-        listed = {id(v) for v in graph.inputs}
-        data = list(graph.inputs) + [n.outputs[0] for n in graph.nodes if n.op == DATA_OP and id(n.outputs[0]) not in listed]
+        listed = set(graph.inputs)
+        data = list(graph.inputs) + [n.outputs[0] for n in graph.nodes if n.op == DATA_OP and n.outputs[0] not in listed]
         for value in data:
             node = value.producer
             outer = node.attrs.get("_outer_name")
@@ -249,53 +249,51 @@ class GraphWriter:
                         f"graph {graph.name!r}: input {node.name!r} reads tensor {outer!r} of an enclosing graph, "
                         "which none of them defines; the body does not belong to this model"
                     )
-                names[id(value)] = found
+                names[value] = found
                 scope.visible[outer] = found
                 continue
             base = node.attrs.get("_input_name") or value.meta.get("tensor_name") or node.name
-            names[id(value)] = claim(base)
-            proto.input.append(_value_info(names[id(value)], value.type, dim_params.get(node.name, ())))
+            names[value] = claim(base)
+            proto.input.append(_value_info(names[value], value.type, dim_params.get(node.name, ())))
         declared = graph.attrs.get("_output_names")
         if declared is None or len(declared) != len(graph.outputs):
             declared = [v.meta.get("tensor_name") or v.name for v in graph.outputs]
         outputs = []
         for value, wanted in zip(graph.outputs, declared):
-            if id(value) not in names and value.producer.op not in (DATA_OP, CONST_OP):
-                names[id(value)] = claim(wanted)
-                outputs.append((value, names[id(value)]))
+            if value not in names and value.producer.op not in (DATA_OP, CONST_OP):
+                names[value] = claim(wanted)
+                outputs.append((value, names[value]))
             else:
-                outputs.append((value, "" if names.get(id(value)) == wanted else claim(wanted)))
+                outputs.append((value, "" if names.get(value) == wanted else claim(wanted)))
         bodies = False
         for node in graph.nodes:
             if node.subgraphs:
                 bodies = True
             for value in node.outputs:
                 tensor = value.meta.get("tensor_name")
-                if tensor and id(value) not in names:
-                    names[id(value)] = claim(tensor)
+                if tensor and value not in names:
+                    names[value] = claim(tensor)
         scope.has_bodies = bodies
-        outputs_ = {id(v) for v in graph.outputs}
+        outputs_ = set(graph.outputs)
         if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
             for node in graph.nodes:
                 const = node.op == CONST_OP
                 for value in node.outputs:
-                    key = id(value)
-                    if key not in names and (const or key in outputs_ or value.uses):
-                        names[key] = claim(value.name)
-            return [(v, name or names[id(v)]) for v, name in outputs]
+                    if value not in names and (const or value in outputs_ or value.uses):
+                        names[value] = claim(value.name)
+            return [(v, name or names[v]) for v, name in outputs]
         visible = scope.visible
         for node in graph.nodes:
             # A node's values are named here once and for all: what a body may read of them is noted at once.
             op = node.op
             const = op == CONST_OP
             for value in node.outputs:
-                key = id(value)
-                name = names.get(key)
+                name = names.get(value)
                 if name is None:
-                    if not (const or key in outputs_ or value.uses):
+                    if not (const or value in outputs_ or value.uses):
                         continue
                     value_name = value.name
-                    name = names[key] = claim(value_name)
+                    name = names[value] = claim(value_name)
                 else:
                     value_name = value.name
                 visible.setdefault(value_name, name)
@@ -303,26 +301,27 @@ class GraphWriter:
                 if tensor:
                     visible[tensor] = name
             if op == DATA_OP and node.attrs.get("_input_name"):
-                visible[node.attrs.get("_input_name")] = names[id(node.outputs[0])]
-        return [(v, name or names[id(v)]) for v, name in outputs]
+                visible[node.attrs.get("_input_name")] = names[node.outputs[0]]
+        return [(v, name or names[v]) for v, name in outputs]
 
     # ------------------------------------------------------------------ nodes
-    def _node(self, node: Node, scope: _Scope, defined: set[int]) -> list[OnnxNode]:
+    def _node(self, node: Node, scope: _Scope, defined: set[Value]) -> list[OnnxNode]:
         dialect = node.dialect
         standard = dialect == "onnx" or dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
         names = scope.names
-        for slot, value in enumerate(node.inputs):
-            if value is None:
-                inputs.append("")
-            elif id(value) not in defined:
-                if standard:
-                    raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
-                back_edges.append(f"{slot}:{names[id(value)]}")
+        for value in node.inputs:
+            if value in defined:  # the common case first (None is no key)
+                inputs.append(names[value])
+            elif value is None:
                 inputs.append("")
             else:
-                inputs.append(names[id(value)])
+                slot = len(inputs)
+                if standard:
+                    raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
+                back_edges.append(f"{slot}:{names[value]}")
+                inputs.append("")
         reason = ""
         if dialect == "fused":
             emitted, reason = self._fused(node, scope, inputs)
@@ -370,12 +369,12 @@ class GraphWriter:
         schema = self._schema(node.op_type, domain) if domain == "" or domain.startswith("ai.onnx") else None
         names = []
         for i, value in enumerate(node.outputs):
-            name = scope.names.get(id(value))
+            name = scope.names.get(value)
             if name is None:
                 optional = schema is not None and _optional_output(schema, i)
                 name = "" if optional else self._tensors.claim(value.name)
                 if name:
-                    scope.names[id(value)] = name
+                    scope.names[value] = name
             names.append(name)
         while names and not names[-1]:
             names.pop()
@@ -431,19 +430,18 @@ class GraphWriter:
         return self._emit(node, scope, inputs, exporter, None)
 
     def _emit(self, node: Node, scope: _Scope, inputs: list[str], exporter: Any,
-              folded: dict[int, Any] | None) -> tuple[list[OnnxNode] | None, str]:
+              folded: dict[Value, Any] | None) -> tuple[list[OnnxNode] | None, str]:
         """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
         graph_outputs = scope.output_ids
         if graph_outputs is None:
-            graph_outputs = scope.output_ids = {id(v) for v in scope.graph.outputs}
+            graph_outputs = scope.output_ids = set(scope.graph.outputs)
         outputs, used = [], []
         names = scope.names
         for value in node.outputs:
-            key = id(value)
-            name = names.get(key)
-            used.append(bool(value.uses) or key in graph_outputs)
+            name = names.get(value)
+            used.append(bool(value.uses) or value in graph_outputs)
             if name is None:
-                name = names[key] = self._tensors.claim(value.name)
+                name = names[value] = self._tensors.claim(value.name)
             outputs.append(name)
         emitter: FusedEmitter
         if folded is None:
@@ -464,13 +462,17 @@ class GraphWriter:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
         emitted = emitter.nodes
         written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
-        missing = [name for name, u in zip(outputs, used) if u and name not in written]
+        if len(outputs) == 1:  # the common case, without a comprehension
+            missing = [outputs[0]] if used[0] and outputs[0] not in written else []
+        else:
+            missing = [name for name, u in zip(outputs, used) if u and name not in written]
         if missing:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
         if doc:
+            mine = set(outputs)
             for proto in emitted:
-                if any(name in proto.output for name in outputs):
+                if not mine.isdisjoint(proto.output):  # it writes one of the node's outputs
                     proto.doc_string = doc
         if emitter.domains:
             for domain, version in emitter.domains.items():
@@ -479,10 +481,10 @@ class GraphWriter:
         return emitted, ""
 
 
-def _read_only_by(value: Value, folded_nodes: set[int]) -> bool:
+def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:
     """True when every node reading ``value`` is folded whole (none, for an unread value)."""
     for user, _ in value.uses:
-        if id(user) not in folded_nodes:
+        if user not in folded_nodes:
             return False
     return True
 

@@ -118,8 +118,8 @@ class GraphIndex:
         if self.value_infos:
             append_value_infos(light, self.value_infos)
         for t in self.inits:
-            if np.prod(t.dims, dtype=np.int64) <= 64:
-                light.initializer.append(t.to_proto())
+            if math.prod(t.dims) <= 64:  # np.prod's value (dims are small non-negative ints), without numpy's call
+                t.write_into(light.initializer.add())  # what appending t.to_proto() gives, without the copy
             else:
                 light.input.append(make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         self.settled = set(self.inputs) | set(self.initializers)
@@ -130,13 +130,17 @@ class GraphIndex:
             return
         if inferred is None:
             return
+        shapes = self.shapes
         for info in inferred.graph.value_info:
+            old = shapes.get(info.name)
+            if old is not None and None not in old:
+                continue  # known whole already: no inferred shape has fewer unknown dims
             t = info.type.tensor_type
             if info.type.HasField("tensor_type") and t.HasField("shape"):
-                known = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-                old = self.shapes.get(info.name)
-                if old is None or sum(d is None for d in known) < sum(d is None for d in old):
-                    self.shapes[info.name] = known
+                # A nonzero dim_value is set: HasField is asked only of a zero (0 when set, else None).
+                known = [d.dim_value or (0 if d.HasField("dim_value") else None) for d in t.shape.dim]
+                if old is None or known.count(None) < old.count(None):
+                    shapes[info.name] = known
 
     def derive_shape(self, name: str, shape: list[int | None], source: str) -> None:
         """Records the shape of new tensor ``name``, computed from that of ``source``."""
@@ -148,13 +152,13 @@ class GraphIndex:
         """Replaces the graph's nodes by :attr:`nodes` and its initializers by :attr:`inits`."""
         del self.graph.node[:]
         append_nodes(self.graph, self.nodes)
-        kept = {id(t) for t in self.inits}
+        kept = set(self.inits)  # initializers hash by identity
         initializers = self.graph.initializer
         for k in reversed(range(len(self._in_graph))):  # in place: no copy of the weights
-            if id(self._in_graph[k]) not in kept:
+            if self._in_graph[k] not in kept:
                 del initializers[k]
-        in_graph = {id(t) for t in self._in_graph}
-        append_initializers(self.graph, [t for t in self.inits if id(t) not in in_graph])
+        in_graph = set(self._in_graph)
+        append_initializers(self.graph, [t for t in self.inits if t not in in_graph])
         self._in_graph = list(self.inits)
 
     def rebuild(self) -> None:
@@ -593,25 +597,25 @@ def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
     producer = index.producer
     get = producer.get
-    live: set[int] = set()
+    # The live nodes themselves: a node hashes by identity (Node defines no __eq__), so no id() call per test.
+    live: set[Node] = set()
     read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
     update = read.update
     pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
     while pending:
         node = pending.pop()
-        key = id(node)
-        if key in live:
+        if node in live:
             continue
-        live.add(key)
+        live.add(node)
         names = node.input if node.body_reads is None else node.input + node.body_reads
         update(names)
         for name in names:
             found = get(name) if name else None
-            if found is not None and id(found) not in live:
+            if found is not None and found not in live:
                 pending.append(found)
     changed = nodes_removed = len(live) != len(index.nodes)
     if changed:
-        _set_nodes(index, [n for n in index.nodes if id(n) in live], rebuild=False)
+        _set_nodes(index, [n for n in index.nodes if n in live], rebuild=False)
     initializers = index.inits
     if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
         # Some initializer is unread (when the index holds every one's name, no two alike, all are read).

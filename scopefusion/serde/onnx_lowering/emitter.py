@@ -27,15 +27,16 @@ INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 
 
-def constant_of(value: Value | None, folded: Mapping[int, np.ndarray]) -> np.ndarray | None:
+def constant_of(value: Value | None, folded: Mapping[Value, np.ndarray]) -> np.ndarray | None:
     """The array ``value`` always holds (a ``ge.Const`` or a folded value), else None."""
     if value is None:
         return None
-    found = folded.get(id(value))
+    found = folded.get(value)
     if found is not None:
         return found
     if value.producer.op == CONST_OP:
-        return np.asarray(value.producer.attrs.as_tensor("value"))
+        array = value.producer.attrs.as_tensor("value")
+        return array if type(array) is np.ndarray else np.asarray(array)  # np.asarray returns an array as it is
     return None
 
 
@@ -44,8 +45,8 @@ class LoweringEmitter(FusedEmitter):
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
                  *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
-                 folded: Mapping[int, np.ndarray], write_body: Callable[[Graph], GraphProto] | None = None,
-                 names: Mapping[int, str] | None = None) -> None:
+                 folded: Mapping[Value, np.ndarray], write_body: Callable[[Graph], GraphProto] | None = None,
+                 names: Mapping[Value, str] | None = None) -> None:
         super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node)
         self._folded = folded
         self._write_body = write_body
@@ -102,7 +103,7 @@ class LoweringEmitter(FusedEmitter):
     def value_name(self, value: Value) -> str | None:
         """The ONNX tensor name of an IR value of this graph written before this node, else None; a lowering
         that rewrites a chain of nodes ending at its own reads the chain's inputs through it."""
-        return self._names.get(id(value))
+        return self._names.get(value)
 
     def require_const(self, i: int, what: str) -> np.ndarray:
         """The value of input ``i`` (``what`` it is, for the reason); declines when it is not constant."""
