@@ -26,6 +26,7 @@ from .types import IRContext, Type
 __all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value"]
 
 _new = object.__new__
+_CONST_DIALECT, _, _CONST_TYPE = CONST_OP.rpartition(".")
 
 
 
@@ -323,10 +324,57 @@ class Graph:
             node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
             return node.outputs[0]
         # add_node stores ``typed`` itself as "value" (or raises): its payload is the node's tensor.
-        node = self.add_node(CONST_OP, name=name, attrs={"value": typed}, unique=unique)
-        out = node.outputs[0]
+        made = self._new_const(name, typed)
+        if made is None:
+            made = self.add_node(CONST_OP, name=name, attrs={"value": typed}, unique=unique)
+        out = made.outputs[0]
         out.type = self.context.array_type(typed.value)
         return out
+
+    def _new_const(self, name: str, typed: AttrValue) -> Node | None:
+        """The ``ge.Const`` node ``add_node(CONST_OP, name=name, attrs={"value": typed})`` would add, added without
+        its general steps (a model has many constants), or None, adding nothing, where those steps decide
+        something: a taken or empty name, or a registry whose ``ge.Const`` is not a one-output definition
+        with a tensor ``value`` whose arity (no input, one output) ``add_node`` has accepted already.
+        ``typed`` is a ``TENSOR`` value, which add_node would store as it is."""
+        if not name or name in self._names:
+            return None
+        opdef = self.registry.lookup(CONST_OP)
+        if opdef is None or len(opdef.outputs) != 1 or ("node", 0, 1) not in opdef._bindings:
+            return None
+        spec = opdef.attrs.get("value")
+        if spec is None or spec.type_id is not typed.type_id:
+            return None
+        stored = {"value": typed}
+        try:
+            opdef.complete_attrs(stored, name)
+        except ValueError as e:
+            raise GraphError(f"graph {self.name!r}: {e}") from None
+        # Node.__init__ and Value.__init__ spelled out, as add_node does.
+        node = _new(Node)
+        node.graph = self
+        node.name = name
+        node._dialect = _CONST_DIALECT
+        node._op_type = _CONST_TYPE
+        node.op = CONST_OP
+        node_attrs = node.attrs = _new(Attributes)
+        node_attrs._owner = (name, _CONST_DIALECT, _CONST_TYPE)
+        node_attrs._attrs = stored
+        node.control_inputs = []
+        node.subgraphs = {}
+        node.opdef = opdef
+        node.meta = {}
+        out = _new(Value)
+        out.producer = node
+        out.index = 0
+        out.type = None
+        out._uses = {}
+        out.meta = {}
+        node.outputs = [out]
+        node.inputs = []
+        self._names[name] = node
+        self.nodes.append(node)
+        return node
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         self.outputs = list(values)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes
+from scopefusion.ir.attrs import STR, TENSOR
 from scopefusion.ir.compare import first_difference
 from scopefusion.ir.core_ops import core_ops as builtin_ops
 from scopefusion.ir.graph import Graph, GraphError
@@ -145,3 +146,31 @@ def test_const_values_are_read_only_and_shared(g):
     arr.flags.writeable = False
     v = g.add_const(arr, "k")
     assert v.const_value is arr and v.type is g.context.tensor(dtypes.INT32, (4,))
+
+
+def test_add_const_makes_the_node_add_node_makes():
+    """Constants skip add_node's general steps once the registry's ge.Const is known: the nodes, names,
+    attributes and types are the same as add_node's, a taken name is still made unique, and a registry
+    whose ge.Const needs another attribute still refuses the constant."""
+    arrays = [np.ones(2, np.float32), np.arange(6, dtype=np.int64).reshape(2, 3), np.array(3.5, np.float32)]
+    fast, slow = Graph("main", IRContext(), OpRegistry(builtin_ops())), Graph("main", IRContext(), OpRegistry(builtin_ops()))
+    for i, array in enumerate(arrays * 2):
+        fast.add_const(array, f"c{i % 3}")
+        out = slow.add_node("ge.Const", name=f"c{i % 3}", attrs={"value": array}, unique=True).outputs[0]
+        out.type = slow.context.array_type(array)
+    assert [n.name for n in fast.nodes] == ["c0", "c1", "c2", "c0_1", "c1_1", "c2_1"]
+    assert graphs_equal(fast, slow) and format_graph(fast) == format_graph(slow)
+    assert first_difference(fast, slow) is None
+    for made, expected in zip(fast.nodes, slow.nodes):
+        assert made.opdef is fast.registry.lookup("ge.Const") and expected.opdef is slow.registry.lookup("ge.Const")
+        assert made.op == expected.op and list(made.attrs._attrs) == list(expected.attrs._attrs)
+        assert made.outputs[0].type is fast.context.array_type(expected.attrs.as_tensor("value"))
+    with pytest.raises(GraphError, match="already exists"):
+        fast.add_const(arrays[0], "c0", unique=False)
+
+    registry = OpRegistry([d for d in builtin_ops() if d.name != "Const"])
+    registry.define("Const", "ge").output("y").attr("value", TENSOR).attr("origin", STR)
+    strict = Graph("main", IRContext(), registry)
+    with pytest.raises(GraphError, match="needs attribute 'origin'"):
+        strict.add_const(arrays[0], "c")
+    assert not strict.nodes
