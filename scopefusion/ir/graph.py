@@ -206,6 +206,7 @@ class Graph:
         subgraphs: Mapping[str, "Graph"] | None = None,
         allow_unknown: bool = False,
         unique: bool = False,
+        attrs_of_declared_kinds: bool = False,
     ) -> Node:
         """Adds a node ``op`` (``"dialect.OpType"``) at the end of the schedule.
 
@@ -213,6 +214,12 @@ class Graph:
         A registered op's inputs, outputs and attributes are checked against its definition, and its
         optional attributes get their defaults. ``name`` defaults to the op type; with ``unique`` a
         taken name is made unique, otherwise a taken name is an error.
+
+        ``attrs_of_declared_kinds``: the caller vouches that ``attrs`` maps non-empty ``str`` names to
+        :class:`AttrValue` objects, each of its declared kind where the definition declares its name (as
+        ``convert_attrs(..., declared_kinds_only=True)`` makes them). Where the definition accepts
+        undeclared names too (``open_attrs``, a framework op) or there is none, each of them would be
+        stored as it is: they are, without a look at each one.
         """
         dialect, _, op_type = op.rpartition(".")
         opdef = self.registry.lookup(op)
@@ -238,7 +245,9 @@ class Graph:
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
-        if attrs:
+        if attrs and attrs_of_declared_kinds and (opdef is None or opdef.open_attrs) and "" not in attrs:
+            stored.update(attrs)
+        elif attrs:
             specs = opdef.attrs if opdef is not None else None
             open_attrs = opdef is not None and opdef.open_attrs
             for key, value in attrs.items():

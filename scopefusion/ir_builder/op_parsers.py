@@ -237,6 +237,7 @@ class OpParserRegistry:
             control_inputs=controls,
             subgraphs=bodies,
             allow_unknown=True,
+            attrs_of_declared_kinds=True,  # convert_attrs above, declared kinds only, of a source node's names
         )
 
     def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:

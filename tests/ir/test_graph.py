@@ -174,3 +174,31 @@ def test_add_const_makes_the_node_add_node_makes():
     with pytest.raises(GraphError, match="needs attribute 'origin'"):
         strict.add_const(arrays[0], "c")
     assert not strict.nodes
+
+
+def test_attributes_of_declared_kinds_are_stored_as_the_checks_would_store_them():
+    """A framework op (open attributes) keeps attributes of their declared kinds as add_node's checks would
+    keep them; a closed op, or an empty name, still goes through the checks and their errors."""
+    from scopefusion.ir.attrs import INT, AttrValue
+    from scopefusion.ir.opdef import OpDef
+
+    reg = OpRegistry(builtin_ops())
+    reg.register(OpDef("Open", "t", open_attrs=True).input("x").output("y", follow="x").attr("axis", INT, default=0))
+    reg.define("Closed", "t").input("x").output("y", follow="x").attr("axis", INT, default=0)
+    graphs = [Graph("main", IRContext(), reg) for _ in range(2)]
+    attrs = {"axis": AttrValue(INT, 2), "extra": AttrValue(STR, "kept"), "_class": AttrValue(STR, "loc")}
+    for graph, vouched in zip(graphs, (False, True)):
+        x = graph.add_input("x", graph.context.tensor(F32, (2,)))
+        graph.add_node("t.Open", [x], name="open", attrs=dict(attrs), attrs_of_declared_kinds=vouched)
+        graph.add_node("t.Open", [x], name="bare", attrs_of_declared_kinds=vouched)
+        with pytest.raises(GraphError, match="no attribute 'extra'"):
+            graph.add_node("t.Closed", [x], name="closed", attrs=dict(attrs), attrs_of_declared_kinds=vouched)
+        with pytest.raises(GraphError):
+            graph.add_node("t.Open", [x], name="empty", attrs={"": AttrValue(INT, 1)}, attrs_of_declared_kinds=vouched)
+    checked, vouched_graph = graphs
+    for name in ("open", "bare"):
+        assert checked.node(name).attrs._attrs == vouched_graph.node(name).attrs._attrs
+        assert list(checked.node(name).attrs._attrs) == list(vouched_graph.node(name).attrs._attrs)
+    assert list(vouched_graph.node("open").attrs._attrs) == ["axis", "extra", "_class"]
+    assert vouched_graph.node("bare").attrs._attrs == {"axis": AttrValue(INT, 0)}
+    assert format_graph(checked) == format_graph(vouched_graph)
