@@ -26,6 +26,7 @@ from .types import IRContext, Type
 __all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value"]
 
 _new = object.__new__
+_CONST_DIALECT, _, _CONST_TYPE = CONST_OP.rpartition(".")
 
 
 
@@ -205,6 +206,7 @@ class Graph:
         subgraphs: Mapping[str, "Graph"] | None = None,
         allow_unknown: bool = False,
         unique: bool = False,
+        attrs_of_declared_kinds: bool = False,
     ) -> Node:
         """Adds a node ``op`` (``"dialect.OpType"``) at the end of the schedule.
 
@@ -212,6 +214,12 @@ class Graph:
         A registered op's inputs, outputs and attributes are checked against its definition, and its
         optional attributes get their defaults. ``name`` defaults to the op type; with ``unique`` a
         taken name is made unique, otherwise a taken name is an error.
+
+        ``attrs_of_declared_kinds``: the caller vouches that ``attrs`` maps non-empty ``str`` names to
+        :class:`AttrValue` objects, each of its declared kind where the definition declares its name (as
+        ``convert_attrs(..., declared_kinds_only=True)`` makes them). Where the definition accepts
+        undeclared names too (``open_attrs``, a framework op) or there is none, each of them would be
+        stored as it is: they are, without a look at each one.
         """
         dialect, _, op_type = op.rpartition(".")
         opdef = self.registry.lookup(op)
@@ -237,7 +245,9 @@ class Graph:
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
-        if attrs:
+        if attrs and attrs_of_declared_kinds and (opdef is None or opdef.open_attrs) and "" not in attrs:
+            stored.update(attrs)
+        elif attrs:
             specs = opdef.attrs if opdef is not None else None
             open_attrs = opdef is not None and opdef.open_attrs
             for key, value in attrs.items():
@@ -323,10 +333,57 @@ class Graph:
             node.outputs[0].type = self.context.array_type(node.attrs.as_tensor("value"))
             return node.outputs[0]
         # add_node stores ``typed`` itself as "value" (or raises): its payload is the node's tensor.
-        node = self.add_node(CONST_OP, name=name, attrs={"value": typed}, unique=unique)
-        out = node.outputs[0]
+        made = self._new_const(name, typed)
+        if made is None:
+            made = self.add_node(CONST_OP, name=name, attrs={"value": typed}, unique=unique)
+        out = made.outputs[0]
         out.type = self.context.array_type(typed.value)
         return out
+
+    def _new_const(self, name: str, typed: AttrValue) -> Node | None:
+        """The ``ge.Const`` node ``add_node(CONST_OP, name=name, attrs={"value": typed})`` would add, added without
+        its general steps (a model has many constants), or None, adding nothing, where those steps decide
+        something: a taken or empty name, or a registry whose ``ge.Const`` is not a one-output definition
+        with a tensor ``value`` whose arity (no input, one output) ``add_node`` has accepted already.
+        ``typed`` is a ``TENSOR`` value, which add_node would store as it is."""
+        if not name or name in self._names:
+            return None
+        opdef = self.registry.lookup(CONST_OP)
+        if opdef is None or len(opdef.outputs) != 1 or ("node", 0, 1) not in opdef._bindings:
+            return None
+        spec = opdef.attrs.get("value")
+        if spec is None or spec.type_id is not typed.type_id:
+            return None
+        stored = {"value": typed}
+        try:
+            opdef.complete_attrs(stored, name)
+        except ValueError as e:
+            raise GraphError(f"graph {self.name!r}: {e}") from None
+        # Node.__init__ and Value.__init__ spelled out, as add_node does.
+        node = _new(Node)
+        node.graph = self
+        node.name = name
+        node._dialect = _CONST_DIALECT
+        node._op_type = _CONST_TYPE
+        node.op = CONST_OP
+        node_attrs = node.attrs = _new(Attributes)
+        node_attrs._owner = (name, _CONST_DIALECT, _CONST_TYPE)
+        node_attrs._attrs = stored
+        node.control_inputs = []
+        node.subgraphs = {}
+        node.opdef = opdef
+        node.meta = {}
+        out = _new(Value)
+        out.producer = node
+        out.index = 0
+        out.type = None
+        out._uses = {}
+        out.meta = {}
+        node.outputs = [out]
+        node.inputs = []
+        self._names[name] = node
+        self.nodes.append(node)
+        return node
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         self.outputs = list(values)

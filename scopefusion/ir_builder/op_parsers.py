@@ -237,6 +237,7 @@ class OpParserRegistry:
             control_inputs=controls,
             subgraphs=bodies,
             allow_unknown=True,
+            attrs_of_declared_kinds=True,  # convert_attrs above, declared kinds only, of a source node's names
         )
 
     def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:
@@ -292,7 +293,7 @@ class OpParserRegistry:
         typed, dropped = convert_attrs(attrs, opdef)
         if dropped:
             ctx.dropped_attrs[fusion.name] = dropped
-        typed["_original_nodes"] = AttrValue(LIST_STR, tuple(provenance["_original_nodes"]))
+        typed["_original_nodes"] = _names_attr(provenance["_original_nodes"])
         name = fusion.name if fusion.name not in ctx.graph else ctx.graph.unique_name(fusion.name)
         try:
             return ctx.graph.add_node(
@@ -322,7 +323,7 @@ class OpParserRegistry:
         typed, dropped = convert_attrs(dict(inner.attrs) | {"_fusion_rule": provenance["_fusion_rule"]}, registry.lookup(op))
         if dropped:
             ctx.dropped_attrs[inner.name] = dropped
-        typed["_original_nodes"] = AttrValue(LIST_STR, tuple(provenance["_original_nodes"]))
+        typed["_original_nodes"] = _names_attr(provenance["_original_nodes"])
         try:
             return ctx.graph.add_node(
                 op, inputs, name=inner.name, attrs=typed, num_outputs=num_outputs, control_inputs=controls,
@@ -344,6 +345,16 @@ def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bo
     """True for a TF1 loop back edge: a ``NextIteration`` feeding a ``Merge``."""
     p = source.get(producer)
     return p is not None and is_back_edge_op_pair(p.op_type, consumer.op_type)
+
+
+def _names_attr(names: list[str]) -> AttrValue:
+    """``AttrValue(LIST_STR, tuple(names))`` for the source node names a fused node stands for: when every
+    name is a ``str`` (as node names are), the tuple that checking each item would give, without checking
+    each item again (a fusion may claim a hundred nodes)."""
+    items = tuple(names)
+    if all(type(name) is str for name in items):
+        return AttrValue._trusted(LIST_STR, items)
+    return AttrValue(LIST_STR, items)
 
 
 def _array(node: SourceNode) -> np.ndarray:

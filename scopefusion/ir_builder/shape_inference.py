@@ -278,6 +278,14 @@ def _type_outputs(node: Node, inferred: list, folded: list[np.ndarray | None] | 
                   known_values: dict[int, np.ndarray], arrays: list[np.ndarray | None]) -> None:
     """Sets the types of ``node``'s outputs from what inference (or ``direct``) gave and what folded, records
     each folded value in ``known_values`` and appends it (or None) to ``arrays``."""
+    if direct is not None and folded is not None and _folded_as_typed(direct, folded, len(node.outputs)):
+        # Each output takes its direct type: the interned type of its dtype, format and the folded shape.
+        for value, t, array in zip(node.outputs, direct, folded):
+            value.type = t
+            if array is not None:
+                known_values[id(value)] = array
+            arrays.append(array)
+        return
     context = node.graph.context
     for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
         array = None
@@ -299,6 +307,20 @@ def _type_outputs(node: Node, inferred: list, folded: list[np.ndarray | None] | 
                 f"impossible ({e}); the model's inputs contradict the op"
             ) from None
         arrays.append(array)
+
+
+def _folded_as_typed(direct: list[TensorType], folded: list[np.ndarray | None], count: int) -> bool:
+    """Whether every output of a node whose outputs take their inputs' types (``direct``) folded to an
+    array (or to nothing) of exactly its direct type's shape, as an identity-like op folds to its input's
+    known value. :func:`_type_outputs` would then give each output ``context.tensor(t.dtype, array.shape,
+    t.format)``, which is ``t`` itself (types are interned), and record ``np.asarray(array)``, which is the
+    array itself."""
+    if len(folded) != count or len(direct) != count:
+        return False
+    for t, array in zip(direct, folded):
+        if array is not None and (array.__class__ is not np.ndarray or array.shape != t.shape):
+            return False
+    return True
 
 
 _CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads

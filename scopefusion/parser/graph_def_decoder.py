@@ -110,6 +110,34 @@ GraphDef = message_class("GraphDef", {
 finish(Dim, TensorShapeProto, TensorProto, NameAttrList, ListValue, AttrValue, DebugInfo, NodeDef, DtypeAndShape, ArgDef,
        AttrDef, OpDef, ArgAttrs, FunctionDef, GradientDef, FunctionDefLibrary, VersionDef, GraphDef)
 AttrValue._entry_cache = {}  # attributes repeat across a model's nodes: see message_decoder.MAX_CACHED_ENTRY
+# A function's argument attributes and argument definitions repeat across its functions (a loop's body and
+# condition take the same arguments): each distinct encoding is decoded once, as attributes are.
+ArgAttrs._entry_cache = {}
+
+
+def _shared_decoder(cls: Any) -> Any:
+    """:func:`.decode` of ``cls`` that decodes each distinct encoding of at most ``MAX_CACHED_ENTRY`` bytes once
+    per process (at each depth) and gives the same message for it again, as map entries are shared (see
+    ``message_decoder.MAX_CACHED_ENTRY``): equal bytes decode to equal messages, and nothing writes one."""
+    decoded: dict[tuple[int, bytes], Any] = {}
+
+    def decode_shared(data: bytes, pos: int, end: int, depth: int) -> Any:
+        if end - pos > MAX_CACHED_ENTRY:
+            return decode(cls, data, pos, end, depth)
+        key = (depth, data[pos:end])
+        found = decoded.get(key)
+        if found is None:
+            found = decode(cls, data, pos, end, depth)
+            if len(decoded) >= _MAX_SHARED:
+                decoded.clear()
+            decoded[key] = found
+        return found
+
+    return decode_shared
+
+
+_MAX_SHARED = 4096
+ArgDef._fast = _shared_decoder(ArgDef)
 
 
 def decode_graph_def(data: bytes) -> DecodedMessage | None:

@@ -176,11 +176,9 @@ def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileR
             "pass the SavedModel directory instead"
         )
     if fmt == "pb":
-        from .tf_graphdef import graph_from_graph_def, parse_graph_def_buffer
+        from .tf_graphdef import graph_from_graph_def_buffer
 
-        graph_def, node_views, func_views = parse_graph_def_buffer(mapped, where, reader=reader)
-        return graph_from_graph_def(graph_def, where, node_views, func_views, outputs=outputs,
-                                    inline_functions=inline_functions)
+        return graph_from_graph_def_buffer(mapped, where, reader=reader, outputs=outputs, inline_functions=inline_functions)
     if fmt == "pbtxt":
         from .tf_graphdef import graph_from_graph_def, parse_graph_def_text
 

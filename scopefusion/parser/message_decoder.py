@@ -25,7 +25,7 @@ from typing import Any, Callable
 __all__ = [
     "BOOL", "BYTES", "DOUBLE", "ENUM", "FLOAT", "INT32", "INT64", "MAP", "MESSAGE", "STRING", "UINT32", "UINT64",
     "MAX_CACHED_ENTRY", "MAX_DEPTH", "DecodedMessage", "NeedsProtobuf", "decode", "decode_or_none", "field", "finish",
-    "map_entry", "message_class", "varint",
+    "map_entry", "message_class", "skip_field", "varint",
 ]
 
 # Field kinds; ENUM is a closed enum (its field's spec holds the known values), an open one is INT32.
@@ -203,6 +203,9 @@ def _skip(data: bytes, pos: int, end: int, wire_type: int) -> int:
     if pos > end:
         raise NeedsProtobuf
     return pos
+
+
+skip_field = _skip  # for decoders written for one message, which skip unknown fields as decode does
 
 
 def _packed(kind: int, data: bytes, pos: int, end: int) -> list:

@@ -26,7 +26,7 @@ from ..dtypes import from_tf
 from .tf_tensors import shape_of, tensor_to_numpy, tf_dtype
 from .values import AttrPlaceholder, FunctionRef
 
-__all__ = ["decode_attr", "decode_attrs", "decode_func", "text"]
+__all__ = ["decode_attr", "decode_attrs", "decode_func", "is_immutable_attr", "text"]
 
 ContentViews = Mapping[str, tuple[object, int, int]]
 
@@ -134,6 +134,13 @@ def decode_attrs(attr_map, content_views: ContentViews | None = None) -> dict[st
                 plain.clear()
             plain[value] = decoded
     return out
+
+
+def is_immutable_attr(value) -> bool:
+    """Whether the decoded value of ``AttrValue`` message ``value`` is immutable: not a tensor, nor a list of
+    tensors or functions (the attributes ``_PLAIN`` remembers), so that one value may serve every node."""
+    kind = value.WhichOneof("value")
+    return kind in _PLAIN_KINDS or (kind == "list" and not value.list.tensor and not value.list.func)
 
 
 def _decode_list_value(value) -> tuple:

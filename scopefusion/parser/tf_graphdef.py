@@ -20,6 +20,7 @@ from .graph_def_decoder import decode_graph_def
 from .source_graph import FRAMEWORK_TENSORFLOW, GraphInput, GraphOutput, SourceGraph, SourceNode
 from .tf_attrs import ContentViews
 from .tf_functions import FunctionLibrary
+from .tf_node_decoder import decode_graph_def_nodes
 from .tf_nodes import assign_output_names, decode_node_def, parse_tensor_name
 from .wire import CUT, MapField, Spec, WireError, strip
 
@@ -27,6 +28,7 @@ __all__ = [
     "GRAPH_DEF_SPEC",
     "NON_OUTPUT_OPS",
     "graph_from_graph_def",
+    "graph_from_graph_def_buffer",
     "parse_graph_def_buffer",
     "parse_graph_def_text",
     "tf_graph_from_buffer",
@@ -70,16 +72,42 @@ def parse_graph_def_buffer(buffer, where: str, threshold: int = 1024, reader=Non
     Raises:
         ModelLoadError: the bytes are not a well-formed GraphDef.
     """
+    small, cuts = _strip_graph_def(buffer, where, threshold, reader)
+    return _decode_stripped(buffer, small, cuts, where)
+
+
+def _strip_graph_def(buffer, where: str, threshold: int, reader) -> tuple[bytes, list]:
     reader = buffer if reader is None else reader
     try:
-        small, cuts = strip(reader, 0, len(reader), GRAPH_DEF_SPEC, threshold)
+        return strip(reader, 0, len(reader), GRAPH_DEF_SPEC, threshold)
     except WireError as exc:
         raise ModelLoadError(f"{where}: not a valid binary GraphDef ({exc}); the file is truncated or not a TensorFlow model") from None
+
+
+def _decode_stripped(buffer, small: bytes, cuts: list, where: str):
     graph_def = decode_graph_def(small)
     if graph_def is None:  # something the Python decoder leaves to protobuf, malformed bytes included
         graph_def = _parse_with_protobuf(small, where)
     node_views, func_views = _views_by_node(buffer, cuts, where)
     return graph_def, node_views, func_views
+
+
+def graph_from_graph_def_buffer(buffer, where: str, *, reader=None, threshold: int = 1024, **options: Any) -> SourceGraph:
+    """``graph_from_graph_def(*parse_graph_def_buffer(buffer, where, threshold, reader), **options)``, with the main
+    graph's nodes decoded straight from the bytes where :mod:`.tf_node_decoder` can (the same nodes, in one
+    pass instead of two); else, and for every error, exactly that."""
+    small, cuts = _strip_graph_def(buffer, where, threshold, reader)
+    try:
+        node_views, func_views = _views_by_node(buffer, cuts, where)
+    except ModelLoadError:  # raised by _decode_stripped below, after what it finds first
+        decoded = None
+    else:
+        decoded = decode_graph_def_nodes(small, node_views)
+    if decoded is None:
+        graph_def, node_views, func_views = _decode_stripped(buffer, small, cuts, where)
+        return graph_from_graph_def(graph_def, where, node_views, func_views, **options)
+    graph_def, nodes = decoded
+    return graph_from_graph_def(graph_def, where, node_views, func_views, decoded_nodes=nodes, **options)
 
 
 def _parse_with_protobuf(small: bytes, where: str):
@@ -124,6 +152,7 @@ def graph_from_graph_def(
     inline_functions: bool = True,
     name: str = "",
     metadata: Mapping[str, Any] | None = None,
+    decoded_nodes: list[SourceNode] | None = None,
 ) -> SourceGraph:
     """Converts a GraphDef message (ours or TensorFlow's class) into a SourceGraph.
 
@@ -135,15 +164,20 @@ def graph_from_graph_def(
             ``NoOp`` and the nodes inside a TF1 loop excepted.
         inline_functions: inline ``PartitionedCall`` / ``StatefulPartitionedCall`` and direct function calls.
         metadata: extra entries for ``SourceGraph.metadata``.
+        decoded_nodes: the main graph's nodes as :func:`.decode_node_def` decodes ``graph_def.node``, decoded
+            already (by :func:`.decode_graph_def_nodes`, whose ``graph_def`` has no ``node``).
 
     Raises:
         ParseError: duplicate names, a missing producer, a data cycle, an invalid function body.
         ModelLoadError: the GraphDef holds no nodes.
     """
-    if not graph_def.node:
+    if decoded_nodes is not None:
+        nodes = decoded_nodes
+    elif not graph_def.node:
         raise ModelLoadError(f"{where}: the GraphDef holds no nodes; the file is empty or not a TensorFlow GraphDef")
-    node_views = node_views or {}
-    nodes = [decode_node_def(nd, where, node_views.get(i)) for i, nd in enumerate(graph_def.node)]
+    else:
+        node_views = node_views or {}
+        nodes = [decode_node_def(nd, where, node_views.get(i)) for i, nd in enumerate(graph_def.node)]
     library = FunctionLibrary(graph_def.library.function, where, function_views, inline_functions)
     nodes, tensor_map = library.expand(nodes, where)
 
@@ -249,5 +283,4 @@ def _shape(value):
 
 def tf_graph_from_buffer(buffer, where: str, **options: Any) -> SourceGraph:
     """A binary GraphDef in ``buffer`` to a SourceGraph (see :func:`graph_from_graph_def` for options)."""
-    graph_def, node_views, func_views = parse_graph_def_buffer(buffer, where)
-    return graph_from_graph_def(graph_def, where, node_views, func_views, **options)
+    return graph_from_graph_def_buffer(buffer, where, **options)

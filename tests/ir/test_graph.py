@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from scopefusion import dtypes
+from scopefusion.ir.attrs import STR, TENSOR
 from scopefusion.ir.compare import first_difference
 from scopefusion.ir.core_ops import core_ops as builtin_ops
 from scopefusion.ir.graph import Graph, GraphError
@@ -145,3 +146,59 @@ def test_const_values_are_read_only_and_shared(g):
     arr.flags.writeable = False
     v = g.add_const(arr, "k")
     assert v.const_value is arr and v.type is g.context.tensor(dtypes.INT32, (4,))
+
+
+def test_add_const_makes_the_node_add_node_makes():
+    """Constants skip add_node's general steps once the registry's ge.Const is known: the nodes, names,
+    attributes and types are the same as add_node's, a taken name is still made unique, and a registry
+    whose ge.Const needs another attribute still refuses the constant."""
+    arrays = [np.ones(2, np.float32), np.arange(6, dtype=np.int64).reshape(2, 3), np.array(3.5, np.float32)]
+    fast, slow = Graph("main", IRContext(), OpRegistry(builtin_ops())), Graph("main", IRContext(), OpRegistry(builtin_ops()))
+    for i, array in enumerate(arrays * 2):
+        fast.add_const(array, f"c{i % 3}")
+        out = slow.add_node("ge.Const", name=f"c{i % 3}", attrs={"value": array}, unique=True).outputs[0]
+        out.type = slow.context.array_type(array)
+    assert [n.name for n in fast.nodes] == ["c0", "c1", "c2", "c0_1", "c1_1", "c2_1"]
+    assert graphs_equal(fast, slow) and format_graph(fast) == format_graph(slow)
+    assert first_difference(fast, slow) is None
+    for made, expected in zip(fast.nodes, slow.nodes):
+        assert made.opdef is fast.registry.lookup("ge.Const") and expected.opdef is slow.registry.lookup("ge.Const")
+        assert made.op == expected.op and list(made.attrs._attrs) == list(expected.attrs._attrs)
+        assert made.outputs[0].type is fast.context.array_type(expected.attrs.as_tensor("value"))
+    with pytest.raises(GraphError, match="already exists"):
+        fast.add_const(arrays[0], "c0", unique=False)
+
+    registry = OpRegistry([d for d in builtin_ops() if d.name != "Const"])
+    registry.define("Const", "ge").output("y").attr("value", TENSOR).attr("origin", STR)
+    strict = Graph("main", IRContext(), registry)
+    with pytest.raises(GraphError, match="needs attribute 'origin'"):
+        strict.add_const(arrays[0], "c")
+    assert not strict.nodes
+
+
+def test_attributes_of_declared_kinds_are_stored_as_the_checks_would_store_them():
+    """A framework op (open attributes) keeps attributes of their declared kinds as add_node's checks would
+    keep them; a closed op, or an empty name, still goes through the checks and their errors."""
+    from scopefusion.ir.attrs import INT, AttrValue
+    from scopefusion.ir.opdef import OpDef
+
+    reg = OpRegistry(builtin_ops())
+    reg.register(OpDef("Open", "t", open_attrs=True).input("x").output("y", follow="x").attr("axis", INT, default=0))
+    reg.define("Closed", "t").input("x").output("y", follow="x").attr("axis", INT, default=0)
+    graphs = [Graph("main", IRContext(), reg) for _ in range(2)]
+    attrs = {"axis": AttrValue(INT, 2), "extra": AttrValue(STR, "kept"), "_class": AttrValue(STR, "loc")}
+    for graph, vouched in zip(graphs, (False, True)):
+        x = graph.add_input("x", graph.context.tensor(F32, (2,)))
+        graph.add_node("t.Open", [x], name="open", attrs=dict(attrs), attrs_of_declared_kinds=vouched)
+        graph.add_node("t.Open", [x], name="bare", attrs_of_declared_kinds=vouched)
+        with pytest.raises(GraphError, match="no attribute 'extra'"):
+            graph.add_node("t.Closed", [x], name="closed", attrs=dict(attrs), attrs_of_declared_kinds=vouched)
+        with pytest.raises(GraphError):
+            graph.add_node("t.Open", [x], name="empty", attrs={"": AttrValue(INT, 1)}, attrs_of_declared_kinds=vouched)
+    checked, vouched_graph = graphs
+    for name in ("open", "bare"):
+        assert checked.node(name).attrs._attrs == vouched_graph.node(name).attrs._attrs
+        assert list(checked.node(name).attrs._attrs) == list(vouched_graph.node(name).attrs._attrs)
+    assert list(vouched_graph.node("open").attrs._attrs) == ["axis", "extra", "_class"]
+    assert vouched_graph.node("bare").attrs._attrs == {"axis": AttrValue(INT, 0)}
+    assert format_graph(checked) == format_graph(vouched_graph)

@@ -132,3 +132,27 @@ def test_nodes_reading_weights_repeat_by_the_weights_types(tf_mobilenet_pb, monk
     monkeypatch.setattr(shape_inference, "_node_key", counted)
     convert(tf_mobilenet_pb)
     assert {"Conv2D", "BatchNorm"} & set(repeated_ops), repeated_ops
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["model_shapes", "static_shapes"])
+def test_identity_reads_of_weights_take_their_inputs_types_as_folding_gives_them(model_path, static, monkeypatch):
+    """An output that follows its input and folds to a value of its type's shape (an Identity read of a
+    weight) takes its input's type at once: the same types and values as making the type from the value."""
+    graph = convert(model_path).graph
+    shapes = fixed_shapes(graph) if static else {}
+    _every_node_inferred(monkeypatch)
+    taken = []
+    folded_as_typed = shape_inference._folded_as_typed
+
+    def counted(direct, folded, count):
+        found = folded_as_typed(direct, folded, count)
+        taken.append(found)
+        return found
+
+    monkeypatch.setattr(shape_inference, "_folded_as_typed", counted)
+    got, got_result = from_scratch(graph, shapes)
+    monkeypatch.setattr(shape_inference, "_folded_as_typed", lambda direct, folded, count: False)
+    want, want_result = from_scratch(graph, shapes)
+    assert_same_inference(got, got_result, want, want_result)
+    if model_path.suffix == ".pb" and ("mobilenet" in model_path.name or "bert" in model_path.name):
+        assert any(taken)  # Keras and TF1 models read their weights through Identity nodes

@@ -240,3 +240,25 @@ def test_the_declarations_are_the_schema_of_the_generated_messages(name):
         assert ours._fields == declared, descriptor.full_name
         oneofs = [(o.name, frozenset(f.name for f in o.fields)) for o in descriptor.oneofs]
         assert [ours._oneof] == oneofs if oneofs else ours._oneof is None
+
+
+def test_functions_share_their_repeated_argument_definitions_and_attributes():
+    """A loop's body and condition take the same arguments: their argument definitions and attributes are
+    decoded once and shared (nothing writes a decoded message), and the graph still decodes as protobuf's."""
+    shapes = tfpb.AttrValue()
+    shapes.list.shape.add().dim.add(size=4)
+    functions = []
+    for name, output in (("body", "n:y:0"), ("cond", "m:y:0")):
+        fdef = tg.function(name, ["a", "b"], {"out": output}, [tg.node(output[0], "Identity", ["a"], T=tg.type_attr())])
+        fdef.arg_attr[0].attr["_output_shapes"].CopyFrom(shapes)
+        fdef.arg_attr[1].attr["_output_shapes"].CopyFrom(shapes)
+        functions.append(fdef)
+    graph = tfpb.GraphDef(node=[tg.node("x", "Placeholder", dtype=tg.type_attr())])
+    graph.library.function.extend(functions)
+    data = graph.SerializeToString()
+    assert check_same_as_protobuf(data)
+    body, cond = gd.decode_graph_def(data).library.function
+    assert [a.name for a in body.signature.input_arg] == ["a", "b"]
+    assert all(x is y for x, y in zip(body.signature.input_arg, cond.signature.input_arg))
+    assert body.arg_attr[0] is cond.arg_attr[0] and body.arg_attr[1] is cond.arg_attr[1]
+    assert body.arg_attr[0] is not body.arg_attr[1]  # another key: another entry

@@ -1,0 +1,205 @@
+"""A stripped binary GraphDef's nodes decoded straight into :class:`SourceNode` objects, in one pass.
+
+:func:`.graph_def_decoder.decode_graph_def` makes a ``NodeDef`` message of each node, which
+:func:`.tf_nodes.decode_node_def` then turns into a ``SourceNode``: each node's fields are read twice and
+an object is made per node only to be dropped. :func:`decode_graph_def_nodes` reads each node of the main
+graph once: its name, op type, device and inputs as ``decode_node_def`` parses them, and each attribute
+from the bytes of its map entry. A model's nodes share a few dozen distinct attributes (dtypes, strides,
+paddings), so an attribute whose value is immutable (not a tensor, nor a function with attributes) is
+decoded once per process for each distinct encoding, as :mod:`.tf_attrs` decodes it; any other is decoded
+as ``decode_node_def`` decodes it, constants' tensors as views of the cut ``tensor_content``.
+
+The answer is all or nothing: anything either step would treat apart (a field the fast decoders leave to
+:func:`.message_decoder.decode` or to protobuf, a node without a name or op type, an attribute that cannot
+be decoded, a constant without a tensor) gives None, and the caller takes those steps instead, which give
+their result or their error. So the nodes are those ``decode_node_def`` makes of ``decode_graph_def``'s
+messages, or the caller makes them so. The library of functions and the versions are decoded as
+``decode_graph_def`` decodes them (function bodies are decoded by :mod:`.tf_functions`).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any, Mapping
+
+import numpy as np
+
+from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, NodeDef
+from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
+from .source_graph import SourceNode
+from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
+from .tf_nodes import CONST_OPS, ENTER_OPS
+from .tf_tensors import tensor_to_numpy
+
+__all__ = ["decode_graph_def_nodes"]
+
+_new = object.__new__
+_NODE_TAGS = frozenset({0x0A, 0x12, 0x1A, 0x22, 0x2A})  # NodeDef's fields 1 to 5, each of wire type 2
+_BY_NAME = itemgetter(0)
+# Map entry bytes -> (attribute name, decoded immutable value); bounded like message_decoder's entry cache.
+_DECODED_ENTRIES: dict[bytes, tuple[str, Any]] = {}
+_MAX_DECODED_ENTRIES = 4096
+
+
+class _Fallback(Exception):
+    """The nodes must be made by ``decode_graph_def`` and ``decode_node_def`` (see the module docstring)."""
+
+
+def decode_graph_def_nodes(
+    data: bytes, node_views: Mapping[int, ContentViews]
+) -> tuple[Any, list[SourceNode]] | None:
+    """``(GraphDef message without its nodes, the main graph's SourceNodes)`` of the stripped GraphDef in
+    ``data`` (``node_views``: the cut tensors by node index, then attribute name), or None when the caller
+    must decode the GraphDef and its nodes the general way (see the module docstring)."""
+    try:
+        return _decode(data, node_views)
+    except Exception:
+        # _Fallback, the decoders' NeedsProtobuf (and IndexError, struct.error), a TensorDecodeError, or
+        # anything else: the general way meets it again and reports it in its own order.
+        return None
+
+
+def _decode(data: bytes, node_views: Mapping[int, ContentViews]) -> tuple[Any, list[SourceNode]] | None:
+    """``graph_def_decoder._decode_graph_def`` over the whole of ``data``, each node decoded by _node."""
+    values: dict[str, Any] = {"_raw": data}
+    nodes: list[SourceNode] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        tag = data[pos]
+        if pos + 1 >= end or (tag != 0x0A and tag not in _GRAPH_MESSAGES):
+            return None
+        length = data[pos + 1]
+        if length < 0x80:
+            pos += 2
+        else:
+            length, pos = varint(data, pos + 1, end)
+        field_start, pos = pos, pos + length
+        if pos > end:
+            return None
+        if tag == 0x0A:
+            nodes.append(_node(data, field_start, pos, node_views.get(len(nodes))))
+            continue
+        name, cls = _GRAPH_MESSAGES[tag]
+        if name in values:
+            return None
+        values[name] = decode(cls, data, field_start, pos, 1)
+    if not nodes:
+        return None
+    graph = GraphDef.__new__(GraphDef)
+    graph.__dict__.update(values)
+    return graph, nodes
+
+
+def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> SourceNode:
+    """The SourceNode ``decode_node_def`` makes of the NodeDef in ``data[pos:end]``; raises _Fallback where
+    ``graph_def_decoder._decode_node_def`` would leave the node to ``decode`` or ``decode_node_def`` would
+    raise."""
+    name = op = device = ""
+    inputs: list[tuple[str, int]] = []
+    controls: list[str] = []
+    pairs: list[tuple[str, Any]] = []
+    decoded_entries = _DECODED_ENTRIES
+    while pos < end:
+        tag = data[pos]
+        if tag not in _NODE_TAGS or pos + 1 >= end:
+            pos = _skip_unknown(data, pos, end)
+            continue
+        length = data[pos + 1]
+        if length < 0x80:
+            pos += 2
+        else:
+            length, pos = varint(data, pos + 1, end)
+        field_start, pos = pos, pos + length
+        if pos > end:
+            raise _Fallback
+        if tag == 0x2A:
+            entry = data[field_start:pos]
+            known = decoded_entries.get(entry)
+            pairs.append(known if known is not None else _attr(data, field_start, pos, entry, views))
+            continue
+        try:
+            text = data[field_start:pos].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Fallback from None
+        if tag == 0x1A:  # an input, parsed as decode_node_def parses it
+            if text[:1] == "^":
+                controls.append(text[1:])
+            elif ":" in text:
+                producer, _, index = text.rpartition(":")
+                inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
+            else:
+                inputs.append((text, 0))
+        elif tag == 0x0A:
+            name = text
+        elif tag == 0x12:
+            op = text
+        else:
+            device = text
+    if not name or not op:
+        raise _Fallback  # decode_node_def's error
+    # decode_attrs's order (by name); a name given twice is left to protobuf, as _decode_node_def leaves it.
+    if len(pairs) > 1:
+        pairs.sort(key=_BY_NAME)
+    attrs = dict(pairs)
+    if len(attrs) != len(pairs):
+        raise _Fallback
+    value = frame = None
+    if op in CONST_OPS:
+        value = attrs.get("value")
+        if not isinstance(value, np.ndarray):
+            raise _Fallback  # decode_node_def's error
+    elif op in ENTER_OPS:
+        frame_name = attrs.get("frame_name")
+        if isinstance(frame_name, str):
+            frame = frame_name
+    # SourceNode.__init__ spelled out, its fields set in their order, as decode_node_def sets them.
+    node = _new(SourceNode)
+    node.name = name
+    node.op_type = op
+    node.inputs = inputs
+    node.control_inputs = controls
+    node.attrs = attrs
+    node.domain = ""
+    node.value = value
+    node.subgraphs = {}
+    node.frame = frame
+    node.output_names = []
+    node.device = device
+    node.synthetic = False
+    return node
+
+
+def _skip_unknown(data: bytes, pos: int, end: int) -> int:
+    """The position after the field at ``pos`` when NodeDef's schema does not know its number (as
+    ``experimental_type``): :func:`.message_decoder.decode` skips such a field (it gives the NodeDef of a
+    node with one), so it is skipped as decode skips it. Any other field raises _Fallback."""
+    tag = data[pos]
+    if tag < 0x80:
+        pos += 1
+    else:
+        tag, pos = varint(data, pos, end)
+    number = tag >> 3
+    if number in NodeDef._fields or number == 0 or number >= 1 << 29 or number in NodeDef._refused:
+        raise _Fallback
+    return skip_field(data, pos, end, tag & 7)
+
+
+def _attr(data: bytes, pos: int, end: int, entry: bytes, views: ContentViews | None) -> tuple[str, Any]:
+    """``(name, value)`` of the attribute map entry ``entry`` (``data[pos:end]``): its message as
+    ``_decode_node_def`` finds it (from the shared entry table, else by ``map_entry``), decoded by
+    ``decode_attrs``; an immutable value is remembered by its encoding."""
+    known = AttrValue._entry_cache.get(entry) if end - pos <= MAX_CACHED_ENTRY else None
+    if known is None:
+        into: dict[str, Any] = {}
+        map_entry(into, _ATTR_MAP, data, pos, end, 1)
+        ((name, message),) = into.items()
+    else:
+        name, message = known
+    if message.WhichOneof("value") == "tensor":  # as decode_attrs decodes a tensor (which it never remembers)
+        return name, tensor_to_numpy(message.tensor, None if views is None else views.get(name))
+    value = decode_attrs({name: message}, views)[name]
+    if len(entry) <= MAX_CACHED_ENTRY and is_immutable_attr(message):
+        if len(_DECODED_ENTRIES) >= _MAX_DECODED_ENTRIES:
+            _DECODED_ENTRIES.clear()
+        _DECODED_ENTRIES[entry] = (name, value)
+    return name, value
