@@ -86,7 +86,7 @@ def is_back_edge_op_pair(producer_op: str, consumer_op: str) -> bool:
     return producer_op in BACK_EDGE_OPS and consumer_op in MERGE_OPS
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SourceNode:
     """One framework node.
 

@@ -79,13 +79,16 @@ def validate_result(
     if not isinstance(name, str) or not name:
         raise Refused("the result has no name; set result.name")
     positions = graph.tree.positions
-    candidates = _claims(result, graph, positions)
+    candidates, position_of = _claims(result, graph, positions)
     anchored: set[str] = set()  # the nodes that ports map
     in_ports = _ports(result._inputs, candidates, "insert_inputs", anchored)  # read only: no copies
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
-    uses = graph.source.out_edges  # consumer -> {slot: index} of each node (slot and index -1: a control edge)
+    # Each candidate's consumers -> {slot: index} (slot and index -1: a control edge), looked up once in the
+    # graph-sized table for the three walks below that read them (kept nodes, boundary, cycle check).
+    out_edges = graph.source.out_edges
+    uses = {n: out_edges[n] for n in candidates}
     kept = _kept_nodes(candidates, uses, anchored, port_of_input) if len(anchored) < len(candidates) else set()
     claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
@@ -98,7 +101,7 @@ def validate_result(
     absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of = _boundary(
         result, graph, plan, candidates, claimed, claimed_set, uses, port_of_input, port_of_output
     )
-    owned = plan.first_owned(claimed)
+    owned = plan.first_owned(claimed, [position_of[n] for n in claimed])
     if owned is not None:
         raise Refused(f"node {owned[0]} is already claimed by fusion {owned[1]!r}")
     user = plan.name_user(name)
@@ -107,7 +110,7 @@ def validate_result(
     if name in graph.source and name not in claimed_set:
         raise Refused(f"fusion name {name!r} collides with a graph node the fusion does not replace")
     inner_nodes = _inner_nodes(result, graph, plan, known_types, name, many, claimed_set, inputs, out_ports)
-    cycle, contraction = plan.find_cycle(name, claimed)
+    cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of)  # no claimed node is owned
     if cycle is not None:  # the only check that is not local
         raise Refused(f"fusing would create a cycle ({' -> '.join(cycle)})")
     assert contraction is not None
@@ -147,8 +150,11 @@ def _in_order(names: dict[str, None], positions: Mapping[str, int]) -> tuple[str
 
 
 # ------------------------------------------------------------------------------------- the result itself
-def _claims(result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int]) -> dict[str, SourceNode]:
-    """Every node the result names exists, and it names some: the candidates, in graph order."""
+def _claims(
+    result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int]
+) -> tuple[dict[str, SourceNode], dict[str, int]]:
+    """Every node the result names exists, and it names some: the candidates, in graph order, and their
+    indexes in graph order (read once here from the graph-sized table, for the checks that need them)."""
     wanted: dict[str, SourceNode] = {}
     scopes, nodes = result.scopes, result.nodes
     for scope in scopes:
@@ -162,9 +168,10 @@ def _claims(result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[st
         wanted[node_name] = claimed
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
+    position_of = {n: positions[n] for n in wanted}
     if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
-        wanted = {n: wanted[n] for n in sorted(wanted, key=positions.__getitem__)}
-    return wanted
+        wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
+    return wanted, position_of
 
 
 # ------------------------------------------------------------------------------------------ index maps
