@@ -265,6 +265,9 @@ class SourceGraph:
             self.nodes = node_list
             self._order = position
             self.edges_run_forward = in_order and not exempt
+        # Whether out_edges (made in file order) lists the nodes in the order of ``nodes``.
+        self._nodes_in_file_order = self.nodes is node_list
+        self._out_edges_by_position: list[dict[str, dict[int, int]]] | None = None
 
     def _raise_duplicate(self, node_list: list[SourceNode]) -> None:
         seen: dict[str, SourceNode] = {}
@@ -324,6 +327,21 @@ class SourceGraph:
         constructor made while ordering the nodes, so readers (the scope tree) share it instead of making
         another graph-sized one."""
         return self._order
+
+    @property
+    def out_edges_by_position(self) -> list[dict[str, dict[int, int]]]:
+        """:attr:`out_edges` of every node by its index in :attr:`nodes` (``out_edges_by_position[i]`` is
+        ``out_edges[nodes[i].name]``, the same dict; read it, do not change it), listed on first use. A reader
+        that knows a node's index reads its consumers here instead of in the graph-sized table by name."""
+        listed = self._out_edges_by_position
+        if listed is None:
+            out_edges = self.out_edges
+            if self._nodes_in_file_order:  # out_edges lists the nodes in file order: the same order
+                listed = list(out_edges.values())
+            else:
+                listed = [out_edges[node.name] for node in self.nodes]
+            self._out_edges_by_position = listed
+        return listed
 
     def op_types(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -85,10 +85,10 @@ def validate_result(
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
-    # Each candidate's consumers -> {slot: index} (slot and index -1: a control edge), looked up once in the
-    # graph-sized table for the three walks below that read them (kept nodes, boundary, cycle check).
-    out_edges = graph.source.out_edges
-    uses = {n: out_edges[n] for n in candidates}
+    # Each candidate's consumers -> {slot: index} (slot and index -1: a control edge), by its index, for the three
+    # walks below that read them (kept nodes, boundary, cycle check).
+    out_edges = graph.source.out_edges_by_position
+    uses = {n: out_edges[position_of[n]] for n in candidates}
     kept = _kept_nodes(candidates, uses, anchored, port_of_input) if len(anchored) < len(candidates) else set()
     claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
@@ -156,19 +156,28 @@ def _claims(
     """Every node the result names exists, and it names some: the candidates, in graph order, and their
     indexes in graph order (read once here from the graph-sized table, for the checks that need them)."""
     wanted: dict[str, SourceNode] = {}
+    position_of: dict[str, int] = {}
     scopes, nodes = result.scopes, result.nodes
     for scope in scopes:
-        for node in scope.all_nodes:
-            wanted[node.name] = node
-    get = graph.source.by_name.get
+        start = scope.all_nodes_start
+        if start >= 0:  # consecutive graph nodes: their indexes without look-ups
+            for at, node in enumerate(scope.all_nodes, start):
+                wanted[node.name] = node
+                position_of[node.name] = at
+        else:
+            for node in scope.all_nodes:
+                wanted[node.name] = node
+                position_of[node.name] = positions[node.name]
+    # A node by name: its index (one look-up in a graph-sized table), then the node at that index of the graph.
+    graph_nodes = graph.source.nodes
     for node_name in nodes:
-        claimed = get(node_name) if isinstance(node_name, str) else None
-        if claimed is None:
+        index = positions.get(node_name) if isinstance(node_name, str) else None
+        if index is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
-        wanted[node_name] = claimed
+        wanted[node_name] = graph_nodes[index]
+        position_of[node_name] = index
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
-    position_of = {n: positions[n] for n in wanted}
     if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
         wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
     return wanted, position_of

@@ -64,6 +64,7 @@ class Scope:
         "index",
         "_first",
         "_last",
+        "_start",
     )
 
     def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
@@ -80,6 +81,7 @@ class Scope:
         self._last_name: str | None = None if parent is not None else ""
         self._first = -1  # graph index of the first and the last of _nodes (-1: none)
         self._last = -1
+        self._start = -1  # see all_nodes_start (set with _all_nodes)
 
     # ------------------------------------------------------------------ CANN accessors
     @property
@@ -118,10 +120,21 @@ class Scope:
         """Nodes of the whole subtree (direct and in every descendant), in graph order; cached."""
         if self._all_nodes is None:
             if not self._children:
-                self._all_nodes = tuple(self._nodes)
+                nodes = self._nodes
+                self._all_nodes = tuple(nodes)
+                # _first and _last bound distinct indexes: as many nodes as indexes in between are all of them
+                self._start = self._first if nodes and self._last - self._first + 1 == len(nodes) else -1
             else:
-                self._all_nodes = self._tree._subtree_nodes(self)
+                self._all_nodes, self._start = self._tree._subtree_nodes(self)
         return self._all_nodes
+
+    @property
+    def all_nodes_start(self) -> int:
+        """The graph index of the first of :attr:`all_nodes` when they are consecutive nodes of the graph
+        (their indexes are ``start, start + 1, ...``), else -1: their indexes without a look-up by name."""
+        if self._all_nodes is None:
+            self.all_nodes  # noqa: B018 (computes _start with the nodes)
+        return self._start
 
     def sub_scope(self, name: str) -> Scope | None:
         """The direct child named ``name`` (full name, trailing slash optional), else None."""
@@ -288,8 +301,9 @@ class ScopeTree:
             parent = scope
         return parent
 
-    def _subtree_nodes(self, scope: Scope) -> tuple[SourceNode, ...]:
-        """The nodes of ``scope``'s subtree in graph order.
+    def _subtree_nodes(self, scope: Scope) -> tuple[tuple[SourceNode, ...], int]:
+        """The nodes of ``scope``'s subtree in graph order, and the graph index of the first when they are
+        consecutive graph nodes (else -1).
 
         When they fill a range of graph indexes (a layer's nodes usually sit together), they are that slice
         of the graph's nodes: every one of them lies between the smallest and the largest index, indexes are
@@ -306,13 +320,13 @@ class ScopeTree:
                 if sub._last > last:
                     last = sub._last
         if count and last - first + 1 == count:
-            return tuple(self._graph_nodes[first : last + 1])
+            return tuple(self._graph_nodes[first : last + 1]), first
         gathered: list[SourceNode] = []
         for sub in subtree:
             gathered.extend(sub._nodes)
         position = self._position
         by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
-        return tuple(map(by_position.__getitem__, sorted(by_position)))
+        return tuple(map(by_position.__getitem__, sorted(by_position))), -1  # not consecutive (tested above)
 
     # ------------------------------------------------------------------ queries
     def all_scopes(self) -> list[Scope]:

@@ -69,6 +69,7 @@ def test_edges_and_order_agree_with_networkx(nodes):
                           key=lambda e: (order.index(e[0]), e[1]))
         assert graph.consumers(name) == expected
     assert dict(graph.positions) == {name: i for i, name in enumerate(order)}
+    assert all(a is graph.out_edges[n.name] for a, n in zip(graph.out_edges_by_position, graph.nodes, strict=True))
 
 
 @settings(max_examples=300, deadline=None)
@@ -80,6 +81,7 @@ def test_unsorted_graph_keeps_the_given_order_and_says_whether_edges_run_forward
     g, _ = _oracle(nodes)
     forward = all(graph.positions[u] < graph.positions[v] for u, v in g.edges())
     assert graph.edges_run_forward == (forward and all(n.op_type != "NextIteration" for n in nodes))
+    assert all(a is graph.out_edges[n.name] for a, n in zip(graph.out_edges_by_position, nodes, strict=True))
 
 
 def test_a_cycle_is_named():
