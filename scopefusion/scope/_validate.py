@@ -107,7 +107,7 @@ def validate_result(
     user = plan.name_user(name)
     if user is not None:
         raise Refused(f"fusion name {name!r} is already used by fusion {user!r}; choose another name")
-    if name in graph.source and name not in claimed_set:
+    if name not in claimed_set and name in graph.source:  # a claimed name first: no graph-sized look-up
         raise Refused(f"fusion name {name!r} collides with a graph node the fusion does not replace")
     inner_nodes = _inner_nodes(result, graph, plan, known_types, name, many, claimed_set, inputs, out_ports)
     cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of)  # no claimed node is owned

@@ -266,17 +266,19 @@ class ScopeTree:
             scope = by_raw.get(raw)
             if scope is None:
                 if raw[:1] != "/" and "//" not in raw:
-                    scope = self._ensure(raw)
+                    scope = self._make(raw)  # absent: the scopes by name said so above
                 else:
                     key = scope_key(raw)
                     scope = by_raw[raw] = self._ensure(key) if key else self.root
         return scope
 
     def _ensure(self, key: str) -> Scope:
+        scope = self._scopes.get(key)
+        return scope if scope is not None else self._make(key)
+
+    def _make(self, key: str) -> Scope:
+        """Makes the scope called ``key``, which does not exist yet, and its missing ancestors."""
         scopes = self._scopes
-        scope = scopes.get(key)
-        if scope is not None:
-            return scope
         # The missing ancestors, innermost first; then created outermost first (no recursion, so a name
         # with thousands of scope levels is fine). A parent's key is the text up to the last '/' before
         # the trailing one (rpartition: cheaper than rfind with bounds, which parses its arguments).
