@@ -202,11 +202,11 @@ class ContractedOrder:
         fusion (and ``contraction`` is None).
 
         A caller that has checked that no member belongs to an accepted fusion may pass ``unclaimed``, each
-        member's node by name, ``consumers``, each member's ``out_edges`` entry by name, and ``positions``, each
-        member's number: the producers are then read from the nodes' inputs and the consumers from that
-        table, instead of from the graph-sized edge tables (on a large graph such look-ups mostly miss the CPU's caches). A node's
-        inputs and control inputs name the same producers as its ``in_edges`` entry (repeats and absent
-        inputs aside, which the highest predecessor number does not depend on)."""
+        member's node by name, ``consumers``, each member's ``out_edges`` entry by name, and ``positions``,
+        each member's number: the producers are then read from the nodes' inputs and the consumers from
+        that table, instead of from the graph-sized edge tables (on a large graph such look-ups mostly miss
+        the CPU's caches). A node's inputs and control inputs name the same producers as its ``in_edges``
+        entry (repeats and absent inputs aside, which the highest predecessor number does not depend on)."""
         self._ensure_valid()
         nodes = list(members)
         group_vertices: set[Hashable] = set(nodes)
