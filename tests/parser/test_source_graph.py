@@ -89,3 +89,11 @@ def test_a_cycle_is_named():
              SourceNode("c", "Op", inputs=[("b", 0)])]
     with pytest.raises(ParseError, match=r"data cycle \(a -> b -> c -> a\)"):
         SourceGraph(nodes, path="m.pb")
+
+
+def test_single_edges_share_their_dict_and_a_second_edge_gets_its_own():
+    one = SourceGraph([SourceNode("a", "Op"), SourceNode("b", "Op", inputs=[("a", 0)]), SourceNode("c", "Op", inputs=[("a", 0)])])
+    two = SourceGraph([SourceNode("a", "Op"), SourceNode("d", "Op", inputs=[("a", 0), ("a", 0)], control_inputs=["a"])])
+    assert one.out_edges["a"]["b"] is one.out_edges["a"]["c"] is one.in_edges["c"]["a"]
+    assert two.out_edges["a"]["d"] == {0: 0, 1: 0, CONTROL_SLOT: CONTROL_SLOT} and two.in_edges["d"]["a"] is two.out_edges["a"]["d"]
+    assert one.out_edges["a"]["b"] == {0: 0}  # the shared dict is left as it was
