@@ -22,6 +22,11 @@ __all__ = ["ROOT_NAME", "Scope", "ScopeTree", "scope_key", "trim_scope_index"]
 
 ROOT_NAME = "root"
 
+#: The children of every scope that has none, one shared dict (a scope gets a dict of its own with its first
+#: child, in ScopeTree._make, the only writer): most scopes are leaves, and walks that test a leaf for
+#: children then read this one dict rather than one per leaf. Never changed.
+_NO_CHILDREN: dict[str, Scope] = {}
+
 
 def trim_scope_index(name: str) -> str:
     """CANN's TrimScopeIndex: drops a trailing ``_N`` when N is all digits and greater than zero."""
@@ -73,7 +78,7 @@ class Scope:
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
         self.index = 0  # place in the tree's creation order (the root is 0)
-        self._children: dict[str, Scope] = {}
+        self._children: dict[str, Scope] = _NO_CHILDREN
         self._nodes: list[SourceNode] = []
         self._counts: dict[str, int] = {}
         self._all_nodes: tuple[SourceNode, ...] | None = None
@@ -297,6 +302,8 @@ class ScopeTree:
         for name in reversed(missing):
             scope = Scope(name, parent, self)
             scope.index = len(order)
+            if parent._children is _NO_CHILDREN:
+                parent._children = {}
             parent._children[name] = scope
             scopes[name] = scope
             order.append(scope)
