@@ -15,7 +15,8 @@ A ``SourceGraph`` is what a model file says, decoded into Python objects, before
 The edges also live in two adjacency maps of plain dicts, built in one pass while loading:
 ``graph.out_edges[producer][consumer]`` and ``graph.in_edges[consumer][producer]`` are the same
 ``{consumer input slot: producer output index}`` dict (slot and index ``-1`` for a control edge), with
-consumers and producers in first-edge order. ``graph.nx`` makes a ``networkx.MultiDiGraph`` of them on
+consumers and producers in first-edge order. Read these dicts, never change them: one with a single entry
+is shared by every edge with that slot and index, in every graph. ``graph.nx`` makes a ``networkx.MultiDiGraph`` of them on
 demand (key = slot, attribute ``index``), for analysis and tests; converting never needs it.
 
 ONNX graph inputs and initializers are not nodes in ONNX; the ONNX frontend makes one synthetic node
@@ -81,12 +82,29 @@ BACK_EDGE_OPS = frozenset({"NextIteration", "NextIterationV2", "RefNextIteration
 MERGE_OPS = frozenset({"Merge", "RefMerge"})
 
 
+#: The ``{slot: index}`` dict of a producer's only edge into a consumer, one per (slot, index) for the small
+#: ones, shared by all graphs: most edges are the only one between their two nodes, and one dict per edge would
+#: make the edge maps the largest part of a graph in memory.
+_ONE_EDGE: dict[tuple[int, int], dict[int, int]] = {}
+_SHARED_BELOW = 64  # slots and output indexes below this share their dict
+
+
+def _one_edge(slot: int, index: int) -> dict[int, int]:
+    """``{slot: index}``, shared when both are small (see _ONE_EDGE): read it, never change it."""
+    if not (-1 <= slot < _SHARED_BELOW and -1 <= index < _SHARED_BELOW):
+        return {slot: index}
+    keyed = _ONE_EDGE.get((slot, index))
+    if keyed is None:
+        keyed = _ONE_EDGE[(slot, index)] = {slot: index}
+    return keyed
+
+
 def is_back_edge_op_pair(producer_op: str, consumer_op: str) -> bool:
     """True when an edge from a ``producer_op`` node into a ``consumer_op`` node is a TF1 loop back edge."""
     return producer_op in BACK_EDGE_OPS and consumer_op in MERGE_OPS
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SourceNode:
     """One framework node.
 
@@ -227,11 +245,12 @@ class SourceGraph:
                             f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
                             f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
                         )
-                    keyed = producers[producer] = consumers[consumer] = {}
+                    producers[producer] = consumers[consumer] = _one_edge(slot, index)
                     if in_order and position[producer] >= i and (
                             not exempt or producer not in exempt or node.op_type != "Merge"):
                         in_order = False
-                keyed[slot] = index
+                else:  # a second edge from the producer: its own dict (the first may be shared)
+                    producers[producer] = out_edges[producer][consumer] = {**keyed, slot: index}
             for producer in node.control_inputs:
                 keyed = producers.get(producer)
                 if keyed is None:
@@ -241,11 +260,12 @@ class SourceGraph:
                             f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
                             f"^{producer}, but no node has that name; the graph is incomplete"
                         )
-                    keyed = producers[producer] = consumers[consumer] = {}
+                    producers[producer] = consumers[consumer] = _one_edge(CONTROL_SLOT, CONTROL_SLOT)
                     if in_order and position[producer] >= i and (
                             not exempt or producer not in exempt or node.op_type != "Merge"):
                         in_order = False
-                keyed[CONTROL_SLOT] = CONTROL_SLOT
+                else:
+                    producers[producer] = out_edges[producer][consumer] = {**keyed, CONTROL_SLOT: CONTROL_SLOT}
         for out in self.outputs:
             if out.node not in by_name:
                 raise ParseError(
@@ -265,6 +285,9 @@ class SourceGraph:
             self.nodes = node_list
             self._order = position
             self.edges_run_forward = in_order and not exempt
+        # Whether out_edges (made in file order) lists the nodes in the order of ``nodes``.
+        self._nodes_in_file_order = self.nodes is node_list
+        self._out_edges_by_position: list[dict[str, dict[int, int]]] | None = None
 
     def _raise_duplicate(self, node_list: list[SourceNode]) -> None:
         seen: dict[str, SourceNode] = {}
@@ -324,6 +347,21 @@ class SourceGraph:
         constructor made while ordering the nodes, so readers (the scope tree) share it instead of making
         another graph-sized one."""
         return self._order
+
+    @property
+    def out_edges_by_position(self) -> list[dict[str, dict[int, int]]]:
+        """:attr:`out_edges` of every node by its index in :attr:`nodes` (``out_edges_by_position[i]`` is
+        ``out_edges[nodes[i].name]``, the same dict; read it, do not change it), listed on first use. A reader
+        that knows a node's index reads its consumers here instead of in the graph-sized table by name."""
+        listed = self._out_edges_by_position
+        if listed is None:
+            out_edges = self.out_edges
+            if self._nodes_in_file_order:  # out_edges lists the nodes in file order: the same order
+                listed = list(out_edges.values())
+            else:
+                listed = [out_edges[node.name] for node in self.nodes]
+            self._out_edges_by_position = listed
+        return listed
 
     def op_types(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -19,7 +19,7 @@ import math
 from typing import Hashable, Iterable, Iterator, Mapping, TypeVar, cast
 
 from ..errors import FusionError
-from ..parser.source_graph import SourceGraph, is_back_edge_op_pair
+from ..parser.source_graph import SourceGraph, SourceNode, is_back_edge_op_pair
 
 __all__ = ["Contraction", "ContractedOrder", "find_cycle"]
 
@@ -38,15 +38,18 @@ class _Group(tuple[str]):
 class Contraction:
     """What :meth:`ContractedOrder.find_cycle` learned about one fusion, handed back to
     :meth:`ContractedOrder.contract`: the vertices it merges and their nodes, the highest predecessor
-    number ``top``, the lowest successor number ``low``, and the region to renumber."""
+    number ``top``, the lowest successor number ``low``, the region to renumber, and the nodes' numbers in
+    the base order (``positions``, one per node)."""
 
-    __slots__ = ("vertices", "nodes", "top", "low", "region")
+    __slots__ = ("vertices", "nodes", "top", "low", "region", "positions")
 
     def __init__(
-        self, vertices: set[Hashable], nodes: list[str], top: float, low: float, region: list[Hashable] | None = None
+        self, vertices: set[Hashable], nodes: list[str], top: float, low: float, region: list[Hashable] | None = None,
+        positions: list[int] | None = None,
     ) -> None:
         self.vertices = vertices
         self.nodes = nodes
+        self.positions: list[int] = positions if positions is not None else []
         self.top = top
         self.low = low
         self.region: list[Hashable] = region if region is not None else []
@@ -58,8 +61,8 @@ class ContractedOrder:
     def __init__(
         self, source: SourceGraph, position: Mapping[str, int], has_back_edges: bool, known_valid: bool = False
     ) -> None:
-        """``position`` numbers the nodes; ``known_valid`` says it is already topological (the index in a
-        :class:`SourceGraph` whose edges run forward), so it is not checked."""
+        """``position`` numbers the nodes 0 to n-1; ``known_valid`` says it is already topological (the index in
+        a :class:`SourceGraph` whose edges run forward), so it is not checked."""
         self._source = source
         self._has_back_edges = has_back_edges
         self._succ = source.out_edges
@@ -67,7 +70,10 @@ class ContractedOrder:
         self._base = position
         self._override: dict[Hashable, float] = {}
         self._nodes_renumbered = False  # whether some node (not only fusions) has a number in _override
-        self._group_of: dict[str, _Group] = {}
+        # The fusion holding each node, by the node's number in ``position``: a fusion's nodes and most of their
+        # neighbours have numbers close together, so this list is read near one place, where a table keyed by
+        # name would be read at random places of a graph-sized index (on a large graph, mostly cache misses).
+        self._group_at: list[_Group | None] = [None] * len(position)
         self._members: dict[_Group, list[str]] = {}
         self._checked = known_valid
 
@@ -76,17 +82,34 @@ class ContractedOrder:
         source = self._source
         return is_back_edge_op_pair(source.node(producer).op_type, source.node(consumer).op_type)
 
-    @property
-    def groups(self) -> Mapping[str, tuple[str]]:
-        """:meth:`group_of` of every claimed node (read-only; do not modify)."""
-        return self._group_of
-
     def group_of(self, node: str) -> tuple[str] | None:
-        """The contracted vertex (``(fusion name,)``) holding ``node``, else None."""
-        return self._group_of.get(node)
+        """The contracted vertex (``(fusion name,)``) holding ``node``, else None (also for no such node)."""
+        at = self._base.get(node)
+        return None if at is None else self._group_at[at]
+
+    def first_claimed(self, nodes: Iterable[str], positions: Iterable[int] | None = None) -> tuple[str, str] | None:
+        """The first of ``nodes`` that a contracted fusion holds, with that fusion's name, else None;
+        ``positions``: their numbers in the base order when the caller has them (no look-up by name)."""
+        if not self._members:  # no fusion yet
+            return None
+        group_at = self._group_at
+        if positions is None:
+            base = self._base
+            for node in nodes:
+                at = base.get(node)
+                group = None if at is None else group_at[at]
+                if group is not None:
+                    return node, group[0]
+            return None
+        for node, at in zip(nodes, positions):
+            group = group_at[at]
+            if group is not None:
+                return node, group[0]
+        return None
 
     def _vertex(self, node: str) -> Hashable:
-        return self._group_of.get(node, node)
+        group = self._group_at[self._base[node]]
+        return node if group is None else group
 
     def _nodes_of(self, vertex: Hashable) -> list[str]:
         return self._members[vertex] if isinstance(vertex, _Group) else [cast(str, vertex)]
@@ -168,19 +191,30 @@ class ContractedOrder:
         self._nodes_renumbered = True
 
     # ------------------------------------------------------------------ the check
-    def find_cycle(self, name: str, members: Iterable[str]) -> tuple[list[str] | None, Contraction | None]:
+    def find_cycle(
+        self, name: str, members: Iterable[str], unclaimed: Mapping[str, SourceNode] | None = None,
+        consumers: Mapping[str, Mapping[str, object]] | None = None, positions: Mapping[str, int] | None = None,
+    ) -> tuple[list[str] | None, Contraction | None]:
         """Whether contracting ``members`` (as fusion ``name``) closes a cycle.
 
         Returns ``(cycle, contraction)``: ``cycle`` is None when there is none (and ``contraction`` is
         handed back to :meth:`contract`), else the cycle as vertex names starting and ending at the
         fusion (and ``contraction`` is None).
-        """
+
+        A caller that has checked that no member belongs to an accepted fusion may pass ``unclaimed``, each
+        member's node by name, ``consumers``, each member's ``out_edges`` entry by name, and ``positions``,
+        each member's number: the producers are then read from the nodes' inputs and the consumers from
+        that table, instead of from the graph-sized edge tables (on a large graph such look-ups mostly miss
+        the CPU's caches). A node's inputs and control inputs name the same producers as its ``in_edges``
+        entry (repeats and absent inputs aside, which the highest predecessor number does not depend on)."""
         self._ensure_valid()
-        group_of = self._group_of
         nodes = list(members)
         group_vertices: set[Hashable] = set(nodes)
-        if group_of and not group_of.keys().isdisjoint(group_vertices):  # members of earlier fusions
-            group_vertices = {group_of.get(m, m) for m in nodes}
+        if unclaimed is not None and consumers is not None and positions is not None:
+            return self._find_cycle_of_unclaimed(name, nodes, group_vertices, unclaimed, consumers, positions)
+        vertex = self._vertex
+        if self._members and any(vertex(m) is not m for m in nodes):  # members of earlier fusions
+            group_vertices = {vertex(m) for m in nodes}
             nodes = []
             for v in group_vertices:
                 nodes.extend(self._nodes_of(v))
@@ -196,7 +230,7 @@ class ContractedOrder:
             for producer in pred_of[node]:
                 if producer in group_vertices:
                     continue
-                other = group_of.get(producer, producer)
+                other = vertex(producer)
                 if other in group_vertices or (back and self._is_back_edge(producer, node)):
                     continue
                 value = override.get(other)
@@ -207,7 +241,7 @@ class ContractedOrder:
             for consumer in succ_of[node]:
                 if consumer in group_vertices:
                     continue
-                other = group_of.get(consumer, consumer)
+                other = vertex(consumer)
                 if other in group_vertices or (back and self._is_back_edge(node, consumer)):
                     continue
                 value = override.get(other)
@@ -215,12 +249,79 @@ class ContractedOrder:
                     value = base[other]  # type: ignore[index]
                 if value < low:
                     low = value
+        numbers = [base[n] for n in nodes]
         if top < low:
-            return None, Contraction(group_vertices, nodes, top, low)
+            return None, Contraction(group_vertices, nodes, top, low, positions=numbers)
+        return self._search_region(name, nodes, group_vertices, top, low, numbers)
+
+    def _find_cycle_of_unclaimed(
+        self, name: str, nodes: list[str], group_vertices: set[Hashable], node_of: Mapping[str, SourceNode],
+        consumers: Mapping[str, Mapping[str, object]], positions: Mapping[str, int],
+    ) -> tuple[list[str] | None, Contraction | None]:
+        """:meth:`find_cycle` of members that belong to no accepted fusion, with their nodes, consumers and
+        numbers at hand: the same numbers compared, read without the graph-sized edge tables. A neighbour's
+        number is read once and finds its fusion in the list by number. A neighbour that is a plain node has
+        a number of its own (in the overrides) only once nodes were renumbered, so until then its number is
+        its position. The members are plain nodes, so a fusion is never one of them."""
+        group_at = self._group_at
+        back = self._has_back_edges
+        override, base = self._override, self._base
+        renumbered = self._nodes_renumbered
+        top = -math.inf
+        low = math.inf
+        value: float | None
+        for node in nodes:
+            for producer in _producers(node_of[node]):
+                if producer in group_vertices:
+                    continue
+                at = base[producer]
+                group = group_at[at]
+                if back and self._is_back_edge(producer, node):
+                    continue
+                if group is not None:
+                    value = override.get(group)
+                    if value is None:
+                        value = base[group]  # type: ignore[index]
+                else:
+                    value = override.get(producer) if renumbered else None
+                    if value is None:
+                        value = at
+                if value > top:
+                    top = value
+            for consumer in consumers[node]:
+                if consumer in group_vertices:
+                    continue
+                at = base[consumer]
+                group = group_at[at]
+                if back and self._is_back_edge(node, consumer):
+                    continue
+                if group is not None:
+                    value = override.get(group)
+                    if value is None:
+                        value = base[group]  # type: ignore[index]
+                else:
+                    value = override.get(consumer) if renumbered else None
+                    if value is None:
+                        value = at
+                if value < low:
+                    low = value
+        numbers = [positions[n] for n in nodes]
+        if top < low:
+            return None, Contraction(group_vertices, nodes, top, low, positions=numbers)
+        return self._search_region(name, nodes, group_vertices, top, low, numbers)
+
+    def _search_region(
+        self, name: str, nodes: list[str], group_vertices: set[Hashable], top: float, low: float, numbers: list[int]
+    ) -> tuple[list[str] | None, Contraction | None]:
+        """The rest of :meth:`find_cycle` when some successor is numbered below the highest predecessor;
+        ``numbers``: the nodes' numbers in the base order."""
+        vertex_of = self._vertex
+        back = self._has_back_edges
+        succ_of = self._succ
         succs: dict[Hashable, None] = {}  # dicts, not sets: the cycle reported does not depend on hashing
         for node in nodes:
             for consumer in succ_of[node]:
-                other = group_of.get(consumer, consumer)
+                other = vertex_of(consumer)
                 if other not in group_vertices and not (back and self._is_back_edge(node, consumer)):
                     succs[other] = None
         # Search the successors' descendants numbered <= top, the only ones that can reach a predecessor.
@@ -250,7 +351,7 @@ class ContractedOrder:
             if edges:
                 path = [_label(u) for u, _ in edges] + [_label(edges[0][0])]
                 return path, None
-        return None, Contraction(group_vertices, nodes, top, low, region)
+        return None, Contraction(group_vertices, nodes, top, low, region, numbers)
 
     def contract(self, name: str, contraction: Contraction) -> None:
         """Contracts the fusion's members into its vertex; ``contraction`` comes from :meth:`find_cycle`."""
@@ -266,7 +367,9 @@ class ContractedOrder:
             elif renumbered:
                 drop(vertex, None)
         self._members[group] = nodes
-        self._group_of.update(dict.fromkeys(nodes, group))
+        group_at = self._group_at
+        for at in contraction.positions:
+            group_at[at] = group
         if not region:
             if top == -math.inf and low == math.inf:
                 value = 0.0
@@ -299,6 +402,14 @@ class ContractedOrder:
         for moved, value in zip(ordered, values[1:]):
             self._override[moved] = value
         self._nodes_renumbered = self._nodes_renumbered or any(v.__class__ is not _Group for v in ordered)
+
+
+def _producers(node: SourceNode) -> Iterator[str]:
+    """The names of ``node``'s producers, data then control, repeats kept, absent inputs left out."""
+    for producer, _ in node.inputs:
+        if producer:
+            yield producer
+    yield from node.control_inputs
 
 
 def _label(vertex: Hashable) -> str:

@@ -79,13 +79,16 @@ def validate_result(
     if not isinstance(name, str) or not name:
         raise Refused("the result has no name; set result.name")
     positions = graph.tree.positions
-    candidates = _claims(result, graph, positions)
+    candidates, position_of = _claims(result, graph, positions)
     anchored: set[str] = set()  # the nodes that ports map
     in_ports = _ports(result._inputs, candidates, "insert_inputs", anchored)  # read only: no copies
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
-    uses = graph.source.out_edges  # consumer -> {slot: index} of each node (slot and index -1: a control edge)
+    # Each candidate's consumers -> {slot: index} (slot and index -1: a control edge), by its index, for the three
+    # walks below that read them (kept nodes, boundary, cycle check).
+    out_edges = graph.source.out_edges_by_position
+    uses = {n: out_edges[position_of[n]] for n in candidates}
     kept = _kept_nodes(candidates, uses, anchored, port_of_input) if len(anchored) < len(candidates) else set()
     claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
@@ -98,16 +101,16 @@ def validate_result(
     absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of = _boundary(
         result, graph, plan, candidates, claimed, claimed_set, uses, port_of_input, port_of_output
     )
-    owned = plan.first_owned(claimed)
+    owned = plan.first_owned(claimed, [position_of[n] for n in claimed])
     if owned is not None:
         raise Refused(f"node {owned[0]} is already claimed by fusion {owned[1]!r}")
     user = plan.name_user(name)
     if user is not None:
         raise Refused(f"fusion name {name!r} is already used by fusion {user!r}; choose another name")
-    if name in graph.source and name not in claimed_set:
+    if name not in claimed_set and name in graph.source:  # a claimed name first: no graph-sized look-up
         raise Refused(f"fusion name {name!r} collides with a graph node the fusion does not replace")
     inner_nodes = _inner_nodes(result, graph, plan, known_types, name, many, claimed_set, inputs, out_ports)
-    cycle, contraction = plan.find_cycle(name, claimed)
+    cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of)  # no claimed node is owned
     if cycle is not None:  # the only check that is not local
         raise Refused(f"fusing would create a cycle ({' -> '.join(cycle)})")
     assert contraction is not None
@@ -147,24 +150,37 @@ def _in_order(names: dict[str, None], positions: Mapping[str, int]) -> tuple[str
 
 
 # ------------------------------------------------------------------------------------- the result itself
-def _claims(result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int]) -> dict[str, SourceNode]:
-    """Every node the result names exists, and it names some: the candidates, in graph order."""
+def _claims(
+    result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int]
+) -> tuple[dict[str, SourceNode], dict[str, int]]:
+    """Every node the result names exists, and it names some: the candidates, in graph order, and their
+    indexes in graph order (read once here from the graph-sized table, for the checks that need them)."""
     wanted: dict[str, SourceNode] = {}
+    position_of: dict[str, int] = {}
     scopes, nodes = result.scopes, result.nodes
     for scope in scopes:
-        for node in scope.all_nodes:
-            wanted[node.name] = node
-    get = graph.source.by_name.get
+        start = scope.all_nodes_start
+        if start >= 0:  # consecutive graph nodes: their indexes without look-ups
+            for at, node in enumerate(scope.all_nodes, start):
+                wanted[node.name] = node
+                position_of[node.name] = at
+        else:
+            for node in scope.all_nodes:
+                wanted[node.name] = node
+                position_of[node.name] = positions[node.name]
+    # A node by name: its index (one look-up in a graph-sized table), then the node at that index of the graph.
+    graph_nodes = graph.source.nodes
     for node_name in nodes:
-        claimed = get(node_name) if isinstance(node_name, str) else None
-        if claimed is None:
+        index = positions.get(node_name) if isinstance(node_name, str) else None
+        if index is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
-        wanted[node_name] = claimed
+        wanted[node_name] = graph_nodes[index]
+        position_of[node_name] = index
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
     if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
-        wanted = {n: wanted[n] for n in sorted(wanted, key=positions.__getitem__)}
-    return wanted
+        wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
+    return wanted, position_of
 
 
 # ------------------------------------------------------------------------------------------ index maps

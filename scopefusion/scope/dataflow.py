@@ -115,6 +115,16 @@ class Match:
             names = self.__dict__["_node_names"] = tuple([n.name for n in self.nodes])
         return list(names)
 
+    def node_positions(self, graph: ScopeGraph) -> tuple[int, ...]:
+        """The indexes of :attr:`nodes` in graph order in ``graph`` (the graph searched), found once per match
+        (a search gives them with the match). A set of indexes, unlike one of names, is filled and read near
+        one place for the nodes of one part of a graph: sets of matched nodes are kept as indexes."""
+        found = self.__dict__.get("_node_positions")
+        if found is None:
+            position = graph.positions
+            found = self.__dict__["_node_positions"] = tuple([position[n.name] for n in self.nodes])
+        return found
+
 
 class Matches(list["Match"]):
     """The matches of one search (a list), with the best near miss when some anchor failed."""
@@ -339,7 +349,7 @@ class DataflowPattern:
         else:
             anchors = [n for n in within.all_nodes if n.op_type in types]
         found = Matches()
-        used: set[str] = set()
+        used: set[int] = set()  # the matched op nodes' indexes
         best: NearMiss | None = None
         found.tried = len(anchors)
         if not near_miss:
@@ -354,19 +364,19 @@ class DataflowPattern:
                 if miss is not None and (best is None or miss.depth > best.depth):
                     best = miss
                 continue
-            names = set(result.node_names)
+            spots = result.node_positions(graph)
             if not overlap:
                 if deferred:  # the matches at the taken anchors before this one, as if searched in order
                     for earlier in deferred:
                         hidden = self._match_anchor(graph, earlier, within)[0]
                         if hidden is not None:
-                            hidden_names = {n.name for n in hidden.nodes}
-                            if not hidden_names & used:
-                                used |= hidden_names
+                            hidden_spots = hidden.node_positions(graph)
+                            if used.isdisjoint(hidden_spots):
+                                used.update(hidden_spots)
                     deferred.clear()
-                if names & used:
+                if not used.isdisjoint(spots):
                     continue
-            used |= names
+            used.update(spots)
             found.append(result)
         found.near_miss = best
         return found
@@ -445,7 +455,9 @@ class DataflowPattern:
         by_name = graph.source.by_name
         ops, named_ops, consts, variables, outputs_at = self._binding_keys
         bound = {state[op] for op in ops if op in state}
-        nodes = [by_name[n] for n in sorted(bound, key=position.__getitem__)]
+        at = sorted([position[n] for n in bound])  # the node at each index is graph.source.nodes[index]
+        graph_nodes = graph.source.nodes
+        nodes = [graph_nodes[index] for index in at]
         captures: dict[str, Any] = {name: by_name[state[op]] for name, op in named_ops}
         chains: list[list[SourceNode]] = []
         for const, name in consts:
@@ -464,7 +476,9 @@ class DataflowPattern:
                 captures[name] = tensor
                 inputs.append(tensor)
         outputs = [(state[op], index) for op, index in outputs_at]
-        return Match(self, nodes, captures, inputs, outputs, chains)
+        match = Match(self, nodes, captures, inputs, outputs, chains)
+        match.__dict__["_node_positions"] = tuple(at)
+        return match
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"

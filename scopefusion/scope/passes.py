@@ -266,12 +266,12 @@ class DataflowRulePass(ScopeBasePass):
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
         found: list[Match] = []
         searches = [self.pattern.find(graph)] if self.within is None else [self.pattern.find(graph, within=s) for s in matches]
-        used: set[str] = set()
+        used: set[int] = set()  # indexes of the nodes of the matches kept
         for search in searches:
             for match in search:  # nested scope matches find one subgraph twice: keep the first
-                names = set(match.node_names)
-                if not names & used:
-                    used |= names
+                spots = match.node_positions(graph)
+                if used.isdisjoint(spots):
+                    used.update(spots)
                     found.append(match)
         if not found:
             misses = [s.near_miss for s in searches if s.near_miss is not None]

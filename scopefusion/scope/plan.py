@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..parser.source_graph import GraphOutput
+from ..parser.source_graph import GraphOutput, SourceNode
 from ._order import ContractedOrder, Contraction
 from ._validate import Refused, validate_result
 from .accepted import AcceptedFusion, Refusal
@@ -90,14 +90,10 @@ class FusionPlan:
         group = self._order.group_of(node)
         return None if group is None else group[0]
 
-    def first_owned(self, nodes: Iterable[str]) -> tuple[str, str] | None:
-        """The first of ``nodes`` that an accepted fusion claims, with that fusion's name, else None."""
-        group_of = self._order.groups.get
-        for node in nodes:
-            group = group_of(node)
-            if group is not None:
-                return node, group[0]
-        return None
+    def first_owned(self, nodes: Iterable[str], positions: Iterable[int] | None = None) -> tuple[str, str] | None:
+        """The first of ``nodes`` that an accepted fusion claims, with that fusion's name, else None;
+        ``positions``: the nodes' indexes in graph order, when the caller has them."""
+        return self._order.first_claimed(nodes, positions)
 
     def name_user(self, name: str) -> str | None:
         """The accepted fusion whose name (or one of whose inner nodes' names) is ``name``, else None."""
@@ -112,10 +108,16 @@ class FusionPlan:
         """:meth:`graph_outputs_at` for every node that has some (read-only; do not modify)."""
         return self._graph_outputs
 
-    def find_cycle(self, name: str, claimed: Sequence[str]) -> tuple[list[str] | None, Contraction | None]:
+    def find_cycle(
+        self, name: str, claimed: Sequence[str], unclaimed: Mapping[str, SourceNode] | None = None,
+        consumers: Mapping[str, Mapping[str, object]] | None = None, positions: Mapping[str, int] | None = None,
+    ) -> tuple[list[str] | None, Contraction | None]:
         """Whether fusing ``claimed`` as ``name`` would close a cycle with the fusions accepted so far:
-        ``(cycle, None)`` naming the cycle, or ``(None, contraction)`` to accept it with."""
-        return self._order.find_cycle(name, claimed)
+        ``(cycle, None)`` naming the cycle, or ``(None, contraction)`` to accept it with. ``unclaimed``,
+        ``consumers`` and ``positions``: the claimed nodes, their ``out_edges`` entries and their indexes in
+        graph order, by name, from a caller that found no claimed node owned (:meth:`first_owned`), see
+        :meth:`.ContractedOrder.find_cycle`."""
+        return self._order.find_cycle(name, claimed, unclaimed, consumers, positions)
 
     def get(self, name: str) -> AcceptedFusion | None:
         return self._by_name.get(name)

@@ -22,6 +22,11 @@ __all__ = ["ROOT_NAME", "Scope", "ScopeTree", "scope_key", "trim_scope_index"]
 
 ROOT_NAME = "root"
 
+#: The children of every scope that has none, one shared dict (a scope gets a dict of its own with its first
+#: child, in ScopeTree._make, the only writer): most scopes are leaves, and walks that test a leaf for
+#: children then read this one dict rather than one per leaf. Never changed.
+_NO_CHILDREN: dict[str, Scope] = {}
+
 
 def trim_scope_index(name: str) -> str:
     """CANN's TrimScopeIndex: drops a trailing ``_N`` when N is all digits and greater than zero."""
@@ -64,6 +69,7 @@ class Scope:
         "index",
         "_first",
         "_last",
+        "_start",
     )
 
     def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
@@ -72,7 +78,7 @@ class Scope:
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
         self.index = 0  # place in the tree's creation order (the root is 0)
-        self._children: dict[str, Scope] = {}
+        self._children: dict[str, Scope] = _NO_CHILDREN
         self._nodes: list[SourceNode] = []
         self._counts: dict[str, int] = {}
         self._all_nodes: tuple[SourceNode, ...] | None = None
@@ -80,6 +86,7 @@ class Scope:
         self._last_name: str | None = None if parent is not None else ""
         self._first = -1  # graph index of the first and the last of _nodes (-1: none)
         self._last = -1
+        self._start = -1  # see all_nodes_start (set with _all_nodes)
 
     # ------------------------------------------------------------------ CANN accessors
     @property
@@ -118,10 +125,21 @@ class Scope:
         """Nodes of the whole subtree (direct and in every descendant), in graph order; cached."""
         if self._all_nodes is None:
             if not self._children:
-                self._all_nodes = tuple(self._nodes)
+                nodes = self._nodes
+                self._all_nodes = tuple(nodes)
+                # _first and _last bound distinct indexes: as many nodes as indexes in between are all of them
+                self._start = self._first if nodes and self._last - self._first + 1 == len(nodes) else -1
             else:
-                self._all_nodes = self._tree._subtree_nodes(self)
+                self._all_nodes, self._start = self._tree._subtree_nodes(self)
         return self._all_nodes
+
+    @property
+    def all_nodes_start(self) -> int:
+        """The graph index of the first of :attr:`all_nodes` when they are consecutive nodes of the graph
+        (their indexes are ``start, start + 1, ...``), else -1: their indexes without a look-up by name."""
+        if self._all_nodes is None:
+            self.all_nodes  # noqa: B018 (computes _start with the nodes)
+        return self._start
 
     def sub_scope(self, name: str) -> Scope | None:
         """The direct child named ``name`` (full name, trailing slash optional), else None."""
@@ -253,17 +271,19 @@ class ScopeTree:
             scope = by_raw.get(raw)
             if scope is None:
                 if raw[:1] != "/" and "//" not in raw:
-                    scope = self._ensure(raw)
+                    scope = self._make(raw)  # absent: the scopes by name said so above
                 else:
                     key = scope_key(raw)
                     scope = by_raw[raw] = self._ensure(key) if key else self.root
         return scope
 
     def _ensure(self, key: str) -> Scope:
+        scope = self._scopes.get(key)
+        return scope if scope is not None else self._make(key)
+
+    def _make(self, key: str) -> Scope:
+        """Makes the scope called ``key``, which does not exist yet, and its missing ancestors."""
         scopes = self._scopes
-        scope = scopes.get(key)
-        if scope is not None:
-            return scope
         # The missing ancestors, innermost first; then created outermost first (no recursion, so a name
         # with thousands of scope levels is fine). A parent's key is the text up to the last '/' before
         # the trailing one (rpartition: cheaper than rfind with bounds, which parses its arguments).
@@ -282,14 +302,17 @@ class ScopeTree:
         for name in reversed(missing):
             scope = Scope(name, parent, self)
             scope.index = len(order)
+            if parent._children is _NO_CHILDREN:
+                parent._children = {}
             parent._children[name] = scope
             scopes[name] = scope
             order.append(scope)
             parent = scope
         return parent
 
-    def _subtree_nodes(self, scope: Scope) -> tuple[SourceNode, ...]:
-        """The nodes of ``scope``'s subtree in graph order.
+    def _subtree_nodes(self, scope: Scope) -> tuple[tuple[SourceNode, ...], int]:
+        """The nodes of ``scope``'s subtree in graph order, and the graph index of the first when they are
+        consecutive graph nodes (else -1).
 
         When they fill a range of graph indexes (a layer's nodes usually sit together), they are that slice
         of the graph's nodes: every one of them lies between the smallest and the largest index, indexes are
@@ -306,13 +329,13 @@ class ScopeTree:
                 if sub._last > last:
                     last = sub._last
         if count and last - first + 1 == count:
-            return tuple(self._graph_nodes[first : last + 1])
+            return tuple(self._graph_nodes[first : last + 1]), first
         gathered: list[SourceNode] = []
         for sub in subtree:
             gathered.extend(sub._nodes)
         position = self._position
         by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
-        return tuple(map(by_position.__getitem__, sorted(by_position)))
+        return tuple(map(by_position.__getitem__, sorted(by_position))), -1  # not consecutive (tested above)
 
     # ------------------------------------------------------------------ queries
     def all_scopes(self) -> list[Scope]:

@@ -69,6 +69,7 @@ def test_edges_and_order_agree_with_networkx(nodes):
                           key=lambda e: (order.index(e[0]), e[1]))
         assert graph.consumers(name) == expected
     assert dict(graph.positions) == {name: i for i, name in enumerate(order)}
+    assert all(a is graph.out_edges[n.name] for a, n in zip(graph.out_edges_by_position, graph.nodes, strict=True))
 
 
 @settings(max_examples=300, deadline=None)
@@ -80,6 +81,7 @@ def test_unsorted_graph_keeps_the_given_order_and_says_whether_edges_run_forward
     g, _ = _oracle(nodes)
     forward = all(graph.positions[u] < graph.positions[v] for u, v in g.edges())
     assert graph.edges_run_forward == (forward and all(n.op_type != "NextIteration" for n in nodes))
+    assert all(a is graph.out_edges[n.name] for a, n in zip(graph.out_edges_by_position, nodes, strict=True))
 
 
 def test_a_cycle_is_named():
@@ -87,3 +89,11 @@ def test_a_cycle_is_named():
              SourceNode("c", "Op", inputs=[("b", 0)])]
     with pytest.raises(ParseError, match=r"data cycle \(a -> b -> c -> a\)"):
         SourceGraph(nodes, path="m.pb")
+
+
+def test_single_edges_share_their_dict_and_a_second_edge_gets_its_own():
+    one = SourceGraph([SourceNode("a", "Op"), SourceNode("b", "Op", inputs=[("a", 0)]), SourceNode("c", "Op", inputs=[("a", 0)])])
+    two = SourceGraph([SourceNode("a", "Op"), SourceNode("d", "Op", inputs=[("a", 0), ("a", 0)], control_inputs=["a"])])
+    assert one.out_edges["a"]["b"] is one.out_edges["a"]["c"] is one.in_edges["c"]["a"]
+    assert two.out_edges["a"]["d"] == {0: 0, 1: 0, CONTROL_SLOT: CONTROL_SLOT} and two.in_edges["d"]["a"] is two.out_edges["a"]["d"]
+    assert one.out_edges["a"]["b"] == {0: 0}  # the shared dict is left as it was

@@ -48,6 +48,9 @@ def test_incremental_check_agrees_with_networkx(case, sort):
         assert source.edges_run_forward
     graph = ScopeGraph.build(source)
     checker = ContractedOrder(source, graph.tree._position, has_back_edges=False, known_valid=source.edges_run_forward)
+    # The same checks given the members' nodes, consumers and positions (as the validator does, the members
+    # being claimed by no earlier fusion): the same answers and the same numbering.
+    given_nodes = ContractedOrder(source, graph.tree._position, has_back_edges=False, known_valid=source.edges_run_forward)
     owner: dict[str, str] = {}
     for group in sorted(set(labels) - {-1}):
         members = [f"n{i}" for i in range(n) if labels[i] == group]
@@ -55,9 +58,18 @@ def test_incremental_check_agrees_with_networkx(case, sort):
         trial = dict(owner, **{m: name for m in members})
         cycle, token = checker.find_cycle(name, members)
         assert (cycle is None) == _quotient_is_dag(n, edges, trial), (group, cycle)
+        assert given_nodes.first_claimed(members, [graph.tree._position[m] for m in members]) is None
+        same, given_token = given_nodes.find_cycle(
+            name, members, {m: source.node(m) for m in members}, {m: source.out_edges[m] for m in members},
+            {m: graph.tree._position[m] for m in members},
+        )
+        assert same == cycle
         if cycle is None:
             checker.contract(name, token)
+            given_nodes.contract(name, given_token)
             owner = trial
+            assert all(given_nodes.pos(given_nodes._vertex(m)) == checker.pos(checker._vertex(m)) for m in source.by_name)
+            assert given_nodes.first_claimed(members) == (members[0], name) == checker.first_claimed(members)
             # The numbering stays topological for the contracted graph.
             for u, v in edges:
                 a, b = checker._vertex(f"n{u}"), checker._vertex(f"n{v}")

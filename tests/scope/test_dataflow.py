@@ -58,6 +58,15 @@ def test_finds_both_orders_with_shared_input_and_captures(gelu_graph):
     assert ["g2/sqrt2/read", "g2/sqrt2"] in [[n.name for n in chain] for chain in found[1].constants]
 
 
+def test_a_match_gives_its_nodes_indexes_in_graph_order(gelu_graph):
+    found = DataflowPattern(gelu_erf).find(gelu_graph)
+    for match in found:  # from the search, and for a match made by hand, from the graph
+        by_hand = Match(match.pattern, list(match.nodes), {}, match.inputs, match.outputs)
+        expected = tuple(gelu_graph.positions[n.name] for n in match.nodes)
+        assert match.node_positions(gelu_graph) == by_hand.node_positions(gelu_graph) == expected
+        assert list(expected) == sorted(expected)
+
+
 def test_anchors_come_from_the_op_type_index_not_a_graph_scan(gelu_graph):
     class NoScan(list):
         def __iter__(self):

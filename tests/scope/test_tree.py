@@ -220,6 +220,9 @@ def test_tree_matches_a_reference_built_from_scope_keys(names, shared_positions)
         assert [n.name for n in scope.nodes] == [n for n in names if holder[n] == key]
         inside = [n for n in names if holder[n].startswith(key)]
         assert [n.name for n in scope.all_nodes] == inside
+        at = [names.index(n) for n in inside]
+        consecutive = bool(at) and at == list(range(at[0], at[0] + len(at)))
+        assert scope.all_nodes_start == (at[0] if consecutive else -1)
         assert dict(scope.op_counts) == {op: c for op in ("Add", "Neg") if (c := sum(
             1 for n in nodes if n.name in inside and n.op_type == op))}
     for name in names:
