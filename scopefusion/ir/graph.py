@@ -280,14 +280,7 @@ class Graph:
         if n_out is None:
             n_out = 1
         if output_types is None and n_out == 1:
-            # Value.__init__ spelled out for the usual single output.
-            out = _new(Value)
-            out.producer = node
-            out.index = 0
-            out.type = None
-            out._uses = {}
-            out.meta = {}
-            node.outputs = [out]
+            node.outputs = _one_output(node)
         elif output_types is None:
             node.outputs = [Value(node, i, None) for i in range(n_out)]
         else:
@@ -359,7 +352,7 @@ class Graph:
             opdef.complete_attrs(stored, name)
         except ValueError as e:
             raise GraphError(f"graph {self.name!r}: {e}") from None
-        # Node.__init__ and Value.__init__ spelled out, as add_node does.
+        # Node.__init__ spelled out, as add_node does.
         node = _new(Node)
         node.graph = self
         node.name = name
@@ -373,13 +366,7 @@ class Graph:
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
-        out = _new(Value)
-        out.producer = node
-        out.index = 0
-        out.type = None
-        out._uses = {}
-        out.meta = {}
-        node.outputs = [out]
+        node.outputs = _one_output(node)
         node.inputs = []
         self._names[name] = node
         self.nodes.append(node)
@@ -528,3 +515,13 @@ class Graph:
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.nodes)} nodes)"
 
+
+def _one_output(node: Node) -> list[Value]:
+    """``[Value(node, 0, None)]``, ``Value.__init__`` spelled out: the usual single output of a new node."""
+    out = _new(Value)
+    out.producer = node
+    out.index = 0
+    out.type = None
+    out._uses = {}
+    out.meta = {}
+    return [out]

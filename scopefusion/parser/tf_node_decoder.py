@@ -28,12 +28,11 @@ from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, 
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
 from .source_graph import SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS
+from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
 
-_new = object.__new__
 _NODE_TAGS = frozenset({0x0A, 0x12, 0x1A, 0x22, 0x2A})  # NodeDef's fields 1 to 5, each of wire type 2
 _BY_NAME = itemgetter(0)
 # Map entry bytes -> (attribute name, decoded immutable value); bounded like message_decoder's entry cache.
@@ -152,21 +151,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> Source
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    # SourceNode.__init__ spelled out, its fields set in their order, as decode_node_def sets them.
-    node = _new(SourceNode)
-    node.name = name
-    node.op_type = op
-    node.inputs = inputs
-    node.control_inputs = controls
-    node.attrs = attrs
-    node.domain = ""
-    node.value = value
-    node.subgraphs = {}
-    node.frame = frame
-    node.output_names = []
-    node.device = device
-    node.synthetic = False
-    return node
+    return framework_node(name, op, inputs, controls, attrs, value, frame, device)
 
 
 def _skip_unknown(data: bytes, pos: int, end: int) -> int:

@@ -88,7 +88,13 @@ def decode_node_def(
                 inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
             else:
                 inputs.append((text, 0))
-    # SourceNode.__init__ spelled out, its fields set in their order (there are many nodes).
+    return framework_node(name, op, inputs, controls, attrs, value, frame, node_def.device)
+
+
+def framework_node(name: str, op: str, inputs: list[tuple[str, int]], controls: list[str], attrs: dict,
+                   value: np.ndarray | None, frame: str | None, device: str) -> SourceNode:
+    """The SourceNode of a decoded NodeDef: ``SourceNode(...)`` with these fields and the rest at their defaults,
+    spelled out (fields set in their order), as there are many nodes. Both TF node decoders make theirs here."""
     node = _new(SourceNode)
     node.name = name
     node.op_type = op
@@ -100,7 +106,7 @@ def decode_node_def(
     node.subgraphs = {}
     node.frame = frame
     node.output_names = []
-    node.device = node_def.device
+    node.device = device
     node.synthetic = False
     return node
 
