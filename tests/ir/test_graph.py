@@ -44,6 +44,17 @@ def test_nodes_register_as_uses_in_insertion_order(g):
     g.verify()
 
 
+def test_nodes_and_values_compare_and_hash_by_identity(g):
+    # Writers and fusion searches key sets and dicts by nodes and values themselves: two nodes with the same
+    # fields must stay two keys.
+    x, c, a, s, b = build_small(g)
+    twin = g.add_node("t.Add", [x, c], name="add", unique=True, output_types=[g.context.tensor(F32, (2,))])
+    assert len({a, twin}) == 2 and a != twin
+    assert len({a.outputs[0], twin.outputs[0]}) == 2
+    assert {a.outputs[0]: 1}.get(twin.outputs[0]) is None
+    assert hash(a) == object.__hash__(a) and hash(x) == object.__hash__(x)
+
+
 def test_unique_names_are_deterministic(g):
     g.add_input("n", None)
     names = [g.add_node("t.Add", [g.inputs[0], g.inputs[0]], name="n", unique=True).name for _ in range(3)]
