@@ -77,18 +77,24 @@ def decode_node_def(
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
+    inputs, controls = split_inputs(node_def.input) if resolve_inputs else ([], [])
+    return framework_node(name, op, inputs, controls, attrs, value, frame, node_def.device)
+
+
+def split_inputs(texts: Iterable[str]) -> tuple[list[tuple[str, int]], list[str]]:
+    """``(data inputs as (producer, index), control producers)`` of a NodeDef's input strings, each parsed as
+    :func:`parse_graph_input` parses it (written out: a node has several inputs and there are many nodes)."""
     inputs: list[tuple[str, int]] = []
     controls: list[str] = []
-    if resolve_inputs:  # parse_graph_input written out: a node has several inputs and there are many nodes
-        for text in node_def.input:
-            if text[:1] == "^":
-                controls.append(text[1:])
-            elif ":" in text:
-                producer, _, index = text.rpartition(":")
-                inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
-            else:
-                inputs.append((text, 0))
-    return framework_node(name, op, inputs, controls, attrs, value, frame, node_def.device)
+    for text in texts:
+        if text[:1] == "^":
+            controls.append(text[1:])
+        elif ":" in text:
+            producer, _, index = text.rpartition(":")
+            inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
+        else:
+            inputs.append((text, 0))
+    return inputs, controls
 
 
 def framework_node(name: str, op: str, inputs: list[tuple[str, int]], controls: list[str], attrs: dict,
