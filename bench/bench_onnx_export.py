@@ -19,7 +19,9 @@ tf2onnx is an optional bench dependency (``pip install -e .[bench]``); where it 
 model, the table says so with the exception, and the scopefusion columns are still measured.
 
 Goals: our latency <= tf2onnx's on every model both convert (<= tf2onnx + transformers optimizer on the
-transformers), CNN Transpose counts <= tf2onnx's, export >= 25x faster.
+transformers), CNN Transpose counts <= tf2onnx's, export >= 25x faster. After the table, a "Goals:" summary
+says for each goal how many of the models both exporters convert meet it, naming each model that misses it
+(the Transpose count is checked on every model, CNNs included).
 
 Usage: python bench/bench_onnx_export.py [--models a,b] [--repeat 3] [--runs 30] [--workdir DIR] [--json OUT]
 """
@@ -240,6 +242,33 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
+def goals(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per goal: how many of the models both exporters convert meet it, and which miss it."""
+    both = [r for r in rows if "speedup" in r]
+
+    def line(what: str, missed: list[str]) -> str:
+        verdict = "met" if not missed else "missed by " + ", ".join(missed)
+        return f"- {what}: {len(both) - len(missed)} of {len(both)} models, {verdict}"
+
+    slow = [f"{r['model']} ({r['speedup']:.1f}x)" for r in both if r["speedup"] < SPEEDUP_GOAL]
+    lagging = []
+    for r in both:
+        bound = min(r.get("tf2onnx_ms", float("inf")), r.get("tf2onnx_opt_ms", float("inf")))
+        if r["model"] not in TRANSFORMERS:
+            bound = r.get("tf2onnx_ms", float("inf"))
+        if r.get("ours_ms", float("inf")) > bound:
+            lagging.append(f"{r['model']} ({r['ours_ms']:.3f} > {bound:.3f} ms)")
+    transposes = [f"{r['model']} ({r['ours_transposes']} > {r['tf2onnx_transposes']})"
+                  for r in both if r["ours_transposes"] > r["tf2onnx_transposes"]]
+    ratios = [r["speedup"] for r in both]
+    spread = f" (range {min(ratios):.1f}-{max(ratios):.1f}x)" if ratios else ""
+    return [
+        line(f"export >= {SPEEDUP_GOAL:.0f}x faster than tf2onnx{spread}", slow),
+        line("onnxruntime latency <= tf2onnx's (+ transformers optimizer on the transformers)", lagging),
+        line("Transpose count <= tf2onnx's", transposes),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="", help="comma-separated names (default: all)")
@@ -265,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     print(table(rows))
+    print("\n".join(["", "Goals:", *goals(rows)]))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -1,0 +1,42 @@
+"""The ONNX export bench's goal summary names each model that misses a goal."""
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_onnx_export.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_onnx_export", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(model, speedup, ours_ms, theirs_ms, ours_t=1, theirs_t=1, opt_ms=None):
+    row = {"model": model, "speedup": speedup, "ours_ms": ours_ms, "tf2onnx_ms": theirs_ms,
+           "ours_transposes": ours_t, "tf2onnx_transposes": theirs_t}
+    if opt_ms is not None:
+        row["tf2onnx_opt_ms"] = opt_ms
+    return row
+
+
+def test_goals_name_each_miss_and_count_only_models_both_convert():
+    bench = _bench()
+    rows = [
+        _row("small_convnet", 12.5, 0.012, 0.015),
+        _row("resnet50", 42.0, 3.4, 3.3, ours_t=2, theirs_t=1),
+        _row("tf1_bert", 26.0, 0.050, 0.081, opt_ms=0.045),
+        {"model": "keras_transformer", "tf2onnx": "failed", "ours_ms": 0.1},
+    ]
+    speed, latency, transposes = bench.goals(rows)
+    assert speed.startswith("- export >= 25x faster than tf2onnx (range 12.5-42.0x): 2 of 3 models, missed by small_convnet")
+    assert "resnet50 (3.400 > 3.300 ms)" in latency and "tf1_bert (0.050 > 0.045 ms)" in latency
+    assert "1 of 3 models" in latency and "small_convnet" not in latency
+    assert transposes == "- Transpose count <= tf2onnx's: 2 of 3 models, missed by resnet50 (2 > 1)"
+
+
+def test_goals_met_when_every_model_meets_them():
+    bench = _bench()
+    speed, latency, transposes = bench.goals([_row("mobilenet_v2", 30.0, 0.2, 0.24)])
+    assert speed.endswith("1 of 1 models, met") and latency.endswith("met") and transposes.endswith("met")
