@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from .. import __version__
 from ..collector import collector_paused
 from ..dialects.onnx.schema_table import table_onnx_version
 from ..errors import ScopeFusionError, SerdeError
@@ -294,8 +295,6 @@ def _graph_model(
     proto.opset_import.extend(imports)
     proto.functions.extend(functions)
     proto.producer_name = PRODUCER
-    from .. import __version__
-
     proto.producer_version = __version__
     proto.ir_version = max(min_ir_version_for(imports), 8 if functions else 3)
     _complete_io_types(proto, graph, profiles, writer.io_shapes)

@@ -46,7 +46,7 @@ from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
 from .onnx_proto import AttributeProto, GraphProto, TypeProto, ValueInfoProto, get_schema, make_node
 
-__all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
+__all__ = ["FALLBACK_DOMAIN", "GraphWriter", "IOShapes", "ValueType", "append_value_infos"]
 
 FALLBACK_DOMAIN = "scopefusion"
 PROVENANCE_ATTRS = ("_fusion_rule", "_original_nodes")
@@ -532,6 +532,7 @@ def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
 
 
 ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name, a type ONNX can say
+IOShapes = Mapping[str, "list[int | None] | None"]  # GraphWriter.io_shapes, read only
 
 
 def append_value_infos(graph: GraphProto, infos: list[ValueType]) -> None:
