@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from .. import __version__
 from ..collector import collector_paused
 from ..dialects.onnx.schema_table import table_onnx_version
 from ..errors import ScopeFusionError, SerdeError
@@ -275,7 +276,8 @@ def _graph_model(
     if writer.unlowered and not keep_tf_ops:
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
-        _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers, left_out=writer.left_out),
+        _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers, left_out=writer.left_out,
+                                      io_shapes=writer.io_shapes),
                f"graph {graph.name!r} (clean-up)")
     else:
         append_nodes(body, nodes)
@@ -293,11 +295,9 @@ def _graph_model(
     proto.opset_import.extend(imports)
     proto.functions.extend(functions)
     proto.producer_name = PRODUCER
-    from .. import __version__
-
     proto.producer_version = __version__
     proto.ir_version = max(min_ir_version_for(imports), 8 if functions else 3)
-    _complete_io_types(proto, graph, profiles)
+    _complete_io_types(proto, graph, profiles, writer.io_shapes)
     return proto
 
 
@@ -403,15 +403,18 @@ def _complete(t: TypeProto) -> bool:
     return kind == "tensor_type" and t.tensor_type.elem_type != 0 and t.tensor_type.HasField("shape")
 
 
-def _complete_io_types(proto: ModelProto, graph: Graph, profiles: Iterable[Graph]) -> None:
+def _complete_io_types(proto: ModelProto, graph: Graph, profiles: Iterable[Graph],
+                       written: Mapping[str, object] | None = None) -> None:
     """Completes the main graph's input and output types (see the module docstring), or raises. The
-    profiles are read only for a type the main graph leaves incomplete."""
+    profiles are read only for a type the main graph leaves incomplete. ``written`` is the writer's
+    :attr:`~.GraphWriter.io_shapes`: a type written with a shape is complete (its dtype has an ONNX code)."""
     pending = []
     read: list[Graph] | None = None
+    written = written if written is not None else {}
     for kind, infos, values in (("input", proto.graph.input, graph.inputs), ("output", proto.graph.output, graph.outputs)):
         values = [v for v in values if v.producer.attrs.get("_outer_name") is None] if kind == "input" else values
         for index, (info, _value) in enumerate(zip(infos, values)):
-            if _complete(info.type):
+            if written.get(info.name) is not None or _complete(info.type):
                 continue
             if read is None:
                 read = list(profiles)

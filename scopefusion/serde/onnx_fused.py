@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
 
+from ..dialects.fused.declared import declared_ops_of
 from ..dtypes import DType
 from ..errors import SerdeError
 from ..ir.graph import Node
@@ -104,8 +105,6 @@ def fused_exporters_for(op_registry: Any) -> FusedExporterRegistry:
     """The builtin exporters, with those of the fused ops a conversion's rules declared in
     ``op_registry`` (:func:`scopefusion.define_fused_op`): a declared op's ``onnx_export`` is its exporter;
     a declared op without one (a replaced builtin included) goes to domain ``scopefusion``."""
-    from ..dialects.fused.declared import declared_ops_of
-
     exporters = default_fused_exporters()
     for op in declared_ops_of(op_registry) if op_registry is not None else ():
         if op.onnx_export is not None:

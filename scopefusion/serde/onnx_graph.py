@@ -37,7 +37,6 @@ from .onnx_attrs import (
     is_schema_default,
     onnx_elem_type,
     type_into,
-    type_proto,
 )
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
@@ -47,7 +46,7 @@ from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
 from .onnx_proto import AttributeProto, GraphProto, TypeProto, ValueInfoProto, get_schema, make_node
 
-__all__ = ["FALLBACK_DOMAIN", "GraphWriter", "ValueType", "append_value_infos"]
+__all__ = ["FALLBACK_DOMAIN", "GraphWriter", "IOShapes", "ValueType", "append_value_infos"]
 
 FALLBACK_DOMAIN = "scopefusion"
 PROVENANCE_ATTRS = ("_fusion_rule", "_original_nodes")
@@ -124,6 +123,9 @@ class GraphWriter:
         self._nodes = _Names()
         self._schemas: dict[tuple[str, str], Any] = {}
         self.left_out: list[str] = []  # constants write_nodes left out as unread (``leave_out_unread``), by name
+        # The shape each graph input and output written says (None for an unknown dim), or None when its type has
+        # none, by tensor name (unique in the model): the clean-up reads them here instead of from the messages.
+        self.io_shapes: dict[str, list[int | None] | None] = {}
 
     # ------------------------------------------------------------------ graphs
     def write(self, graph: Graph, *, dim_params: Mapping[str, tuple[str, ...]] | None = None,
@@ -198,11 +200,12 @@ class GraphWriter:
         initializers.extend(scope.initializers)
         if left_out:
             self.left_out.extend(left_out)
+        add_output, io_shapes = proto.output.add, self.io_shapes
         for value, name in outputs:
             source = scope.names[value]
             if source != name:
                 nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
-            proto.output.append(_value_info(name, value.type))
+            io_shapes[name] = _value_info_into(add_output(), name, value.type)
         out_names = {name for _, name in outputs}
         lowering = self.lowerings is not None
         for value in produced:
@@ -253,8 +256,9 @@ class GraphWriter:
                 scope.visible[outer] = found
                 continue
             base = node.attrs.get("_input_name") or value.meta.get("tensor_name") or node.name
-            names[value] = claim(base)
-            proto.input.append(_value_info(names[value], value.type, dim_params.get(node.name, ())))
+            input_name = names[value] = claim(base)
+            self.io_shapes[input_name] = _value_info_into(proto.input.add(), input_name, value.type,
+                                                          dim_params.get(node.name, ()))
         declared = graph.attrs.get("_output_names")
         if declared is None or len(declared) != len(graph.outputs):
             declared = [v.meta.get("tensor_name") or v.name for v in graph.outputs]
@@ -528,6 +532,7 @@ def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
 
 
 ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name, a type ONNX can say
+IOShapes = Mapping[str, "list[int | None] | None"]  # GraphWriter.io_shapes, read only
 
 
 def append_value_infos(graph: GraphProto, infos: list[ValueType]) -> None:
@@ -548,12 +553,15 @@ def append_value_infos(graph: GraphProto, infos: list[ValueType]) -> None:
             info.type.CopyFrom(found)
 
 
-def _value_info(name: str, t: Any, dim_params: tuple[str, ...] = ()) -> ValueInfoProto:
-    """A ``ValueInfoProto``; without a type when the IR has none ONNX can say (unknown, a TF resource)."""
-    info = ValueInfoProto(name=name)
-    if _typed(t):
-        info.type.CopyFrom(type_proto(t, dim_params))
-    return info
+def _value_info_into(info: ValueInfoProto, name: str, t: Any, dim_params: tuple[str, ...] = ()) -> list[int | None] | None:
+    """Fills the empty ``info`` (such as ``graph.input.add()``): named ``name``, of type ``t``, without a type when
+    the IR has none ONNX can say (unknown, a TF resource). Returns the shape the type says, None for an unknown
+    dim (what reading it back gives), or None when it says none."""
+    info.name = name
+    if not _typed(t):
+        return None
+    type_into(info.type, t, dim_params)
+    return None if t.rank is None else [d if d >= 0 else None for d in t.shape]
 
 
 def _typed(t: Any) -> bool:

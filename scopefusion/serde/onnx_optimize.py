@@ -10,8 +10,7 @@ In this order, to a fixed point:
   reshape, squeeze, unsqueeze or cast of an initializer is folded into a new initializer.
 * A ``Reshape`` whose target is computed from ``Shape`` but resolves to a constant gets it
   (:mod:`.onnx_shapes`).
-* ``x + 0``, ``x - 0``, ``x · 1`` and ``x / 1`` with small constants go (a zero bias, an identity
-  rescaling of the input).
+* ``x + 0``, ``x - 0``, ``x · 1`` and ``x / 1`` with small constants go (a zero bias, an identity rescaling of the input).
 * A node computing what an earlier node computes (same op, inputs, attributes) is replaced by it.
 * Nodes whose outputs nobody reads, and unread initializers, are removed (in bodies too).
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
@@ -37,7 +36,8 @@ from typing import Callable
 import numpy as np
 
 from .onnx_attrs import initializer_array
-from .onnx_graph import ValueType, append_value_infos
+from .onnx_fuse_ops import fuse_for_runtime
+from .onnx_graph import IOShapes, ValueType, append_value_infos
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
 from .onnx_order import toposort
 from .onnx_proto import (
@@ -52,6 +52,8 @@ from .onnx_proto import (
     make_tensor_value_info,
     tensor_dtype_to_np_dtype,
 )
+from .onnx_shapes import constant_reshapes
+from .onnx_transposes import push_transposes
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
@@ -65,11 +67,11 @@ class GraphIndex:
     into the graph with :meth:`write_back`. ``left_out`` names initializers the writer left out as no node reads
     them (:meth:`.GraphWriter.write_nodes`): the index acts as if it held them until the first sweep of unread
     ones (:func:`_remove_dead`), which reports their removal, and a fresh name made before it avoids theirs; so
-    the clean-up takes the same steps and makes the same names."""
+    the clean-up takes the same steps and makes the same names. ``io_shapes``: :attr:`.GraphWriter.io_shapes`."""
 
     def __init__(self, graph: GraphProto, nodes: list[Node] | None = None,
                  value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
-                 left_out: "list[str] | tuple[str, ...]" = ()) -> None:
+                 left_out: "list[str] | tuple[str, ...]" = (), io_shapes: "IOShapes | None" = None) -> None:
         self.graph = graph
         self.left_out: list[str] | None = list(left_out) if left_out else None  # until the first unread sweep
         # The initializers, in order: the graph's own, then ``initializers`` (not yet in the graph), then new ones.
@@ -88,8 +90,14 @@ class GraphIndex:
             if t.rank is not None:
                 dims = t.shape
                 self.shapes[name] = list(dims) if not dims or min(dims) >= 0 else [d if d >= 0 else None for d in dims]
+        written = io_shapes if io_shapes is not None else {}
         for infos in (graph.value_info, graph.input, graph.output):
             for info in infos:
+                if info.name in written:  # what reading the message's shape gives, without reading it
+                    shape = written[info.name]
+                    if shape is not None:
+                        self.shapes[info.name] = shape
+                    continue
                 t = info.type.tensor_type
                 if info.type.HasField("tensor_type") and t.HasField("shape"):
                     self.shapes[info.name] = [d.dim_value if d.WhichOneof("value") == "dim_value" else None
@@ -294,16 +302,12 @@ def optimize_graph(graph: GraphProto, opset: int = 23) -> None:
 
 def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
                    value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
-                   left_out: "list[str] | tuple[str, ...]" = ()) -> None:
+                   left_out: "list[str] | tuple[str, ...]" = (), io_shapes: "IOShapes | None" = None) -> None:
     """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
     value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
     ``graph.initializer`` and then ``initializers`` (those two not yet in the graph), less the unread ones
-    ``left_out`` names (see :class:`GraphIndex`); writes what is left into the graph."""
-    from .onnx_fuse_ops import fuse_for_runtime
-    from .onnx_shapes import constant_reshapes
-    from .onnx_transposes import push_transposes
-
-    index = GraphIndex(graph, nodes, value_infos, initializers, left_out)
+    ``left_out`` names (see :class:`GraphIndex`, also for ``io_shapes``); writes what is left into the graph."""
+    index = GraphIndex(graph, nodes, value_infos, initializers, left_out, io_shapes)
     _shapes_from_types(index)
     # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
     # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).

@@ -328,3 +328,16 @@ def test_the_round_the_clean_up_skips_after_a_sweep_of_unread_initializers_would
     every_round = _written_and_cleaned(model, leave_out_unread=True)[0]
     assert True in skipped  # the model has such a round (its batch norm's parameters left unread)
     assert with_skips == every_round
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb"])
+def test_the_input_and_output_shapes_the_writer_hands_the_clean_up_are_those_its_messages_say(fixture, request):
+    model = convert(request.getfixturevalue(fixture))
+    writer = GraphWriter(23, fused_exporters_for(model.graph.registry), lowerings=default_lowerings())
+    graph, nodes, value_infos, initializers = writer.write_nodes(model.graph, into=GraphProto(), leave_out_unread=True)
+    infos = list(graph.input) + list(graph.output)
+    assert {info.name for info in infos} <= set(writer.io_shapes)
+    assert any(None in (writer.io_shapes[info.name] or ()) for info in infos)  # a dynamic batch dim among them
+    read_back = onnx_optimize.GraphIndex(graph, list(nodes), value_infos, initializers, writer.left_out)
+    handed = onnx_optimize.GraphIndex(graph, list(nodes), value_infos, initializers, writer.left_out, writer.io_shapes)
+    assert handed.shapes == read_back.shapes
