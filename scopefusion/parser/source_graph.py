@@ -87,6 +87,7 @@ MERGE_OPS = frozenset({"Merge", "RefMerge"})
 #: make the edge maps the largest part of a graph in memory.
 _ONE_EDGE: dict[tuple[int, int], dict[int, int]] = {}
 _SHARED_BELOW = 64  # slots and output indexes below this share their dict
+_CONTROL_EDGE = (CONTROL_SLOT, CONTROL_SLOT)
 
 
 def _one_edge(slot: int, index: int) -> dict[int, int]:
@@ -230,6 +231,7 @@ class SourceGraph:
         # Edges out of these (TF1 loop back edges into a Merge) do not count for the order.
         exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
         in_order = True  # whether every counted edge's producer comes earlier in the file than its consumer
+        shared_edge = _ONE_EDGE.get  # _one_edge's answer when it has made it before (most edges), without a call
         for i, node in enumerate(node_list):
             consumer = node.name
             producers: dict[str, dict[int, int]] = {}
@@ -245,7 +247,7 @@ class SourceGraph:
                             f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
                             f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
                         )
-                    producers[producer] = consumers[consumer] = _one_edge(slot, index)
+                    producers[producer] = consumers[consumer] = shared_edge((slot, index)) or _one_edge(slot, index)
                     if in_order and position[producer] >= i and (
                             not exempt or producer not in exempt or node.op_type != "Merge"):
                         in_order = False
@@ -260,7 +262,7 @@ class SourceGraph:
                             f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
                             f"^{producer}, but no node has that name; the graph is incomplete"
                         )
-                    producers[producer] = consumers[consumer] = _one_edge(CONTROL_SLOT, CONTROL_SLOT)
+                    producers[producer] = consumers[consumer] = shared_edge(_CONTROL_EDGE) or _one_edge(CONTROL_SLOT, CONTROL_SLOT)
                     if in_order and position[producer] >= i and (
                             not exempt or producer not in exempt or node.op_type != "Merge"):
                         in_order = False

@@ -376,8 +376,10 @@ class FunctionLibrary:
         if not self._defs:
             return False
         calls = False
+        # The op types of the nodes call_target may inline: any other node's answer is None, asked of no node.
+        call_ops = (CALL_OPS | self._defs.keys()) if self.inline_calls else frozenset()
         for node in nodes:
-            if self.call_target(node) is not None:
+            if node.op_type in call_ops and self.call_target(node) is not None:
                 calls = True
                 continue
             for attr, value in node.attrs.items():

@@ -15,12 +15,16 @@ be decoded, a constant without a tensor) gives None, and the caller takes those 
 their result or their error. So the nodes are those ``decode_node_def`` makes of ``decode_graph_def``'s
 messages, or the caller makes them so. The library of functions and the versions are decoded as
 ``decode_graph_def`` decodes them (function bodies are decoded by :mod:`.tf_functions`).
+
+Given the GraphDef not stripped yet and a way to strip one field, the same walk strips the few large fields
+as it meets them (see :func:`decode_graph_def_nodes`), so a small model's fields are walked once, not once
+to strip them and once to decode them.
 """
 
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -44,22 +48,36 @@ class _Fallback(Exception):
     """The nodes must be made by ``decode_graph_def`` and ``decode_node_def`` (see the module docstring)."""
 
 
+#: ``strip_field(field number, occurrence, start, end)``: the bytes that stripping leaves of the GraphDef
+#: field in ``data[start:end]`` and, for a node, its cut tensors by attribute name (see decode_graph_def_nodes).
+StripField = Callable[[int, int, int, int], tuple[bytes, "ContentViews | None"]]
+
+
 def decode_graph_def_nodes(
-    data: bytes, node_views: Mapping[int, ContentViews]
+    data: bytes, node_views: Mapping[int, ContentViews], strip_field: StripField | None = None, threshold: int = 0
 ) -> tuple[Any, list[SourceNode]] | None:
     """``(GraphDef message without its nodes, the main graph's SourceNodes)`` of the stripped GraphDef in
     ``data`` (``node_views``: the cut tensors by node index, then attribute name), or None when the caller
-    must decode the GraphDef and its nodes the general way (see the module docstring)."""
+    must decode the GraphDef and its nodes the general way (see the module docstring).
+
+    With ``strip_field``, ``data`` is the GraphDef as the file holds it, not stripped yet: a node or library
+    field of at least ``threshold`` bytes (the only fields :func:`.wire.strip` walks into: it copies a shorter
+    one whole) is decoded from the bytes ``strip_field`` leaves of it, any other field from ``data`` itself,
+    which are the bytes stripping would copy. So the nodes and the message are those of the stripped GraphDef,
+    found in one walk over the fields instead of one to strip them and one to decode them."""
     try:
-        return _decode(data, node_views)
+        return _decode(data, node_views, strip_field, threshold)
     except Exception:
-        # _Fallback, the decoders' NeedsProtobuf (and IndexError, struct.error), a TensorDecodeError, or
-        # anything else: the general way meets it again and reports it in its own order.
+        # _Fallback, the decoders' NeedsProtobuf (and IndexError, struct.error), a TensorDecodeError, a
+        # WireError of strip_field, or anything else: the general way meets it again and reports it in its
+        # own order.
         return None
 
 
-def _decode(data: bytes, node_views: Mapping[int, ContentViews]) -> tuple[Any, list[SourceNode]] | None:
-    """``graph_def_decoder._decode_graph_def`` over the whole of ``data``, each node decoded by _node."""
+def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: StripField | None,
+            threshold: int) -> tuple[Any, list[SourceNode]] | None:
+    """``graph_def_decoder._decode_graph_def`` over the whole of ``data``, each node decoded by _node (the
+    large fields first stripped by ``strip_field``, when given)."""
     values: dict[str, Any] = {"_raw": data}
     nodes: list[SourceNode] = []
     pos, end = 0, len(data)
@@ -76,12 +94,20 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews]) -> tuple[Any, l
         if pos > end:
             return None
         if tag == 0x0A:
-            nodes.append(_node(data, field_start, pos, node_views.get(len(nodes))))
+            if strip_field is not None and length >= threshold:
+                stripped, views = strip_field(1, len(nodes), field_start, pos)
+                nodes.append(_node(stripped, 0, len(stripped), views))
+            else:
+                nodes.append(_node(data, field_start, pos, node_views.get(len(nodes))))
             continue
         name, cls = _GRAPH_MESSAGES[tag]
         if name in values:
             return None
-        values[name] = decode(cls, data, field_start, pos, 1)
+        if strip_field is not None and tag == 0x12 and length >= threshold:  # the library (versions is never walked)
+            stripped, _ = strip_field(2, 0, field_start, pos)
+            values[name] = decode(cls, stripped, 0, len(stripped), 1)
+        else:
+            values[name] = decode(cls, data, field_start, pos, 1)
     if not nodes:
         return None
     graph = GraphDef.__new__(GraphDef)

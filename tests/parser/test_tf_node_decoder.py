@@ -36,16 +36,22 @@ def two_step(small: bytes, buffer: bytes, cuts: list, where: str = "g.pb"):
     return graph_def, [decode_node_def(nd, where, views.get(i)) for i, nd in enumerate(graph_def.node)]
 
 
-def check_same_nodes(buffer: bytes) -> bool:
+def check_same_nodes(buffer: bytes, threshold: int = 1024) -> bool:
     """Asserts that the one-pass decoder gives the two-step nodes or None (always None where the two steps
-    fail); returns whether it decoded the bytes. Bytes that the steps before (stripping the large tensors,
-    finding their nodes) refuse never reach either."""
+    fail), and that decoding the unstripped bytes in one walk gives what it gives; returns whether it decoded
+    the bytes. Bytes that the steps before (stripping the large tensors, finding their nodes) refuse never
+    reach either."""
     try:
-        small, cuts = tg_def._strip_graph_def(buffer, "g.pb", 1024, None)
-        views, _ = tg_def._views_by_node(buffer, cuts, "g.pb")
+        small, cuts = tg_def._strip_graph_def(buffer, "g.pb", threshold, None)
+        views, function_views = tg_def._views_by_node(buffer, cuts, "g.pb")
     except ModelLoadError:
         return False
     found = decode_graph_def_nodes(small, views)
+    walked, walked_function_views = tg_def._decode_unstripped(buffer, buffer, "g.pb", threshold)
+    assert (walked is None) == (found is None)
+    if found is not None:
+        assert_same_graph(found, walked)
+        assert walked_function_views == function_views
     try:
         graph_def, expected = two_step(small, buffer, cuts)
     except Exception:  # noqa: BLE001 (the two steps refuse the bytes: so must the one pass)
@@ -53,9 +59,16 @@ def check_same_nodes(buffer: bytes) -> bool:
         return False
     if found is None:
         return False
+    assert_same_graph((graph_def, expected), found)
+    return True
+
+
+def assert_same_graph(expected, found) -> None:
+    """``(GraphDef, nodes)`` pairs with the same nodes, library and versions."""
+    graph_def, expected_nodes = expected
     rest, nodes = found
-    assert len(nodes) == len(expected)
-    for a, b in zip(expected, nodes):
+    assert len(nodes) == len(expected_nodes)
+    for a, b in zip(expected_nodes, nodes):
         assert [getattr(a, f) for f in _FIELDS] == [getattr(b, f) for f in _FIELDS]
         assert list(a.attrs) == list(b.attrs)
         assert all(same_value(a.attrs[k], b.attrs[k]) for k in a.attrs), a.name
@@ -63,7 +76,6 @@ def check_same_nodes(buffer: bytes) -> bool:
     assert rest.library.SerializeToString() == graph_def.library.SerializeToString()
     assert rest.HasField("versions") == graph_def.HasField("versions")
     assert rest.versions.producer == graph_def.versions.producer
-    return True
 
 
 def one_pass(buffer: bytes):
@@ -76,6 +88,7 @@ def one_pass(buffer: bytes):
 def test_real_models_decode_in_one_pass_to_the_same_nodes(fixture, request):
     data = request.getfixturevalue(fixture).read_bytes()
     assert check_same_nodes(data)
+    assert check_same_nodes(data, threshold=64)  # many more nodes and function bodies stripped in the one walk
 
 
 def _loadable(data: bytes, debug_info: bool = False) -> bytes:

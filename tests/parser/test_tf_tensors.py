@@ -67,6 +67,7 @@ def test_a_single_value_fills_the_shape_as_in_tensorflow(name):
     expected = tf.make_ndarray(proto)
     ours = tensor_to_numpy(_ours(proto))
     _check(ours, expected)
+    assert ours.strides == (0, 0)  # a view of the one value: no memory per element
 
 
 def test_fewer_values_than_elements_repeat_the_last_value():
@@ -78,7 +79,9 @@ def test_fewer_values_than_elements_repeat_the_last_value():
 def test_no_values_mean_zeros():
     proto = tfpb.TensorProto(dtype=tfpb.DT_FLOAT)
     proto.tensor_shape.dim.add().size = 4
-    np.testing.assert_array_equal(tensor_to_numpy(proto), np.zeros(4, np.float32))
+    zeros = tensor_to_numpy(proto)
+    np.testing.assert_array_equal(zeros, np.zeros(4, np.float32))
+    assert zeros.dtype == np.float32 and zeros.strides == (0,) and not zeros.flags.writeable
 
 
 def test_half_and_bfloat16_typed_fields_hold_raw_bits():

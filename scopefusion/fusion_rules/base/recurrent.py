@@ -7,7 +7,7 @@ constants.
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import numpy as np
 
@@ -307,7 +307,7 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
     stack = list(claimed)
     while stack:
         node = node_of(stack.pop())
-        for producer in [p for p, _ in node.inputs if p] + list(node.control_inputs):
+        for producer in _producers(node):
             if producer in claimed or producer in stop or producer in named:
                 continue
             found = node_of(producer)
@@ -325,10 +325,7 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
         if name not in claimed:
             continue
         node = node_of(name)
-        reads_outside = any(
-            p and p not in claimed and (p, i) not in ports and not _constant_like(graph, p) for p, i in node.inputs
-        )
-        if not reads_outside and claimed.issuperset(readers[name]):
+        if not _reads_outside(graph, node, claimed, ports) and claimed.issuperset(readers[name]):
             continue
         claimed.discard(name)
         neighbours = [p for p, _ in node.inputs if p] + list(node.control_inputs) + list(readers[name])
@@ -337,6 +334,23 @@ def _closure(graph: ScopeGraph, core: set[str], stop: set[str], ports: set[Tenso
                 queued.add(other)
                 queue.append(other)
     return claimed
+
+
+def _producers(node: Any) -> Iterator[str]:
+    """The producers ``node`` reads, data inputs (an omitted one left out) then control inputs, in order."""
+    for producer, _ in node.inputs:
+        if producer:
+            yield producer
+    yield from node.control_inputs
+
+
+def _reads_outside(graph: ScopeGraph, node: Any, claimed: set[str], ports: set[Tensor]) -> bool:
+    """Whether ``node`` reads a value made outside ``claimed`` that is neither one of the ``ports`` nor a
+    constant (an omitted input reads nothing)."""
+    for producer, index in node.inputs:
+        if producer and producer not in claimed and (producer, index) not in ports and not _constant_like(graph, producer):
+            return True
+    return False
 
 
 def _is_read(graph: ScopeGraph, tensor: Tensor | None, claimed: set[str]) -> bool:
