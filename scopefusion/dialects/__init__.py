@@ -50,9 +50,10 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
 @lru_cache(maxsize=None)
 def _pending_template(
     with_tf: bool, opset: int | None, with_onnxruntime: bool
-) -> tuple[dict[str, _Pending], tuple[OpName, ...]]:
-    """The definitions a new registry starts with, not copied in yet (qualified name -> prototype), and
-    their names in order: made once per process and kind of registry; registries copy the dict."""
+) -> tuple[dict[str, _Pending], tuple[OpName, ...], dict[str, None]]:
+    """The definitions a new registry starts with, not copied in yet (qualified name -> prototype), their
+    names in order, and their qualified names in order: made once per process and kind of registry;
+    registries copy the dicts."""
     pending: dict[str, _Pending] = {}
 
     def add(prototypes: Iterable[OpDef]) -> None:
@@ -71,7 +72,7 @@ def _pending_template(
 
     for name in OP_MODULES:  # each fused op's module is imported when the op is first looked up
         pending[f"{_FUSED_DIALECT}.{name}"] = _Pending(OpName(name, _FUSED_DIALECT), partial(_fused_prototype, name))
-    return pending, tuple(entry.name for entry in pending.values())
+    return pending, tuple(entry.name for entry in pending.values()), dict.fromkeys(pending)
 
 
 class OpName(NamedTuple):
@@ -110,10 +111,13 @@ class _CopiedOnUseRegistry(OpRegistry):
     when first looked up; iterating it copies every one. Same names, same order, same definitions as a
     registry filled up front."""
 
-    def __init__(self, pending: dict[str, _Pending], names: tuple[OpName, ...] | None = None) -> None:
+    def __init__(
+        self, pending: dict[str, _Pending], names: tuple[OpName, ...] | None = None, order: dict[str, None] | None = None
+    ) -> None:
         super().__init__()
         self._pending = dict(pending)  # qualified name -> a definition not copied in yet
-        self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
+        # every name, in registration order (``order``: the keys of ``pending``, copied faster than made again)
+        self._order: dict[str, None] = dict.fromkeys(pending) if order is None else order.copy()
         self._in_order = True  # whether self._defs holds its definitions in that order
         self._names = names  # the names of ``pending`` in order, while nothing else is registered
         self._registered: dict[str, None] = {}  # the names registered after the builtins, in order

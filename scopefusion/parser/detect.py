@@ -18,9 +18,10 @@ _TEXT_ONNX = re.compile(rb"^\s*(#[^\n]*\n\s*)*(ir_version|graph|opset_import|pro
 _MAX_SNIFF_FIELDS = 64
 
 
-def format_from_path(path: str) -> str | None:
-    """The format a path's name says: a directory is a SavedModel; else by suffix; None when it says nothing."""
-    if os.path.isdir(path):
+def format_from_path(path: str, *, is_dir: bool | None = None) -> str | None:
+    """The format a path's name says: a directory is a SavedModel; else by suffix; None when it says nothing.
+    ``is_dir``: whether the path is a directory, when the caller knows (else the file system is asked)."""
+    if os.path.isdir(path) if is_dir is None else is_dir:
         return "savedmodel"
     base = os.path.basename(path)
     if base in ("saved_model.pb", "saved_model.pbtxt"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ModelLoadError, ScopeFusionError
@@ -71,9 +72,8 @@ def load(
     where = os.fspath(path)
     if format is not None and format not in FORMATS:
         raise ModelLoadError(f"{where}: unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-    if not os.path.exists(where):
-        raise ModelLoadError(f"{where}: no such file or directory; check the path")
-    fmt = format or format_from_path(where)
+    is_dir = _is_directory(where)
+    fmt = format or format_from_path(where, is_dir=is_dir)
     if fmt != "savedmodel" and (signature is not None or tags is not None):
         raise ModelLoadError(f"{where}: signature= and tags= apply to SavedModels only, and this is read as {fmt or 'a file'}")
     if fmt not in ("pb", "pbtxt", None) and outputs is not None:
@@ -82,7 +82,7 @@ def load(
         if fmt == "savedmodel":
             from .savedmodel import DEFAULT_SIGNATURE, load_saved_model
 
-            directory = where if os.path.isdir(where) else os.path.dirname(os.path.abspath(where))
+            directory = where if is_dir else os.path.dirname(os.path.abspath(where))
             return load_saved_model(
                 directory,
                 signature=signature or DEFAULT_SIGNATURE,
@@ -92,7 +92,7 @@ def load(
                 loader=savedmodel_loader,
                 step=None if progress is None else (lambda text: progress("load", 0, 0, f"SavedModel: {text}")),
             )
-        if os.path.isdir(where):
+        if is_dir:
             raise ModelLoadError(f"{where}: is a directory, but format {fmt!r} is a file; pass the model file")
         return _load_file(where, fmt, forced=format is not None, outputs=outputs, inline_functions=inline_functions,
                           progress=progress)
@@ -107,6 +107,19 @@ def load(
             f"{where}: unexpected {type(exc).__name__} while reading the model ({exc}); this is a scopefusion bug, "
             "please report it with the file"
         ) from exc
+
+
+def _is_directory(where: str) -> bool:
+    """Whether ``where`` is a directory (else a file), asked of the file system once for the whole load.
+
+    Raises:
+        ModelLoadError: nothing is there (``os.path.exists`` would say False).
+    """
+    try:
+        mode = os.stat(where).st_mode
+    except (OSError, ValueError):
+        raise ModelLoadError(f"{where}: no such file or directory; check the path") from None
+    return stat.S_ISDIR(mode)
 
 
 def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool,

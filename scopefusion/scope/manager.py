@@ -293,6 +293,8 @@ class PassManager:
         """For each enabled user pass that replaces a builtin: how many fusions the builtin alone would
         have had accepted on ``graph`` (None when it raised). Counting only: nothing is kept."""
         counts: dict[str, int | None] = {}
+        if not self.registry.replacements:  # no user pass has a builtin's name (each such pair is recorded)
+            return counts
         for entry in self.registry.enabled_passes():
             builtin = self.registry.replaced_builtin(entry.name)
             if builtin is None:
