@@ -7,7 +7,7 @@ import re
 
 from .wire import LEN, VARINT, WireError, field_kinds
 
-__all__ = ["FORMATS", "SUFFIX_FORMATS", "format_from_path", "sniff"]
+__all__ = ["FORMATS", "SUFFIX_FORMATS", "format_from_path", "sniff", "sniff_against"]
 
 FORMATS = ("savedmodel", "pb", "pbtxt", "onnx")
 
@@ -54,6 +54,31 @@ def sniff(buffer) -> str | None:
     if seen.get(2) == LEN and set(seen) <= {1, 2} and seen.get(1, VARINT) == VARINT:
         return "savedmodel"
     return None
+
+
+def sniff_against(buffer, named: str) -> str | None:
+    """What :func:`sniff` finds in ``buffer`` when it is another format than ``named`` (the format the file's
+    name says), else None: what a loader needs to refuse a misnamed file.
+
+    For ``named == "pb"`` the first field usually settles it without walking 64 more: when it is a
+    GraphDef's ``node`` (field 1, bytes), neither an ONNX model nor a SavedModel fits (both need field 1 to
+    be a varint if present), so :func:`sniff` can only say ``"pb"`` or None once the text forms are ruled
+    out; and when that field is malformed, so is the first field :func:`sniff` reads (None).
+    """
+    if named == "pb":
+        head = bytes(buffer[:256])
+        if _TEXT_GRAPHDEF.match(head):
+            return "pbtxt"
+        if _TEXT_ONNX.match(head):
+            return "onnx-text"
+        try:
+            first = field_kinds(buffer, 0, len(buffer), 1)
+        except WireError:
+            return None
+        if first == [(1, LEN)]:
+            return None
+    found = sniff(buffer)
+    return None if found == named else found
 
 
 def _field_kinds(buffer, limit: int) -> dict[int, int] | None:

@@ -19,7 +19,7 @@ import stat
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ModelLoadError, ScopeFusionError
-from .detect import FORMATS, format_from_path, sniff
+from .detect import FORMATS, format_from_path, sniff, sniff_against
 from .source_graph import SourceGraph
 from .wire import FileReader
 
@@ -168,15 +168,15 @@ def _walker_input(fd: int, size: int, progress: Callable[[int, int], None] | Non
 
 def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileReader | bytes,
            outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
-    found = sniff(reader)
     if fmt is None:
+        found = sniff(reader)
         if found is None:
             raise ModelLoadError(
                 f"{where}: cannot tell the model format from the name or the bytes; pass format= with one of "
                 f"{', '.join(FORMATS)}"
             )
         fmt = found
-    elif not forced and found is not None and found != fmt:
+    elif not forced and (found := sniff_against(reader, fmt)) is not None:  # a forced format is not checked
         raise ModelLoadError(
             f"{where}: the name says {_DESCRIPTION[fmt]}, but the bytes look like {_DESCRIPTION[found]}; "
             f"rename the file or pass format= explicitly"
