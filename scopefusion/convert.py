@@ -104,7 +104,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     from scopefusion.ir_builder.memory_plan import plan_memory
     from scopefusion.ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
     from scopefusion.ir_builder.shape_inference import infer_graph
-    from scopefusion.ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes
+    from scopefusion.ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes, checked_arena_fits
     from scopefusion.parser import load
     from scopefusion.scope import PassManager, ScopeGraph
 
@@ -156,13 +156,13 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
                 continue
             report = stage_progress(progress, f"profile {i}", _shapes(shapes))
             profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report, inferred=main_inference))
-        check_tensor_sizes(graph)
+        main_fits = checked_arena_fits(graph)  # check_tensor_sizes(graph), and arena_fits(graph) for later
         for i, profile in enumerate(profiles):
             if i not in deferred:  # a deferred profile has the main graph's types
                 check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
         for done, profile in enumerate(profiles):
-            if progress is None and arena_fits(graph if profile.index in deferred else profile.graph):
+            if progress is None and (main_fits if profile.index in deferred else arena_fits(profile.graph)):
                 profile.defer_memory_plan(_planner(_LaterWork(budgets, stage, "memory_plan")))
                 continue
             if progress is not None:
