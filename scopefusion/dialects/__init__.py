@@ -109,13 +109,18 @@ class _Pending(NamedTuple):
 class _CopiedOnUseRegistry(OpRegistry):
     """An :class:`OpRegistry` whose builtin definitions are copied in from their process-wide prototypes
     when first looked up; iterating it copies every one. Same names, same order, same definitions as a
-    registry filled up front."""
+    registry filled up front.
+
+    The builtins not copied in yet are those of ``pending`` (shared by every registry of its kind, never
+    changed) that ``_defs`` does not hold: a builtin leaves ``pending`` only by being copied in or replaced
+    (``register(replace=True)``), and both put its name in ``_defs``, which no name ever leaves.
+    """
 
     def __init__(
         self, pending: dict[str, _Pending], names: tuple[OpName, ...] | None = None, order: dict[str, None] | None = None
     ) -> None:
         super().__init__()
-        self._pending = dict(pending)  # qualified name -> a definition not copied in yet
+        self._builtins = pending  # qualified name -> a builtin definition (copied in when not in self._defs)
         # every name, in registration order (``order``: the keys of ``pending``, copied faster than made again)
         self._order: dict[str, None] = dict.fromkeys(pending) if order is None else order.copy()
         self._in_order = True  # whether self._defs holds its definitions in that order
@@ -123,7 +128,8 @@ class _CopiedOnUseRegistry(OpRegistry):
         self._registered: dict[str, None] = {}  # the names registered after the builtins, in order
 
     def _copy_in(self, qualified_name: str) -> OpDef | None:
-        entry = self._pending.pop(qualified_name, None)
+        """Copies in builtin ``qualified_name``, which ``self._defs`` does not hold; None when there is none."""
+        entry = self._builtins.get(qualified_name)
         if entry is None:
             return None
         opdef = self._defs[qualified_name] = entry.prototype().copy()
@@ -133,8 +139,9 @@ class _CopiedOnUseRegistry(OpRegistry):
     def op_names(self) -> list[OpName]:
         if self._names is not None:
             return list(self._names)
+        defs = self._defs
         return [
-            self._pending[n].name if n in self._pending else OpName(self._defs[n].name, self._defs[n].dialect)
+            OpName(defs[n].name, defs[n].dialect) if n in defs else self._builtins[n].name
             for n in self._order
         ]
 
@@ -142,18 +149,17 @@ class _CopiedOnUseRegistry(OpRegistry):
         return [self._defs[n] for n in self._registered]
 
     def _copy_all(self) -> None:
-        for name in list(self._pending):
-            self._copy_in(name)
+        for name in self._builtins:
+            if name not in self._defs:
+                self._copy_in(name)
         if not self._in_order:
             self._defs = {name: self._defs[name] for name in self._order}
             self._in_order = True
 
     def register(self, opdef: OpDef, *, replace: bool = False) -> OpDef:
         name = opdef.qualified_name
-        if name in self._pending:
-            if not replace:
-                raise ValueError(f"op {name} is already registered")
-            del self._pending[name]
+        if not replace and name in self._builtins and name not in self._defs:  # a builtin not copied in yet
+            raise ValueError(f"op {name} is already registered")
         registered = super().register(opdef, replace=replace)
         self._order[name] = None
         self._names = None
