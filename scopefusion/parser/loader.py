@@ -124,25 +124,29 @@ def _is_directory(where: str) -> bool:
 
 def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool,
                progress: ProgressFn | None = None) -> SourceGraph:
+    # A plain descriptor: everything below reads through it (os.pread, mmap), so a file object's buffer and
+    # the system calls that set it up (terminal check, position) would be spent for nothing.
     try:
-        file = open(where, "rb")
+        fd = os.open(where, os.O_RDONLY)
     except OSError as exc:
         raise ModelLoadError(f"{where}: cannot read the file ({exc.strerror or exc}); check its permissions") from None
-    with file:
-        size = os.fstat(file.fileno()).st_size
+    try:
+        size = os.fstat(fd).st_size
         if size == 0:
             raise ModelLoadError(f"{where}: the file is empty; expected {_DESCRIPTION.get(fmt or '', 'a model')}")
         try:
             # Constants become views of `mapped`; the wire walker reads through `reader` (see wire.py).
-            mapped: Any = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped: Any = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"{where}: cannot map the file ({exc}); is it a regular file?") from None
         read = None if progress is None else (lambda done, total: progress("load", done, total, where))
-        reader = _walker_input(file.fileno(), size, read)
+        reader = _walker_input(fd, size, read)
         graph = _parse(where, fmt, forced, mapped, reader, outputs, inline_functions)
         if progress is not None:
             progress("load", size, size, where)
         return graph
+    finally:
+        os.close(fd)
 
 
 # Files up to this size are read whole for the wire walker (see _walker_input): a MobileNet (2 to 4 MB) loads
