@@ -97,7 +97,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     imported = len(sys.modules)
     # NOTE: imported here, on each call (a replaced function is the one called), by absolute name: a relative
     # import in a function resolves its package's name again on every call.
-    from scopefusion.dialects import op_names
+    from scopefusion.dialects import op_name_tuple
     from scopefusion.dialects.fused.declared import op_registry_for
     from scopefusion.ir.types import IRContext
     from scopefusion.ir_builder.build import build_graph
@@ -131,7 +131,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
         ops = op_registry_for(source, registry.fused_ops)
-        manager = PassManager(registry, strict=strict, ops=op_names(ops))
+        manager = PassManager(registry, strict=strict, ops=op_name_tuple(ops))
         fusion_run = manager.run(scope_graph, progress=progress)
     context = IRContext()
     with stage("build"):

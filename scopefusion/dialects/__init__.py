@@ -15,7 +15,7 @@ from ..ir.opdef import OpDef, OpRegistry
 if TYPE_CHECKING:  # pragma: no cover
     from ...parser.source_graph import SourceGraph
 
-__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names", "registered_defs"]
+__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_name_tuple", "op_names", "registered_defs"]
 
 DEFAULT_ONNX_OPSET = 17
 _ONNX_DIALECT = "onnx"
@@ -88,6 +88,15 @@ def op_names(registry: OpRegistry) -> list[OpName]:
     if isinstance(registry, _CopiedOnUseRegistry):
         return registry.op_names()
     return [OpName(d.name, d.dialect) for d in registry]
+
+
+def op_name_tuple(registry: OpRegistry) -> tuple[OpName, ...]:
+    """:func:`op_names` as a tuple; for a registry of :func:`default_op_registry` in which nothing was
+    registered, the one tuple every such registry of its kind shares (a table keyed by it then finds it by
+    identity, without reading its names)."""
+    if isinstance(registry, _CopiedOnUseRegistry) and registry._names is not None:
+        return registry._names
+    return tuple(op_names(registry))
 
 
 def registered_defs(registry: OpRegistry) -> list[OpDef]:
