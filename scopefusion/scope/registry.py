@@ -340,6 +340,8 @@ class PassRegistry:
 
     def enabled_passes(self) -> list[RegisteredPass]:
         """The passes that run, in run order."""
+        if not self._user:  # the builtins only, none replaced: passes() without its copies
+            return [e for e in self._builtin.values() if e.enabled]
         return [e for e in self.passes() if e.enabled]
 
     def names(self) -> list[str]:
