@@ -64,7 +64,7 @@ class RegisteredPass(Record):
     def copy(self) -> RegisteredPass:
         """A new entry with the same fields (the same rule instance)."""
         entry = RegisteredPass.__new__(RegisteredPass)
-        entry.__dict__.update(self.__dict__)
+        entry.__dict__ = self.__dict__.copy()
         return entry
 
     def to_dict(self) -> dict[str, Any]:
