@@ -95,16 +95,18 @@ def convert(
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
     imported = len(sys.modules)
-    from .dialects import op_names
-    from .dialects.fused.declared import op_registry_for
-    from .ir.types import IRContext
-    from .ir_builder.build import build_graph
-    from .ir_builder.memory_plan import plan_memory
-    from .ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
-    from .ir_builder.shape_inference import infer_graph
-    from .ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes
-    from .parser import load
-    from .scope import PassManager, ScopeGraph
+    # NOTE: imported here, on each call (a replaced function is the one called), by absolute name: a relative
+    # import in a function resolves its package's name again on every call.
+    from scopefusion.dialects import op_name_tuple
+    from scopefusion.dialects.fused.declared import op_registry_for
+    from scopefusion.ir.types import IRContext
+    from scopefusion.ir_builder.build import build_graph
+    from scopefusion.ir_builder.memory_plan import plan_memory
+    from scopefusion.ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
+    from scopefusion.ir_builder.shape_inference import infer_graph
+    from scopefusion.ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes, checked_arena_fits
+    from scopefusion.parser import load
+    from scopefusion.scope import PassManager, ScopeGraph
 
     _import_conversion_modules(path, model_format)
     if len(sys.modules) > imported:
@@ -129,7 +131,7 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     with stage("fusion"):
         registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
         ops = op_registry_for(source, registry.fused_ops)
-        manager = PassManager(registry, strict=strict, ops=op_names(ops))
+        manager = PassManager(registry, strict=strict, ops=op_name_tuple(ops))
         fusion_run = manager.run(scope_graph, progress=progress)
     context = IRContext()
     with stage("build"):
@@ -140,18 +142,6 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
             progress("build", 1, 1, "")
     graph = built.graph
     budgets = current_budgets()
-
-    def later(name: str) -> Callable[[], ContextManager[None]]:
-        """For work left to first use (a profile of the model's own shapes, a memory plan): the conversion's
-        budgets, the collector paused, the time added to stage ``name``."""
-
-        @contextmanager
-        def run() -> Iterator[None]:
-            with use_budgets(budgets), collector_paused(), stage(name):
-                yield
-
-        return run
-
     # Without a progress display, what only some outputs read is made on first use (the ONNX export reads
     # neither a default profile nor a memory plan); it cannot fail then where making it now would not.
     deferred: set[int] = set()
@@ -161,18 +151,19 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         for i, shapes in enumerate(profiles_wanted or [{}]):
             if not shapes and progress is None:
                 deferred.add(i)
-                profiles.append(deferred_profile(graph, i, strict=strict, inferred=main_inference, around=later("infer")))
+                around = _LaterWork(budgets, stage, "infer")
+                profiles.append(deferred_profile(graph, i, strict=strict, inferred=main_inference, around=around))
                 continue
             report = stage_progress(progress, f"profile {i}", _shapes(shapes))
             profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report, inferred=main_inference))
-        check_tensor_sizes(graph)
+        main_fits = checked_arena_fits(graph)  # check_tensor_sizes(graph), and arena_fits(graph) for later
         for i, profile in enumerate(profiles):
             if i not in deferred:  # a deferred profile has the main graph's types
                 check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
         for done, profile in enumerate(profiles):
-            if progress is None and arena_fits(graph if profile.index in deferred else profile.graph):
-                profile.defer_memory_plan(_planner(later("memory_plan")))
+            if progress is None and (main_fits if profile.index in deferred else arena_fits(profile.graph)):
+                profile.defer_memory_plan(_planner(_LaterWork(budgets, stage, "memory_plan")))
                 continue
             if progress is not None:
                 progress("memory plan", done, len(profiles), f"profile {profile.index}")
@@ -205,7 +196,7 @@ _IMPORTED_FOR: set[str] = set()  # the formats whose modules were imported here 
 
 
 def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
-    from .parser.detect import SUFFIX_FORMATS, format_from_path
+    from scopefusion.parser.detect import SUFFIX_FORMATS, format_from_path  # absolute: see _convert
 
     if model_format:
         if model_format in _IMPORTED_FOR:
@@ -262,6 +253,23 @@ class _StageClock:
         timings[self.name] = round(timings.get(self.name, 0.0) + time.perf_counter() - self.start, 6)
 
 
+class _LaterWork:
+    """For work left to first use (a profile of the model's own shapes, a memory plan): ``with work():`` runs
+    the block with the conversion's budgets and the collector paused, and adds its time to stage ``name``."""
+
+    __slots__ = ("budgets", "stage", "name")
+
+    def __init__(self, budgets: Budgets, stage: _StageClock, name: str) -> None:
+        self.budgets = budgets
+        self.stage = stage
+        self.name = name
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with use_budgets(self.budgets), collector_paused(), self.stage(self.name):
+            yield
+
+
 def _planner(around: Callable[[], ContextManager[None]]) -> Callable[[Any], Any]:
     """Makes a profile's memory plan when it is first read, as ``convert`` would have made it."""
 
@@ -292,10 +300,10 @@ def fusion_setup(
     """``(PassRegistry, OpParserRegistry)`` as ``convert`` uses them: user rules (files, then installed
     packages) registered before the builtins, enable/disable applied; the fused ops the rules declare
     (``registry.fused_ops``) checked against the builtin fused ops."""
-    from .dialects.fused.declared import check_declared_ops
-    from .fusion_rules import BUILTIN_RULES
-    from .ir_builder.op_parsers import default_op_parsers
-    from .scope import PassRegistry
+    from scopefusion.dialects.fused.declared import check_declared_ops  # absolute: see _convert
+    from scopefusion.fusion_rules import BUILTIN_RULES
+    from scopefusion.ir_builder.op_parsers import default_op_parsers
+    from scopefusion.scope import PassRegistry
 
     registry = PassRegistry()
     for path in rules:

@@ -15,7 +15,7 @@ from ..ir.opdef import OpDef, OpRegistry
 if TYPE_CHECKING:  # pragma: no cover
     from ...parser.source_graph import SourceGraph
 
-__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_names", "registered_defs"]
+__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_name_tuple", "op_names", "registered_defs"]
 
 DEFAULT_ONNX_OPSET = 17
 _ONNX_DIALECT = "onnx"
@@ -50,9 +50,10 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
 @lru_cache(maxsize=None)
 def _pending_template(
     with_tf: bool, opset: int | None, with_onnxruntime: bool
-) -> tuple[dict[str, _Pending], tuple[OpName, ...]]:
-    """The definitions a new registry starts with, not copied in yet (qualified name -> prototype), and
-    their names in order: made once per process and kind of registry; registries copy the dict."""
+) -> tuple[dict[str, _Pending], tuple[OpName, ...], dict[str, None]]:
+    """The definitions a new registry starts with, not copied in yet (qualified name -> prototype), their
+    names in order, and their qualified names in order: made once per process and kind of registry;
+    registries copy the dicts."""
     pending: dict[str, _Pending] = {}
 
     def add(prototypes: Iterable[OpDef]) -> None:
@@ -71,7 +72,7 @@ def _pending_template(
 
     for name in OP_MODULES:  # each fused op's module is imported when the op is first looked up
         pending[f"{_FUSED_DIALECT}.{name}"] = _Pending(OpName(name, _FUSED_DIALECT), partial(_fused_prototype, name))
-    return pending, tuple(entry.name for entry in pending.values())
+    return pending, tuple(entry.name for entry in pending.values()), dict.fromkeys(pending)
 
 
 class OpName(NamedTuple):
@@ -87,6 +88,15 @@ def op_names(registry: OpRegistry) -> list[OpName]:
     if isinstance(registry, _CopiedOnUseRegistry):
         return registry.op_names()
     return [OpName(d.name, d.dialect) for d in registry]
+
+
+def op_name_tuple(registry: OpRegistry) -> tuple[OpName, ...]:
+    """:func:`op_names` as a tuple; for a registry of :func:`default_op_registry` in which nothing was
+    registered, the one tuple every such registry of its kind shares (a table keyed by it then finds it by
+    identity, without reading its names)."""
+    if isinstance(registry, _CopiedOnUseRegistry) and registry._names is not None:
+        return registry._names
+    return tuple(op_names(registry))
 
 
 def registered_defs(registry: OpRegistry) -> list[OpDef]:
@@ -108,18 +118,27 @@ class _Pending(NamedTuple):
 class _CopiedOnUseRegistry(OpRegistry):
     """An :class:`OpRegistry` whose builtin definitions are copied in from their process-wide prototypes
     when first looked up; iterating it copies every one. Same names, same order, same definitions as a
-    registry filled up front."""
+    registry filled up front.
 
-    def __init__(self, pending: dict[str, _Pending], names: tuple[OpName, ...] | None = None) -> None:
+    The builtins not copied in yet are those of ``pending`` (shared by every registry of its kind, never
+    changed) that ``_defs`` does not hold: a builtin leaves ``pending`` only by being copied in or replaced
+    (``register(replace=True)``), and both put its name in ``_defs``, which no name ever leaves.
+    """
+
+    def __init__(
+        self, pending: dict[str, _Pending], names: tuple[OpName, ...] | None = None, order: dict[str, None] | None = None
+    ) -> None:
         super().__init__()
-        self._pending = dict(pending)  # qualified name -> a definition not copied in yet
-        self._order: dict[str, None] = dict.fromkeys(pending)  # every name, in registration order
+        self._builtins = pending  # qualified name -> a builtin definition (copied in when not in self._defs)
+        # every name, in registration order (``order``: the keys of ``pending``, copied faster than made again)
+        self._order: dict[str, None] = dict.fromkeys(pending) if order is None else order.copy()
         self._in_order = True  # whether self._defs holds its definitions in that order
         self._names = names  # the names of ``pending`` in order, while nothing else is registered
         self._registered: dict[str, None] = {}  # the names registered after the builtins, in order
 
     def _copy_in(self, qualified_name: str) -> OpDef | None:
-        entry = self._pending.pop(qualified_name, None)
+        """Copies in builtin ``qualified_name``, which ``self._defs`` does not hold; None when there is none."""
+        entry = self._builtins.get(qualified_name)
         if entry is None:
             return None
         opdef = self._defs[qualified_name] = entry.prototype().copy()
@@ -129,8 +148,9 @@ class _CopiedOnUseRegistry(OpRegistry):
     def op_names(self) -> list[OpName]:
         if self._names is not None:
             return list(self._names)
+        defs = self._defs
         return [
-            self._pending[n].name if n in self._pending else OpName(self._defs[n].name, self._defs[n].dialect)
+            OpName(defs[n].name, defs[n].dialect) if n in defs else self._builtins[n].name
             for n in self._order
         ]
 
@@ -138,18 +158,17 @@ class _CopiedOnUseRegistry(OpRegistry):
         return [self._defs[n] for n in self._registered]
 
     def _copy_all(self) -> None:
-        for name in list(self._pending):
-            self._copy_in(name)
+        for name in self._builtins:
+            if name not in self._defs:
+                self._copy_in(name)
         if not self._in_order:
             self._defs = {name: self._defs[name] for name in self._order}
             self._in_order = True
 
     def register(self, opdef: OpDef, *, replace: bool = False) -> OpDef:
         name = opdef.qualified_name
-        if name in self._pending:
-            if not replace:
-                raise ValueError(f"op {name} is already registered")
-            del self._pending[name]
+        if not replace and name in self._builtins and name not in self._defs:  # a builtin not copied in yet
+            raise ValueError(f"op {name} is already registered")
         registered = super().register(opdef, replace=replace)
         self._order[name] = None
         self._names = None

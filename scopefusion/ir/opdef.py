@@ -149,10 +149,11 @@ class OpDef:
         spec lists and attribute map are new, the frozen specs, the functions and the binding answers
         (until either declares further) are shared."""
         clone = OpDef.__new__(OpDef)
-        clone.__dict__.update(self.__dict__)
-        clone.inputs = list(self.inputs)
-        clone.outputs = list(self.outputs)
-        clone.attrs = dict(self.attrs)
+        state = self.__dict__.copy()  # copied whole, then the three containers replaced: no key inserted one by one
+        state["inputs"] = list(self.inputs)
+        state["outputs"] = list(self.outputs)
+        state["attrs"] = dict(self.attrs)
+        clone.__dict__ = state
         return clone
 
     @property

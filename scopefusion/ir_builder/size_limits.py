@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ..budgets import MAX_ELEMENTS
 from ..errors import InferenceError
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
 from .memory_plan import DEFAULT_ALIGNMENT
 
-__all__ = ["arena_fits", "check_arena", "check_tensor_sizes"]
+__all__ = ["arena_fits", "check_arena", "check_tensor_sizes", "checked_arena_fits"]
 
 
 def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None = None) -> None:
@@ -20,21 +20,50 @@ def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None 
             t = value.type
             if id(t) in fitting or not isinstance(t, TensorType):  # only tensor types are added
                 continue
-            if t.shape is not None and any(d > MAX_ELEMENTS for d in t.shape):
-                raise InferenceError(
-                    f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}, a dim larger "
-                    "than a size can hold (int64); check the model's or --input-shape's dims"
-                )
-            nbytes = t.nbytes if t.is_static else None
-            if nbytes is not None and nbytes > MAX_ELEMENTS:
-                raise InferenceError(
-                    f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}: "
-                    f"{nbytes:,} bytes, more than a tensor size can hold (int64); check the model's or --input-shape's dims"
-                )
+            _check_size(t, node, value, where)
             fitting.add(id(t))
         if node.subgraphs:
             for body in node.subgraphs.values():
                 check_tensor_sizes(body, where, fitting)
+
+
+def checked_arena_fits(graph: Graph, where: str = "") -> bool:
+    """:func:`check_tensor_sizes` then :func:`arena_fits` of ``graph`` in one walk of its nodes: raises what the
+    check raises, else returns what ``arena_fits`` returns. (Each distinct type's bytes are found once for both.)"""
+    fitting: set[int] = set()  # as check_tensor_sizes keeps it, for the nodes' bodies
+    sizes: dict[int, int] = {}  # as arena_fits keeps it
+    total = 0
+    for node in graph.nodes:
+        for value in node.outputs:
+            t = value.type
+            size = sizes.get(id(t))
+            if size is None:
+                nbytes = None
+                if isinstance(t, TensorType):
+                    _check_size(t, node, value, where)
+                    fitting.add(id(t))
+                    nbytes = t.nbytes
+                size = sizes[id(t)] = 0 if nbytes is None else nbytes + DEFAULT_ALIGNMENT
+            total += size
+        if node.subgraphs:
+            for body in node.subgraphs.values():
+                check_tensor_sizes(body, where, fitting)
+    return total <= MAX_ELEMENTS // 2
+
+
+def _check_size(t: TensorType, node: Node, value: Value, where: str) -> None:
+    """Raises InferenceError when ``t`` (``value``'s type) has a dim or static bytes that do not fit int64."""
+    if t.shape is not None and any(d > MAX_ELEMENTS for d in t.shape):
+        raise InferenceError(
+            f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}, a dim larger "
+            "than a size can hold (int64); check the model's or --input-shape's dims"
+        )
+    nbytes = t.nbytes if t.is_static else None
+    if nbytes is not None and nbytes > MAX_ELEMENTS:
+        raise InferenceError(
+            f"{where}node {node.name!r} ({node.op}) output {value.ref} has shape {list(t.shape)}: "
+            f"{nbytes:,} bytes, more than a tensor size can hold (int64); check the model's or --input-shape's dims"
+        )
 
 
 def check_arena(arena_bytes: int, where: str) -> None:

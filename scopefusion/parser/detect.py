@@ -7,7 +7,7 @@ import re
 
 from .wire import LEN, VARINT, WireError, field_kinds
 
-__all__ = ["FORMATS", "SUFFIX_FORMATS", "format_from_path", "sniff"]
+__all__ = ["FORMATS", "SUFFIX_FORMATS", "format_from_path", "sniff", "sniff_against"]
 
 FORMATS = ("savedmodel", "pb", "pbtxt", "onnx")
 
@@ -18,9 +18,10 @@ _TEXT_ONNX = re.compile(rb"^\s*(#[^\n]*\n\s*)*(ir_version|graph|opset_import|pro
 _MAX_SNIFF_FIELDS = 64
 
 
-def format_from_path(path: str) -> str | None:
-    """The format a path's name says: a directory is a SavedModel; else by suffix; None when it says nothing."""
-    if os.path.isdir(path):
+def format_from_path(path: str, *, is_dir: bool | None = None) -> str | None:
+    """The format a path's name says: a directory is a SavedModel; else by suffix; None when it says nothing.
+    ``is_dir``: whether the path is a directory, when the caller knows (else the file system is asked)."""
+    if os.path.isdir(path) if is_dir is None else is_dir:
         return "savedmodel"
     base = os.path.basename(path)
     if base in ("saved_model.pb", "saved_model.pbtxt"):
@@ -53,6 +54,31 @@ def sniff(buffer) -> str | None:
     if seen.get(2) == LEN and set(seen) <= {1, 2} and seen.get(1, VARINT) == VARINT:
         return "savedmodel"
     return None
+
+
+def sniff_against(buffer, named: str) -> str | None:
+    """What :func:`sniff` finds in ``buffer`` when it is another format than ``named`` (the format the file's
+    name says), else None: what a loader needs to refuse a misnamed file.
+
+    For ``named == "pb"`` the first field usually settles it without walking 64 more: when it is a
+    GraphDef's ``node`` (field 1, bytes), neither an ONNX model nor a SavedModel fits (both need field 1 to
+    be a varint if present), so :func:`sniff` can only say ``"pb"`` or None once the text forms are ruled
+    out; and when that field is malformed, so is the first field :func:`sniff` reads (None).
+    """
+    if named == "pb":
+        head = bytes(buffer[:256])
+        if _TEXT_GRAPHDEF.match(head):
+            return "pbtxt"
+        if _TEXT_ONNX.match(head):
+            return "onnx-text"
+        try:
+            first = field_kinds(buffer, 0, len(buffer), 1)
+        except WireError:
+            return None
+        if first == [(1, LEN)]:
+            return None
+    found = sniff(buffer)
+    return None if found == named else found
 
 
 def _field_kinds(buffer, limit: int) -> dict[int, int] | None:

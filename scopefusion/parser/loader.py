@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ModelLoadError, ScopeFusionError
-from .detect import FORMATS, format_from_path, sniff
+from .detect import FORMATS, format_from_path, sniff, sniff_against
 from .source_graph import SourceGraph
 from .wire import FileReader
 
@@ -71,9 +72,8 @@ def load(
     where = os.fspath(path)
     if format is not None and format not in FORMATS:
         raise ModelLoadError(f"{where}: unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-    if not os.path.exists(where):
-        raise ModelLoadError(f"{where}: no such file or directory; check the path")
-    fmt = format or format_from_path(where)
+    is_dir = _is_directory(where)
+    fmt = format or format_from_path(where, is_dir=is_dir)
     if fmt != "savedmodel" and (signature is not None or tags is not None):
         raise ModelLoadError(f"{where}: signature= and tags= apply to SavedModels only, and this is read as {fmt or 'a file'}")
     if fmt not in ("pb", "pbtxt", None) and outputs is not None:
@@ -82,7 +82,7 @@ def load(
         if fmt == "savedmodel":
             from .savedmodel import DEFAULT_SIGNATURE, load_saved_model
 
-            directory = where if os.path.isdir(where) else os.path.dirname(os.path.abspath(where))
+            directory = where if is_dir else os.path.dirname(os.path.abspath(where))
             return load_saved_model(
                 directory,
                 signature=signature or DEFAULT_SIGNATURE,
@@ -92,7 +92,7 @@ def load(
                 loader=savedmodel_loader,
                 step=None if progress is None else (lambda text: progress("load", 0, 0, f"SavedModel: {text}")),
             )
-        if os.path.isdir(where):
+        if is_dir:
             raise ModelLoadError(f"{where}: is a directory, but format {fmt!r} is a file; pass the model file")
         return _load_file(where, fmt, forced=format is not None, outputs=outputs, inline_functions=inline_functions,
                           progress=progress)
@@ -109,27 +109,44 @@ def load(
         ) from exc
 
 
+def _is_directory(where: str) -> bool:
+    """Whether ``where`` is a directory (else a file), asked of the file system once for the whole load.
+
+    Raises:
+        ModelLoadError: nothing is there (``os.path.exists`` would say False).
+    """
+    try:
+        mode = os.stat(where).st_mode
+    except (OSError, ValueError):
+        raise ModelLoadError(f"{where}: no such file or directory; check the path") from None
+    return stat.S_ISDIR(mode)
+
+
 def _load_file(where: str, fmt: str | None, *, forced: bool, outputs: Sequence[str] | None, inline_functions: bool,
                progress: ProgressFn | None = None) -> SourceGraph:
+    # A plain descriptor: everything below reads through it (os.pread, mmap), so a file object's buffer and
+    # the system calls that set it up (terminal check, position) would be spent for nothing.
     try:
-        file = open(where, "rb")
+        fd = os.open(where, os.O_RDONLY)
     except OSError as exc:
         raise ModelLoadError(f"{where}: cannot read the file ({exc.strerror or exc}); check its permissions") from None
-    with file:
-        size = os.fstat(file.fileno()).st_size
+    try:
+        size = os.fstat(fd).st_size
         if size == 0:
             raise ModelLoadError(f"{where}: the file is empty; expected {_DESCRIPTION.get(fmt or '', 'a model')}")
         try:
             # Constants become views of `mapped`; the wire walker reads through `reader` (see wire.py).
-            mapped: Any = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped: Any = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"{where}: cannot map the file ({exc}); is it a regular file?") from None
         read = None if progress is None else (lambda done, total: progress("load", done, total, where))
-        reader = _walker_input(file.fileno(), size, read)
+        reader = _walker_input(fd, size, read)
         graph = _parse(where, fmt, forced, mapped, reader, outputs, inline_functions)
         if progress is not None:
             progress("load", size, size, where)
         return graph
+    finally:
+        os.close(fd)
 
 
 # Files up to this size are read whole for the wire walker (see _walker_input): a MobileNet (2 to 4 MB) loads
@@ -155,15 +172,15 @@ def _walker_input(fd: int, size: int, progress: Callable[[int, int], None] | Non
 
 def _parse(where: str, fmt: str | None, forced: bool, mapped: Any, reader: FileReader | bytes,
            outputs: Sequence[str] | None, inline_functions: bool) -> SourceGraph:
-    found = sniff(reader)
     if fmt is None:
+        found = sniff(reader)
         if found is None:
             raise ModelLoadError(
                 f"{where}: cannot tell the model format from the name or the bytes; pass format= with one of "
                 f"{', '.join(FORMATS)}"
             )
         fmt = found
-    elif not forced and found is not None and found != fmt:
+    elif not forced and (found := sniff_against(reader, fmt)) is not None:  # a forced format is not checked
         raise ModelLoadError(
             f"{where}: the name says {_DESCRIPTION[fmt]}, but the bytes look like {_DESCRIPTION[found]}; "
             f"rename the file or pass format= explicitly"

@@ -218,7 +218,7 @@ class PassManager:
             self._known = known_types
         else:
             self._known = known_types.__contains__
-        self._last: tuple[ScopeGraph, RunReport, dict[str, set[str]]] | None = None
+        self._last: tuple[ScopeGraph, RunReport] | None = None
 
     def run(self, graph: ScopeGraph, progress: ProgressFn | None = None) -> RunReport:
         """Runs every enabled pass on ``graph`` (whose sub_types are cleared first) and returns the
@@ -237,7 +237,6 @@ class PassManager:
         graph.tree.reset_sub_types()
         plan = FusionPlan(graph, known)
         reports: list[PassReport] = []
-        matched_by_pass: dict[str, set[str]] = {}
         enabled = self.registry.enabled_passes()
         for done, entry in enumerate(enabled):
             if progress is not None:
@@ -264,7 +263,6 @@ class PassManager:
                     ) from exc
                 continue
             report.scopes_matched = [s.name for s in outcome.matched]
-            matched_by_pass[entry.name] = set(report.scopes_matched)
             report.notes.extend(outcome.notes)
             for result in outcome.results:
                 result.pass_name = entry.name
@@ -279,7 +277,7 @@ class PassManager:
             progress("fusion", len(enabled), len(enabled), "")
         replaced = [str(r) for r in self.registry.replacements]
         run = RunReport(reports, plan, time.perf_counter() - start, replaced)
-        self._last = (graph, run, matched_by_pass)
+        self._last = (graph, run)
         return run
 
     def _known_types(self, graph: ScopeGraph) -> KnownOpTypes | Callable[[str], bool] | None:
@@ -293,6 +291,8 @@ class PassManager:
         """For each enabled user pass that replaces a builtin: how many fusions the builtin alone would
         have had accepted on ``graph`` (None when it raised). Counting only: nothing is kept."""
         counts: dict[str, int | None] = {}
+        if not self.registry.replacements:  # no user pass has a builtin's name (each such pair is recorded)
+            return counts
         for entry in self.registry.enabled_passes():
             builtin = self.registry.replaced_builtin(entry.name)
             if builtin is None:
@@ -338,8 +338,9 @@ class PassManager:
     def _summary(name: str, scope: Scope, checks: list[PatternCheck], matched: bool, run_info: Any) -> str:
         """What the last run did in ``scope`` comes first (an error, a fusion, a refusal); then why the
         pass's patterns do not match there: the first failing scope feature or the dataflow's nearest miss."""
+        report: PassReport | None = None
         if run_info is not None:
-            _, run, matched_by_pass = run_info
+            _, run = run_info
             plan: FusionPlan = run.plan
             report = next((r for r in run.passes if r.name == name), None)
             if report is not None and report.status == ERROR:
@@ -363,7 +364,7 @@ class PassManager:
             return f"no match: {failing[-1] if _is_dataflow(checks) else failing[0]}"
         if run_info is None:
             return "features match (the pass has not run on this graph)"
-        if not _is_dataflow(checks) and scope.name not in matched_by_pass.get(name, set()):
+        if not _is_dataflow(checks) and (report is None or scope.name not in report.scopes_matched):
             return "features match now, but the scope was not a final match in the run (multi-batch or an enclosing match)"
         return "matched, but last_match_scopes_and_ops did not select it or another check declined it"
 

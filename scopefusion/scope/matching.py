@@ -67,9 +67,12 @@ def match_one_batch(tree: ScopeTree, batch: Sequence[ScopePattern]) -> list[Scop
     if isinstance(batch, ScopePattern):
         batch = [batch]
     results: dict[int, Scope] = {}
+    present = tree.root._counts.keys()  # the root counts every node: a type absent there is absent everywhere
     for pattern in batch:
         sub_type = pattern.sub_type
         required = pattern.required_op_types
+        if required and not present >= required:
+            continue  # every scope would be pruned on sight, as below
         stack = list(reversed(tree.root._children.values()))
         while stack:
             scope = stack.pop()

@@ -52,12 +52,19 @@ class KnownOpTypes:
 
         A tuple (of ``(name, dialect)`` tuples, as :class:`~.manager.PassManager` keeps the names
         ``scopefusion.dialects.op_names`` gives) is read once per process: an equal tuple gives the same
-        (unchangeable) object again."""
+        (unchangeable) object again, and the very tuple of the last call gives it without being read (the
+        default op registries of one kind share one tuple of names: ``scopefusion.dialects.op_name_tuple``)."""
         if cls is KnownOpTypes and type(ops) is tuple and ops and isinstance(ops[0], tuple):
+            for last_ops, last_dialect, last_known in _last_known_from_names:
+                if last_ops is ops and last_dialect == dialect:
+                    return last_known
             try:
-                return _known_from_names(ops, dialect)
+                known = _known_from_names(ops, dialect)
             except TypeError:  # unhashable definitions
                 pass
+            else:
+                _last_known_from_names[:] = [(ops, dialect, known)]
+                return known
         return cls._from_defs(ops, dialect)
 
     @classmethod
@@ -97,6 +104,10 @@ class KnownOpTypes:
         near = difflib.get_close_matches(op_type, sorted(names), n=_SUGGESTIONS, cutoff=0.0)
         shown = " or ".join(repr(n) for n in near)
         return f"did you mean {shown}? Fix result.type, or define the op in the conversion's op registry"
+
+
+# NOTE: a pure cache: (names, dialect, _known_from_names(names, dialect)) of the last tuple read (a tuple never changes)
+_last_known_from_names: list[tuple[tuple[OpDefinitionLike, ...], str, KnownOpTypes]] = []
 
 
 @lru_cache(maxsize=8)

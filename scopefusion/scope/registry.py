@@ -61,6 +61,12 @@ class RegisteredPass(Record):
     def is_builtin(self) -> bool:
         return self.source == BUILTIN
 
+    def copy(self) -> RegisteredPass:
+        """A new entry with the same fields (the same rule instance)."""
+        entry = RegisteredPass.__new__(RegisteredPass)
+        entry.__dict__ = self.__dict__.copy()
+        return entry
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "general": self.general, "source": self.source, "enabled": self.enabled}
 
@@ -176,6 +182,11 @@ class PassRegistry:
 
     def load_builtins(self, rules: Iterable[Any] = ()) -> list[RegisteredPass]:
         """Registers the builtin rules (pass instances or classes), source ``"builtin"``."""
+        if not self._user and not self._builtin and not self.fused_ops:
+            template = _builtin_template(rules)
+            if template is not None:
+                self._builtin = {entry.name: entry.copy() for entry in template}
+                return list(self._builtin.values())
         saved, self._source = self._source, BUILTIN  # every conversion loads them: no context manager
         try:
             return self._register_all(rules, "the builtin rules")
@@ -329,6 +340,8 @@ class PassRegistry:
 
     def enabled_passes(self) -> list[RegisteredPass]:
         """The passes that run, in run order."""
+        if not self._user:  # the builtins only, none replaced: passes() without its copies
+            return [e for e in self._builtin.values() if e.enabled]
         return [e for e in self.passes() if e.enabled]
 
     def names(self) -> list[str]:
@@ -348,6 +361,36 @@ class PassRegistry:
 
     def __len__(self) -> int:
         return len(self.passes())
+
+
+# NOTE: a pure cache: id(rules) -> (rules, the entries registering them into an empty registry makes)
+_builtin_templates: dict[int, tuple[tuple[Any, ...], tuple[RegisteredPass, ...]]] = {}
+
+
+def _builtin_template(rules: Iterable[Any]) -> tuple[RegisteredPass, ...] | None:
+    """The entries ``load_builtins(rules)`` registers into an empty registry, for copying, when ``rules`` is a
+    tuple of pass instances; None for other rules, which are registered one by one.
+
+    Registering an instance takes its name and default flag from it and keeps the instance itself, so every
+    empty registry gets equal entries: they are made once per tuple (by registering them into a scratch
+    registry, which raises the same errors) and copied, as long as each instance still has the name and flag
+    they were made with. Pass classes are left out: each registration makes a new instance of them.
+    """
+    if type(rules) is not tuple:
+        return None
+    cached = _builtin_templates.get(id(rules))
+    if cached is None or cached[0] is not rules:
+        if not all(isinstance(rule, ScopeBasePass) for rule in rules):
+            return None
+        scratch = PassRegistry()
+        scratch._source = BUILTIN
+        entries = tuple(scratch._register_all(rules, "the builtin rules"))
+        cached = _builtin_templates[id(rules)] = (rules, entries)
+    for entry in cached[1]:
+        rule = entry.rule
+        if rule.pass_name != entry.name or bool(rule.general) != entry.general:
+            return None
+    return cached[1]
 
 
 def _dist_name(ep: EntryPoint) -> str:

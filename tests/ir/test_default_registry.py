@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scopefusion.dialects import default_op_registry, op_names
+from scopefusion.dialects import default_op_registry, op_name_tuple, op_names
 from scopefusion.ir import attrs as A
 from scopefusion.ir.opdef import OpDef
 from scopefusion.parser import SourceGraph, SourceNode
@@ -104,3 +104,20 @@ def test_a_fused_op_module_is_imported_when_the_op_is_first_looked_up():
         "assert 'scopefusion.dialects.fused.dynamic_gru' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_registries_of_one_kind_share_their_tuple_of_names_until_one_registers_more():
+    from scopefusion.scope import KnownOpTypes
+
+    a, b = default_op_registry(), default_op_registry()
+    names = op_name_tuple(a)
+    assert names is op_name_tuple(b) and list(names) == op_names(a)
+    a.lookup("tf.Relu")  # copying a builtin in changes no name
+    assert op_name_tuple(a) is names
+    known = KnownOpTypes.from_op_registry(names, "tf")
+    assert KnownOpTypes.from_op_registry(tuple(list(names)), "tf") is known  # an equal tuple, read
+    assert KnownOpTypes.from_op_registry(names, "onnx") is not known
+    b.define("Mine", "fused")
+    assert op_name_tuple(b) is not names and op_name_tuple(b) == tuple(op_names(b))
+    assert "Mine" in KnownOpTypes.from_op_registry(op_name_tuple(b), "tf").fused
+    assert "Mine" not in KnownOpTypes.from_op_registry(names, "tf").fused

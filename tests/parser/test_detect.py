@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scopefusion.parser.detect import _field_kinds, format_from_path, sniff
+from scopefusion.parser.detect import _field_kinds, format_from_path, sniff, sniff_against
 from scopefusion.parser.proto import tf_framework_pb2 as tfpb
 from scopefusion.parser.proto import tf_saved_model_pb2 as smpb
 from scopefusion.parser.wire import WireError, encode_varint, iter_fields
@@ -67,3 +67,17 @@ def test_the_sniffer_reads_the_fields_the_plain_walk_reads(fields, limit):
     assert found == _kinds_by_walking(data, limit)
     graph = tfpb.GraphDef(node=[tfpb.NodeDef(name=f"n{i}", op="Const") for i in range(limit + 3)])
     assert _field_kinds(graph.SerializeToString(), limit) == {1: 2}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0, 1, 2, 5, 3, 4, 6]), st.binary(max_size=6)),
+                max_size=12), st.sampled_from(["pb", "onnx", "pbtxt"]))
+def test_checking_the_named_format_finds_what_sniffing_finds(fields, named):
+    # Random messages, some malformed, some starting with a GraphDef's node field; and real models.
+    data = b"".join(encode_varint((number << 3) | wire_type) + payload for number, wire_type, payload in fields)
+    graph = tfpb.GraphDef(node=[tfpb.NodeDef(name="a", op="Const")]).SerializeToString()
+    saved = smpb.SavedModel(saved_model_schema_version=1).SerializeToString()
+    onnx_bytes = onnx_models.messy_names().SerializeToString()
+    for buffer in (data, graph + data, graph, saved, onnx_bytes, b"node {\n}\n" + data, b"ir_version: 8\n"):
+        found = sniff(buffer)
+        assert sniff_against(buffer, named) == (None if found == named else found)

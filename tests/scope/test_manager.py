@@ -187,6 +187,25 @@ def test_explain_a_match_that_was_not_selected(graph):
     assert explanation.reason == "matched, but last_match_scopes_and_ops did not select it or another check declined it"
 
 
+def test_explain_a_scope_inside_a_final_match(graph):
+    class Outer(ScopeBasePass):
+        name = "Outer"
+        general = True
+
+        def define_patterns(self):
+            return ScopePattern("sig", NodeOpTypeFeature("Sigmoid", 0, 1))  # net/ matches, so the walk stops there
+
+        def last_match_scopes_and_ops(self, graph, matches):
+            return []
+
+    manager = PassManager(registry_of(Outer))
+    assert manager.run(graph)["Outer"].scopes_matched == ["net/"]
+    (inner,) = manager.explain("net/cell_a/")
+    assert inner.matched and inner.reason.startswith("features match now, but the scope was not a final match")
+    (outer,) = manager.explain("net/")
+    assert outer.reason == "matched, but last_match_scopes_and_ops did not select it or another check declined it"
+
+
 def test_explain_a_dataflow_rule_gives_the_near_miss(mk):
     graph = ScopeGraph.build(
         mk.graph(*mk.ops(("x", "Placeholder"), ("act/sig", "Sigmoid", "x"), ("act/out", "Mul", "act/sig", "act/sig")))

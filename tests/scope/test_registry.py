@@ -116,6 +116,28 @@ def test_registries_are_independent():
     assert len(b) == 0 and b.passes() == []
 
 
+def test_builtin_instances_loaded_into_many_registries_give_each_its_own_entries():
+    rules = (LayerNorm(), Gelu())
+    a, b = PassRegistry(), PassRegistry()
+    a.load_builtins(rules)
+    b.load_builtins(rules)
+    assert [e.rule for e in a.passes()] == list(rules) and a.get("LayerNorm") is not b.get("LayerNorm")
+    a.configure(enable=["Gelu"], disable=["LayerNorm"])
+    assert [e.name for e in a.enabled_passes()] == ["Gelu"]
+    assert [e.name for e in b.enabled_passes()] == ["LayerNorm"]
+    rules[1].name, rules[1].general = "MyGelu", True  # an instance changed between loads is read again
+    c = PassRegistry()
+    c.load_builtins(rules)
+    assert [(e.name, e.enabled, e.source) for e in c.passes()] == [("LayerNorm", True, BUILTIN), ("MyGelu", True, BUILTIN)]
+    mine = make_pass("LayerNorm", True)  # a user pass registered first still replaces its builtin
+    d = PassRegistry()
+    d.register(mine)
+    d.load_builtins(rules)
+    assert isinstance(d.passes()[0].rule, mine) and len(d.replacements) == 1
+    with pytest.raises(FusionError, match="already registered"):
+        PassRegistry().load_builtins((rules[0], rules[0]))
+
+
 # ---------------------------------------------------------------------- rules files
 RULES_FILE = '''
 from scopefusion.scope import NodeOpTypeFeature, ScopeBasePass, ScopePattern, scope_rule

@@ -1,0 +1,56 @@
+"""The tensor size checks: ``checked_arena_fits`` raises what ``check_tensor_sizes`` raises and answers what
+``arena_fits`` answers, on graphs of every outcome."""
+
+from __future__ import annotations
+
+import pytest
+
+from scopefusion import dtypes
+from scopefusion.budgets import MAX_ELEMENTS
+from scopefusion.errors import InferenceError
+from scopefusion.ir.opdef import OpDef, ParamType
+from scopefusion.ir_builder import Graph, IRContext, OpRegistry, builtin_ops
+from scopefusion.ir_builder.size_limits import arena_fits, check_tensor_sizes, checked_arena_fits
+
+F32 = dtypes.FLOAT32
+BIG = MAX_ELEMENTS // 16  # a dim whose float32 tensor takes a quarter of what a size can hold
+
+
+def _graph(*shapes) -> Graph:
+    """A chain of ops, one per shape, each output of that shape."""
+    op = OpDef("Op", "m").input("x", ParamType.DYNAMIC).output("y", ParamType.DYNAMIC)
+    g = Graph("g", IRContext(), OpRegistry(builtin_ops() + [op]))
+    x = g.add_input("x", g.context.tensor(F32, (1,)))
+    for i, shape in enumerate(shapes):
+        x = g.add_node("m.Op", [x], name=f"n{i}", output_types=[g.context.tensor(F32, shape)]).outputs[0]
+    g.set_outputs([x])
+    return g
+
+
+def _separately(graph: Graph):
+    try:
+        check_tensor_sizes(graph)
+    except InferenceError as e:
+        return str(e)
+    return arena_fits(graph)
+
+
+def _together(graph: Graph):
+    try:
+        return checked_arena_fits(graph)
+    except InferenceError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("shapes, expected", [
+    (((2, 3), (2, 3), (-1, 4)), True),  # the same type twice, and an unknown dim
+    (((BIG,),), True),
+    (((BIG,), (BIG // 2,), (BIG,)), False),  # each fits, their sum does not
+    (((2, 3), (MAX_ELEMENTS + 1, 2)), "a dim larger than a size can hold"),
+    (((BIG, 16), (1 << 62,)), "more than a tensor size can hold"),  # the first of two bad types is named
+])
+def test_one_walk_finds_what_the_check_and_the_arena_bound_find(shapes, expected):
+    graph = _graph(*shapes)
+    together = _together(graph)
+    assert together == _separately(graph)
+    assert together is expected if isinstance(expected, bool) else expected in together
