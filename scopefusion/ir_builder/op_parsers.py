@@ -122,6 +122,10 @@ class BuildContext(Record):
             self.node_for(consumer).replace_input_with(slot, value)  # type: ignore[union-attr]
         self._back_edges.clear()
 
+    def build_attr_body(self, body: SourceGraph) -> Graph:
+        """The IR graph of a graph-valued attribute (a body held as an attribute, not as a subgraph)."""
+        return self.build_body(body, body.name or "body")
+
     def node_for(self, source_name: str) -> Node | None:
         """The IR node standing for a source node (the fused node for a claimed one)."""
         return self._nodes.get(source_name)
@@ -212,9 +216,7 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_attrs(
-            plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"), declared_kinds_only=True
-        )
+        attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
         if dropped or "N" in plain:  # what check_source_attrs checks (nothing else can fail it)
             check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
@@ -228,12 +230,14 @@ class OpParserRegistry:
             slot += 1
         controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
+        # An op whose output count no attribute decides (most TF ops) has it in the table _num_outputs keeps.
+        fixed = self._fixed_outputs.get(node.op_type) if framework == FRAMEWORK_TENSORFLOW else None
         return graph.add_node(
             op,
             inputs,
             name=node.name,
             attrs=attrs,
-            num_outputs=self._num_outputs(framework, node, opdef),
+            num_outputs=fixed if fixed is not None else self._num_outputs(framework, node, opdef),
             control_inputs=controls,
             subgraphs=bodies,
             allow_unknown=True,
