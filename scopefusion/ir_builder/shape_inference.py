@@ -250,7 +250,8 @@ def infer_graph(
             ctx = InferContext._of_seen_inputs(opdef, node.name, seen, attrs, len(node.outputs), node.subgraphs)
             opdef.infer(ctx)
             inferred = ctx.results()
-            check_contradictions(node, infos, inferred)
+            if node._op_type in _CHECKED_OPS:  # check_contradictions finds nothing in another op's outputs
+                check_contradictions(node, infos, inferred)
             folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         if folded is _FOLD_FAILED:
             folded = key = None
