@@ -179,7 +179,7 @@ class OpParserRegistry:
     # ------------------------------------------------------------------ conversion
     def convert_node(self, ctx: BuildContext, node: SourceNode) -> Node:
         framework = ctx.source.framework
-        parser = self._node_parsers.get((framework, node.op_type))
+        parser = self._node_parsers.get((framework, node.op_type)) if self._node_parsers else None
         if parser is not None:
             return ctx.emit(node, parser(ctx, node))
         if node.value is not None or node.op_type == INITIALIZER_OP:
@@ -254,10 +254,9 @@ class OpParserRegistry:
                 self._signatures = builtin_signatures()
             fixed = self._fixed_outputs.get(node.op_type, -1)
             if fixed == -1:
-                # An op whose every output argument is one tensor has that many outputs whatever its attributes.
-                args = self._signatures.outputs(node.op_type)
-                plain = args is not None and all(not a.number_attr and not a.type_list_attr for a in args)
-                fixed = self._fixed_outputs[node.op_type] = len(args) if plain else None  # type: ignore[arg-type]
+                # An op whose every output argument is one tensor has that many outputs whatever its attributes
+                # (the signature table answers once per process).
+                fixed = self._fixed_outputs[node.op_type] = self._signatures.fixed_count(node.op_type)
             if fixed is not None:
                 return fixed
             n = self._signatures.num_outputs(node.op_type, node.attrs)
