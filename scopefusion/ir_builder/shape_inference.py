@@ -17,9 +17,10 @@ Within one graph, a node that reads exactly what an earlier node of the same op 
 interned input types, equal small known values where inference or folding reads them, equal plain
 attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
 being inferred again: a model repeats its shape arithmetic and its layers. A node whose inference or
-folding said anything (an error, an unfolded note, a failed fold) is never remembered. The first node of
-an op definition, which cannot repeat, and a node that takes its input's type (below), which costs no more
-than its key, are not keyed.
+folding said anything (an error, an unfolded note, a failed fold) is never remembered. A node is keyed only
+once a later node of its op definition reads the same input types (until then it cannot be repeated, and
+most nodes of a small model never are), and a node that takes its input's type (below), which costs no more
+than its key, is not keyed.
 
 A node whose op has no inference function and whose every output follows one input's dtype and shape (an
 ``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is,
@@ -129,7 +130,8 @@ def infer_graph(
         earlier_outcomes = earlier[1].outcomes
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
-    keyed_defs: set[int] = set()  # ids of the op definitions of the nodes met so far that may be keyed
+    # By the types a node reads (see _types_read): the nodes inferred with them whose keys are not made yet.
+    unkeyed: dict[tuple, list[tuple[Node, tuple[list[Type | None], list[np.ndarray | None], bool]]]] = {}
     identity = _identity_kernel()
     collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
@@ -185,15 +187,23 @@ def infer_graph(
                 continue
         opdef = node.opdef
         direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
-        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is the
-        # first node of an op definition, which cannot repeat an earlier node.
-        if direct is not None or node.subgraphs:
-            key = None
-        elif id(opdef) in keyed_defs:
-            key = _node_key(node, known_values)
-        else:
-            keyed_defs.add(id(opdef))
-            key = None
+        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is a
+        # node that reads types no earlier node read, which cannot repeat one: its key is made (and its answer
+        # remembered under it) only once a later node reads those types too.
+        key = None
+        types_read = None if direct is not None or node.subgraphs else _types_read(node)
+        if types_read is not None:
+            earlier_nodes = unkeyed.get(types_read)
+            if earlier_nodes is None:
+                unkeyed[types_read] = []
+            else:
+                for earlier_node, earlier_answer in earlier_nodes:
+                    earlier_key = _node_key(earlier_node, known_values)
+                    if earlier_key is not None:
+                        repeated[earlier_key] = earlier_answer
+                earlier_nodes.clear()
+                key = _node_key(node, known_values)
+                types_read = None  # keyed now: remembered under its key, if at all
         if key is not None:
             answer = repeated.get(key)
             if answer is not None:
@@ -254,7 +264,7 @@ def infer_graph(
                 check_contradictions(node, infos, inferred)
             folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         if folded is _FOLD_FAILED:
-            folded = key = None
+            folded = key = types_read = None
         arrays: list[np.ndarray | None] = []
         if folded is None and direct is not None:
             # Nothing folded: each output takes its input's interned type, as _type_outputs would give it.
@@ -269,6 +279,8 @@ def infer_graph(
         result.outcomes[id(node)] = (folded is not None, note)
         if key is not None and note is None:
             repeated[key] = ([value.type for value in node.outputs], arrays, folded is not None)
+        elif types_read is not None and note is None:
+            unkeyed[types_read].append((node, ([value.type for value in node.outputs], arrays, folded is not None)))
     if progress is not None:
         progress(total, total)
     for node in graph.nodes:
@@ -350,6 +362,26 @@ def _identity_kernel() -> Callable[..., object] | None:
     without importing the ``tf`` dialect into a conversion that does not use it."""
     module = sys.modules.get("scopefusion.dialects.tf.misc")
     return None if module is None else getattr(module, "identity_kernel", None)
+
+
+def _types_read(node: Node) -> tuple | None:
+    """The op definition, output count and input types of ``node``, which its key (:func:`_node_key`) starts
+    with, so two nodes of one key have the same; None for a node read through a loop back edge or from an
+    input with no type yet, which is never keyed here.
+
+    NOTE: a node is keyed only once a later node reads the same, perhaps long after it was inferred. Its key
+    then reads what it read: its inputs' known values were found before it (by their producers, scheduled
+    earlier) and do not change, unless an input is a loop back edge, whose value is found later."""
+    parts: list = [id(node.opdef), len(node.outputs)]
+    for value in node.inputs:
+        if value is None:
+            parts.append(None)
+            continue
+        t = value.type
+        if t is None or value.meta.get("back_edge"):
+            return None
+        parts.append(t)
+    return tuple(parts)
 
 
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:

@@ -56,11 +56,38 @@ def test_repeated_nodes_give_what_inferring_each_gives(model_path, static, monke
     assert keys or not _repeated_inferring_defs(graph)  # nodes were keyed where some can repeat
 
 
-def _repeated_inferring_defs(graph: Graph) -> list[str]:
-    """The op definitions with an inference function that more than one node of ``graph`` has: only their
-    later nodes are keyed (a first node cannot repeat, and a node taking its input's type is not keyed)."""
-    counts = Counter(n.op for n in graph.nodes if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype))
-    return [op for op, count in counts.items() if count > 1]
+def _repeated_inferring_defs(graph: Graph) -> list[tuple]:
+    """The op definitions with an inference function and input types that more than one node of ``graph``
+    reads: only their nodes are keyed (a node reading what no earlier node read cannot repeat one, and a node
+    taking its input's type is not keyed)."""
+    counts = Counter(
+        shape_inference._types_read(n) for n in graph.nodes
+        if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype) and not n.subgraphs
+    )
+    return [read for read, count in counts.items() if read is not None and count > 1]
+
+
+def test_nodes_are_keyed_only_once_a_later_node_reads_the_same_types(tf_mobilenet_pb, monkeypatch):
+    """A node is keyed when a later node reads its op's input types (both are then), never before; a node
+    reading a loop back edge, whose known value is found after it, is never keyed."""
+    keyed = []
+    node_key = shape_inference._node_key
+
+    def counted(node, known):
+        keyed.append(node)
+        return node_key(node, known)
+
+    monkeypatch.setattr(shape_inference, "_node_key", counted)
+    convert(tf_mobilenet_pb)
+    reads = Counter(shape_inference._types_read(n) for n in keyed)
+    assert keyed and all(count > 1 for count in reads.values()), reads
+
+
+def test_a_node_reading_a_loop_back_edge_is_never_keyed(tf1_cond_pb):
+    graph = convert(tf1_cond_pb).graph
+    readers = [n for n in graph.nodes if any(v is not None and v.meta.get("back_edge") for v in n.inputs)]
+    assert readers and all(shape_inference._types_read(n) is None for n in readers)
+    assert any(shape_inference._types_read(n) is not None for n in graph.nodes if n.inputs and n not in readers)
 
 
 def test_the_encoder_repeats_its_shape_arithmetic(monkeypatch):
