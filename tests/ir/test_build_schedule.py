@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import networkx as nx
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scopefusion.errors import FusionError
@@ -104,8 +104,9 @@ def _contracted_order(nodes, groups):
 )), st.booleans())
 def test_schedule_is_the_contracted_graphs_least_rank_order(case, kept_as_given):
     """Also on a source kept in a given order (``sort=False``) whose edges may run backward, where a node that
-    is not claimed waits for its producers too."""
+    is not claimed waits for its producers too (with a fusion: without one, the source's order is the build's)."""
     size, edges, group_of, listed = case
+    assume(not kept_as_given or max(group_of) >= 0)
     data: dict[int, list] = {i: [] for i in range(size)}
     control: dict[int, list] = {i: [] for i in range(size)}
     for a, b, is_control in edges:
