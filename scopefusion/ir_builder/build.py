@@ -74,11 +74,11 @@ def build_graph(
         node = source.get(declared.node)
         if node is not None and node.name not in claimed_by and not node.inputs:
             parsers.convert_node(ctx, node)
+    built = ctx._nodes  # what ctx.node_for reads: a graph input is built above already
     for unit in _schedule(source, fusions, claimed_by):
-        if isinstance(unit, SourceNode) and ctx.node_for(unit.name) is not None:
-            continue
         if isinstance(unit, SourceNode):
-            parsers.convert_node(ctx, unit)
+            if unit.name not in built:
+                parsers.convert_node(ctx, unit)
         else:
             _apply_fusion(ctx, unit)
             for emitted in ctx.emitted_for(unit.name):
