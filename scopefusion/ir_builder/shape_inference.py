@@ -186,7 +186,11 @@ def infer_graph(
                 result.outcomes[id(node)] = outcome
                 continue
         opdef = node.opdef
-        direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
+        # An op with an inference function has no direct plan (OpDef._direct_plan): not asked.
+        if node._op_type in _CHECKED_OPS or opdef.infer_shape is not None or opdef.infer_dtype is not None:
+            direct = None
+        else:
+            direct = _direct_types(opdef, node.inputs, len(node.outputs))
         # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is a
         # node that reads types no earlier node read, which cannot repeat one: its key is made (and its answer
         # remembered under it) only once a later node reads those types too.
