@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import ScopeFusionError
-from .attrs import Attributes, AttrType, AttrValue, _same, tensor_attr
+from .attrs import INT, Attributes, AttrType, AttrValue, _same, tensor_attr
 from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
@@ -313,9 +313,12 @@ class Graph:
 
     def add_input(self, name: str, type: Type | None) -> Value:
         """Adds a graph input (a ``ge.Data`` node named ``name``) and returns its value."""
-        node = self.add_node(DATA_OP, name=name, attrs={"index": len(self.inputs)}, output_types=[type])
-        self.inputs.append(node.outputs[0])
-        return node.outputs[0]
+        # The index as the INT value set_attr would make of it; the one output made as add_node makes it, typed.
+        node = self.add_node(DATA_OP, name=name, attrs={"index": AttrValue._trusted(INT, len(self.inputs))}, num_outputs=1)
+        out = node.outputs[0]
+        out.type = type
+        self.inputs.append(out)
+        return out
 
     def add_const(self, value: np.ndarray, name: str = "Const", *, unique: bool = True) -> Value:
         """Adds a ``ge.Const`` node holding ``value`` (kept read-only; a read-only array is not copied)."""

@@ -12,6 +12,7 @@ type is one tuple build and one dict hit, whatever the size of the context.
 from __future__ import annotations
 
 import operator
+from math import prod
 from typing import Any, ClassVar, Iterable, NoReturn
 
 import numpy as np
@@ -150,23 +151,25 @@ class TensorType(Type):
     type_name = "tensor"
 
     def __init__(self, context: "IRContext", element: ElementType, shape: tuple[int, ...], format: str) -> None:
-        super().__init__(context)
+        # Each field goes through its slot's own setter, as object.__setattr__ would set it, at a fraction
+        # of the cost: a conversion makes every type of its graph anew in its own context.
+        _set_context(self, context)
         rank = None if shape == (UNKNOWN_RANK,) else len(shape)
-        is_static = rank is not None and all(d >= 0 for d in shape)
-        num_elements = None
+        is_static = rank is not None and (not shape or min(shape) >= 0)
+        dtype = element.dtype
+        _set_element(self, element)
+        _set_shape(self, shape)
+        _set_format(self, format)
+        _set_dtype(self, dtype)
+        _set_rank(self, rank)
+        _set_is_static(self, is_static)
         if is_static:
-            num_elements = 1
-            for d in shape:
-                num_elements *= d
-        set_field = object.__setattr__
-        set_field(self, "element", element)
-        set_field(self, "shape", shape)
-        set_field(self, "format", format)
-        set_field(self, "dtype", element.dtype)
-        set_field(self, "rank", rank)
-        set_field(self, "is_static", is_static)
-        set_field(self, "num_elements", num_elements)
-        set_field(self, "nbytes", None if num_elements is None else num_elements * element.dtype.itemsize)
+            num_elements = prod(shape)
+            _set_num_elements(self, num_elements)
+            _set_nbytes(self, num_elements * dtype.itemsize)
+        else:
+            _set_num_elements(self, None)
+            _set_nbytes(self, None)
 
     @classmethod
     def _key(cls, element: ElementType, shape: Iterable[int] | None, format: str = "ND") -> tuple[Any, ...]:
@@ -197,6 +200,14 @@ class TensorType(Type):
             dims = ",".join("?" if d == UNKNOWN_DIM else str(d) for d in self.shape)
         fmt = "" if self.format == "ND" else f" {self.format}"
         return f"{self.element}[{dims}]{fmt}"
+
+
+# The setters of the slots of a TensorType (see TensorType.__init__).
+_set_context = Type.__dict__["_context"].__set__
+(_set_element, _set_shape, _set_format, _set_dtype, _set_rank, _set_is_static, _set_num_elements, _set_nbytes) = (
+    TensorType.__dict__[name].__set__
+    for name in ("element", "shape", "format", "dtype", "rank", "is_static", "num_elements", "nbytes")
+)
 
 
 class ListType(Type):

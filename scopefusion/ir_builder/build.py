@@ -16,7 +16,7 @@ fusions, ties broken by source order, so the output is deterministic.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import FusionError
 from ..ir.attrs import LIST_STR, STR
@@ -74,11 +74,11 @@ def build_graph(
         node = source.get(declared.node)
         if node is not None and node.name not in claimed_by and not node.inputs:
             parsers.convert_node(ctx, node)
+    built = ctx._nodes  # what ctx.node_for reads: a graph input is built above already
     for unit in _schedule(source, fusions, claimed_by):
-        if isinstance(unit, SourceNode) and ctx.node_for(unit.name) is not None:
-            continue
         if isinstance(unit, SourceNode):
-            parsers.convert_node(ctx, unit)
+            if unit.name not in built:
+                parsers.convert_node(ctx, unit)
         else:
             _apply_fusion(ctx, unit)
             for emitted in ctx.emitted_for(unit.name):
@@ -121,60 +121,104 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
     """Fusions and unclaimed nodes in a topological order of the contracted graph.
 
     A unit (an unclaimed node, or a fusion with a claimed node in the graph) is numbered by the source
-    position of its first node, so the order is :func:`lexicographic_order` with those numbers as ranks,
-    computed on the numbers themselves (an edge read twice counts twice on both sides, which changes nothing).
+    position of its first node, and the order is :func:`lexicographic_order` with those numbers as ranks:
+    Kahn's algorithm, always taking the ready unit of least rank. It is computed in one pass over the units in
+    rank order, without a table of successors: a unit whose predecessors are all out when the pass reaches it
+    is the least ready one (every ready unit of lower rank is out), so it goes out at once; one that waits is
+    noted under each predecessor not out yet, and goes out (least rank first, from a heap) as soon as its last
+    one does, before the pass goes on: it ranks below every unit the pass has not reached. In a source whose
+    edges run forward only a fusion can wait, for a producer placed after its first node.
     """
     nodes = source.nodes
     if not fusions:
         return list(nodes)
     units: list[Any] = [None] * len(nodes)  # by rank
+    claimed: dict[int, list[SourceNode]] = {}  # rank of a fusion -> its claimed nodes in the graph, in source order
     rank_of: dict[str, int] = {}  # source node name -> rank of its unit
     fusion_rank: dict[str, int] = {}
+    count = 0  # units
     for position, node in enumerate(nodes):
         fusion = claimed_by.get(node.name)
         if fusion is None:
             rank_of[node.name] = position
             units[position] = node
-        elif fusion.name not in fusion_rank:
-            fusion_rank[fusion.name] = position
-            units[position] = fusion
-    for name, fusion in claimed_by.items():
+            count += 1
+            continue
         rank = fusion_rank.get(fusion.name)
-        if rank is not None:
-            rank_of[name] = rank
+        if rank is None:
+            rank = fusion_rank[fusion.name] = position
+            units[position] = fusion
+            claimed[rank] = [node]
+            count += 1
+        else:
+            claimed[rank].append(node)
+        rank_of[node.name] = rank
     loop_sources = {node.name for node in nodes if node.op_type in BACK_EDGE_OPS}
-    successors: list[list[int]] = [[] for _ in nodes]
-    indegree = [0] * len(nodes)
-    get = rank_of.get
-    for node in nodes:
-        dst = rank_of[node.name]
-        for producer, _ in node.inputs:
-            src = get(producer)
-            if src is not None and src != dst and not (producer in loop_sources and is_back_edge(source, producer, node)):
-                successors[src].append(dst)
-                indegree[dst] += 1
-        for producer in node.control_inputs:
-            src = get(producer)
-            if src is not None and src != dst and not (producer in loop_sources and is_back_edge(source, producer, node)):
-                successors[src].append(dst)
-                indegree[dst] += 1
-    ready = [rank for rank, unit in enumerate(units) if unit is not None and not indegree[rank]]  # ascending: a heap
+    out = [False] * len(nodes)  # by rank: whether the unit is out
+    waiting: dict[int, int] = {}  # rank of a unit that waits -> how many of its predecessors are not out
+    waiters: dict[int, list[int]] = {}  # rank -> the units that wait for it
+    ready: list[int] = []  # waiting units whose predecessors are all out: a heap
     order: list[Any] = []
+    get = rank_of.get
     pop, push = heapq.heappop, heapq.heappush
-    while ready:
-        rank = pop(ready)
-        order.append(units[rank])
-        for target in successors[rank]:
-            indegree[target] -= 1
-            if not indegree[target]:
-                push(ready, target)
-    count = len(units) - units.count(None)
+    for rank, unit in enumerate(units):
+        if unit is None:
+            continue
+        missing: dict[int, None] | None = None  # the predecessors not out, once each
+        for node in claimed.get(rank) or (unit,):
+            for producer, _ in node.inputs:
+                src = get(producer)
+                if src is not None and not out[src] and src != rank and not (
+                        producer in loop_sources and is_back_edge(source, producer, node)):
+                    missing = missing or {}
+                    missing[src] = None
+            for producer in node.control_inputs:  # as the data inputs
+                src = get(producer)
+                if src is not None and not out[src] and src != rank and not (
+                        producer in loop_sources and is_back_edge(source, producer, node)):
+                    missing = missing or {}
+                    missing[src] = None
+        if missing is not None:
+            waiting[rank] = len(missing)
+            for src in missing:
+                waiters.setdefault(src, []).append(rank)
+            continue
+        while True:
+            order.append(units[rank])
+            out[rank] = True
+            if waiters and rank in waiters:
+                for waiter in waiters.pop(rank):
+                    waiting[waiter] -= 1
+                    if not waiting[waiter]:
+                        push(ready, waiter)
+            if not ready:
+                break
+            rank = pop(ready)
     if len(order) < count:
-        graph = {rank: dict.fromkeys(successors[rank]) for rank, unit in enumerate(units) if unit is not None}
-        left = set(graph).difference(rank_of[u.name] if isinstance(u, SourceNode) else fusion_rank[u.name] for u in order)
-        cycle = " -> ".join(units[rank].name for rank in find_cycle(graph, left))
-        raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})")
+        _raise_cycle(source, units, rank_of, loop_sources, out)
     return order
+
+
+def _producers(node: SourceNode) -> Iterator[str]:
+    """The names of the nodes ``node`` reads, data inputs then control inputs (a name as often as it is read)."""
+    for producer, _ in node.inputs:
+        yield producer
+    yield from node.control_inputs
+
+
+def _raise_cycle(source: SourceGraph, units: list[Any], rank_of: dict[str, int], loop_sources: set[str],
+                 out: list[bool]) -> None:
+    """Raises the FusionError naming a cycle among the units ``_schedule`` could not put out."""
+    successors: dict[int, dict[int, None]] = {rank: {} for rank, unit in enumerate(units) if unit is not None}
+    for node in source.nodes:
+        dst = rank_of[node.name]
+        for producer in _producers(node):
+            src = rank_of.get(producer)
+            if src is not None and src != dst and not (producer in loop_sources and is_back_edge(source, producer, node)):
+                successors[src][dst] = None
+    left = {rank for rank in successors if not out[rank]}
+    cycle = " -> ".join(units[rank].name for rank in find_cycle(successors, left))
+    raise FusionError(f"{source.path or source.name}: applying the fusions creates a cycle ({cycle})")
 
 
 def lexicographic_order(successors: Mapping[Any, Iterable[Any]], rank: Callable[[Any], Any]) -> list[Any]:

@@ -122,6 +122,10 @@ class BuildContext(Record):
             self.node_for(consumer).replace_input_with(slot, value)  # type: ignore[union-attr]
         self._back_edges.clear()
 
+    def build_attr_body(self, body: SourceGraph) -> Graph:
+        """The IR graph of a graph-valued attribute (a body held as an attribute, not as a subgraph)."""
+        return self.build_body(body, body.name or "body")
+
     def node_for(self, source_name: str) -> Node | None:
         """The IR node standing for a source node (the fused node for a claimed one)."""
         return self._nodes.get(source_name)
@@ -175,7 +179,7 @@ class OpParserRegistry:
     # ------------------------------------------------------------------ conversion
     def convert_node(self, ctx: BuildContext, node: SourceNode) -> Node:
         framework = ctx.source.framework
-        parser = self._node_parsers.get((framework, node.op_type))
+        parser = self._node_parsers.get((framework, node.op_type)) if self._node_parsers else None
         if parser is not None:
             return ctx.emit(node, parser(ctx, node))
         if node.value is not None or node.op_type == INITIALIZER_OP:
@@ -212,9 +216,7 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_attrs(
-            plain, opdef, graph_converter=lambda g: ctx.build_body(g, g.name or "body"), declared_kinds_only=True
-        )
+        attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
         if dropped or "N" in plain:  # what check_source_attrs checks (nothing else can fail it)
             check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
@@ -228,12 +230,14 @@ class OpParserRegistry:
             slot += 1
         controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
+        # An op whose output count no attribute decides (most TF ops) has it in the table _num_outputs keeps.
+        fixed = self._fixed_outputs.get(node.op_type) if framework == FRAMEWORK_TENSORFLOW else None
         return graph.add_node(
             op,
             inputs,
             name=node.name,
             attrs=attrs,
-            num_outputs=self._num_outputs(framework, node, opdef),
+            num_outputs=fixed if fixed is not None else self._num_outputs(framework, node, opdef),
             control_inputs=controls,
             subgraphs=bodies,
             allow_unknown=True,
@@ -250,10 +254,9 @@ class OpParserRegistry:
                 self._signatures = builtin_signatures()
             fixed = self._fixed_outputs.get(node.op_type, -1)
             if fixed == -1:
-                # An op whose every output argument is one tensor has that many outputs whatever its attributes.
-                args = self._signatures.outputs(node.op_type)
-                plain = args is not None and all(not a.number_attr and not a.type_list_attr for a in args)
-                fixed = self._fixed_outputs[node.op_type] = len(args) if plain else None  # type: ignore[arg-type]
+                # An op whose every output argument is one tensor has that many outputs whatever its attributes
+                # (the signature table answers once per process).
+                fixed = self._fixed_outputs[node.op_type] = self._signatures.fixed_count(node.op_type)
             if fixed is not None:
                 return fixed
             n = self._signatures.num_outputs(node.op_type, node.attrs)

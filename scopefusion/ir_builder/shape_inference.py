@@ -17,9 +17,10 @@ Within one graph, a node that reads exactly what an earlier node of the same op 
 interned input types, equal small known values where inference or folding reads them, equal plain
 attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
 being inferred again: a model repeats its shape arithmetic and its layers. A node whose inference or
-folding said anything (an error, an unfolded note, a failed fold) is never remembered. The first node of
-an op definition, which cannot repeat, and a node that takes its input's type (below), which costs no more
-than its key, are not keyed.
+folding said anything (an error, an unfolded note, a failed fold) is never remembered. A node is keyed only
+once a later node of its op definition reads the same input types (until then it cannot be repeated, and
+most nodes of a small model never are), and a node that takes its input's type (below), which costs no more
+than its key, is not keyed.
 
 A node whose op has no inference function and whose every output follows one input's dtype and shape (an
 ``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is,
@@ -129,7 +130,8 @@ def infer_graph(
         earlier_outcomes = earlier[1].outcomes
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
-    keyed_defs: set[int] = set()  # ids of the op definitions of the nodes met so far that may be keyed
+    # By the types a node reads (see _types_read): the nodes inferred with them whose keys are not made yet.
+    unkeyed: dict[tuple, list[tuple[Node, tuple[list[Type | None], list[np.ndarray | None], bool]]]] = {}
     identity = _identity_kernel()
     collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
     for position, node in enumerate(graph.nodes):
@@ -184,16 +186,28 @@ def infer_graph(
                 result.outcomes[id(node)] = outcome
                 continue
         opdef = node.opdef
-        direct = None if node._op_type in _CHECKED_OPS else _direct_types(opdef, node.inputs, len(node.outputs))
-        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is the
-        # first node of an op definition, which cannot repeat an earlier node.
-        if direct is not None or node.subgraphs:
-            key = None
-        elif id(opdef) in keyed_defs:
-            key = _node_key(node, known_values)
+        # An op with an inference function has no direct plan (OpDef._direct_plan): not asked.
+        if node._op_type in _CHECKED_OPS or opdef.infer_shape is not None or opdef.infer_dtype is not None:
+            direct = None
         else:
-            keyed_defs.add(id(opdef))
-            key = None
+            direct = _direct_types(opdef, node.inputs, len(node.outputs))
+        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is a
+        # node that reads types no earlier node read, which cannot repeat one: its key is made (and its answer
+        # remembered under it) only once a later node reads those types too.
+        key = None
+        types_read = None if direct is not None or node.subgraphs else _types_read(node)
+        if types_read is not None:
+            earlier_nodes = unkeyed.get(types_read)
+            if earlier_nodes is None:
+                unkeyed[types_read] = []
+            else:
+                for earlier_node, earlier_answer in earlier_nodes:
+                    earlier_key = _node_key(earlier_node, known_values)
+                    if earlier_key is not None:
+                        repeated[earlier_key] = earlier_answer
+                earlier_nodes.clear()
+                key = _node_key(node, known_values)
+                types_read = None  # keyed now: remembered under its key, if at all
         if key is not None:
             answer = repeated.get(key)
             if answer is not None:
@@ -206,12 +220,20 @@ def infer_graph(
                 result.outcomes[id(node)] = (was_folded, None)
                 continue
         unfolded = len(result.unfolded)
+        inferred: list | None = None
         if direct is not None:
             # Each output follows one input's type (no inference function): the input's interned type.
-            inferred: list = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]
+            if identity is not None and opdef.reference is identity:
+                array = _identity_read(node, direct, known_values, fold_limit)
+                if array is not None:
+                    node.outputs[0].type = direct[0]
+                    known_values[id(node.outputs[0])] = array
+                    result.folded += 1
+                    result.outcomes[id(node)] = (True, None)
+                    continue
             attrs = node.attrs._attrs
             folded: list[np.ndarray | None] | None = None
-            if _fold_fits(node, inferred, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
+            if _direct_fits(node, direct, result, fold_limit) and _may_fold(opdef, node.inputs, known_values):
                 if identity is not None and opdef.reference is identity and opdef.fold is None and len(node.inputs) == 1:
                     folded = [known_values[id(node.inputs[0])]]  # what folding through the kernel gives
                 else:
@@ -242,10 +264,11 @@ def infer_graph(
             ctx = InferContext._of_seen_inputs(opdef, node.name, seen, attrs, len(node.outputs), node.subgraphs)
             opdef.infer(ctx)
             inferred = ctx.results()
-            check_contradictions(node, infos, inferred)
+            if node._op_type in _CHECKED_OPS:  # check_contradictions finds nothing in another op's outputs
+                check_contradictions(node, infos, inferred)
             folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         if folded is _FOLD_FAILED:
-            folded = key = None
+            folded = key = types_read = None
         arrays: list[np.ndarray | None] = []
         if folded is None and direct is not None:
             # Nothing folded: each output takes its input's interned type, as _type_outputs would give it.
@@ -260,6 +283,8 @@ def infer_graph(
         result.outcomes[id(node)] = (folded is not None, note)
         if key is not None and note is None:
             repeated[key] = ([value.type for value in node.outputs], arrays, folded is not None)
+        elif types_read is not None and note is None:
+            unkeyed[types_read].append((node, ([value.type for value in node.outputs], arrays, folded is not None)))
     if progress is not None:
         progress(total, total)
     for node in graph.nodes:
@@ -274,10 +299,10 @@ def infer_graph(
     return result
 
 
-def _type_outputs(node: Node, inferred: list, folded: list[np.ndarray | None] | None, direct: list[TensorType] | None,
+def _type_outputs(node: Node, inferred: list | None, folded: list[np.ndarray | None] | None, direct: list[TensorType] | None,
                   known_values: dict[int, np.ndarray], arrays: list[np.ndarray | None]) -> None:
-    """Sets the types of ``node``'s outputs from what inference (or ``direct``) gave and what folded, records
-    each folded value in ``known_values`` and appends it (or None) to ``arrays``."""
+    """Sets the types of ``node``'s outputs from what inference (or ``direct``; ``inferred`` is then None) gave
+    and what folded, records each folded value in ``known_values`` and appends it (or None) to ``arrays``."""
     if direct is not None and folded is not None and _folded_as_typed(direct, folded, len(node.outputs)):
         # Each output takes its direct type: the interned type of its dtype, format and the folded shape.
         for value, t, array in zip(node.outputs, direct, folded):
@@ -286,6 +311,8 @@ def _type_outputs(node: Node, inferred: list, folded: list[np.ndarray | None] | 
                 known_values[id(value)] = array
             arrays.append(array)
         return
+    if inferred is None:  # what inference would give each output that takes its input's type
+        inferred = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in direct]  # type: ignore[union-attr]
     context = node.graph.context
     for i, (value, (shape, dtype, fmt)) in enumerate(zip(node.outputs, inferred)):
         array = None
@@ -339,6 +366,26 @@ def _identity_kernel() -> Callable[..., object] | None:
     without importing the ``tf`` dialect into a conversion that does not use it."""
     module = sys.modules.get("scopefusion.dialects.tf.misc")
     return None if module is None else getattr(module, "identity_kernel", None)
+
+
+def _types_read(node: Node) -> tuple | None:
+    """The op definition, output count and input types of ``node``, which its key (:func:`_node_key`) starts
+    with, so two nodes of one key have the same; None for a node read through a loop back edge or from an
+    input with no type yet, which is never keyed here.
+
+    NOTE: a node is keyed only once a later node reads the same, perhaps long after it was inferred. Its key
+    then reads what it read: its inputs' known values were found before it (by their producers, scheduled
+    earlier) and do not change, unless an input is a loop back edge, whose value is found later."""
+    parts: list = [id(node.opdef), len(node.outputs)]
+    for value in node.inputs:
+        if value is None:
+            parts.append(None)
+            continue
+        t = value.type
+        if t is None or value.meta.get("back_edge"):
+            return None
+        parts.append(t)
+    return tuple(parts)
 
 
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
@@ -532,6 +579,39 @@ def _fold_fits(node: Node, inferred, result: InferenceResult, limit: int) -> boo
         if node.opdef is None or node.opdef.fold is None:
             return False
     return True
+
+
+def _direct_fits(node: Node, types: list[TensorType], result: InferenceResult, limit: int) -> bool:
+    """:func:`_fold_fits` for a node whose outputs take the interned types ``types``: the same answer and the
+    same note, read from each type's precomputed ``is_static`` and ``nbytes`` (the product of its dims and
+    its dtype's item size that :func:`_fold_fits` computes from the shape) instead of walking its dims."""
+    for t in types:
+        if t.is_static:
+            if t.nbytes > limit:  # type: ignore[operator]
+                result.unfolded.append(f"{node.name} ({t.nbytes:,} bytes)")
+                return False
+        elif node.opdef is None or node.opdef.fold is None:
+            return False
+    return True
+
+
+def _identity_read(node: Node, direct: list[TensorType], known: dict[int, np.ndarray], limit: int) -> np.ndarray | None:
+    """The known value of the one input of ``node``, an identity-like op (its kernel is the identity, it has no
+    ``fold`` hook) with one output taking that input's type ``direct[0]``, when the general path would fold
+    the node to it: the value is small enough to fold (:func:`_may_fold`), the type within the folded-value
+    budget (:func:`_direct_fits`, which then notes nothing), and the value an array of the type's shape (so
+    :func:`_type_outputs` would give the output ``direct[0]`` and record the array itself). None otherwise,
+    and the general path decides. A model reads each of its weights through such a node (a third of
+    MobileNet's nodes)."""
+    if len(node.inputs) != 1 or len(direct) != 1 or node.opdef.fold is not None:  # type: ignore[union-attr]
+        return None
+    data = known.get(id(node.inputs[0]))
+    if data is None or data.__class__ is not np.ndarray or data.size > MAX_FOLD_ELEMENTS:
+        return None
+    t = direct[0]
+    if not t.is_static or t.nbytes > limit or data.shape != t.shape:  # type: ignore[operator]
+        return None
+    return data
 
 
 _FOLD_FAILED: list = []  # _try_fold's answer when the op's kernel raised (logged)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scopefusion.budgets import DEFAULT_MAX_INLINED_NODES, Budgets, use_budgets
 from scopefusion.convert import convert
 from scopefusion.ir.graph import Graph
 from scopefusion.ir_builder import shape_inference
@@ -55,11 +56,38 @@ def test_repeated_nodes_give_what_inferring_each_gives(model_path, static, monke
     assert keys or not _repeated_inferring_defs(graph)  # nodes were keyed where some can repeat
 
 
-def _repeated_inferring_defs(graph: Graph) -> list[str]:
-    """The op definitions with an inference function that more than one node of ``graph`` has: only their
-    later nodes are keyed (a first node cannot repeat, and a node taking its input's type is not keyed)."""
-    counts = Counter(n.op for n in graph.nodes if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype))
-    return [op for op, count in counts.items() if count > 1]
+def _repeated_inferring_defs(graph: Graph) -> list[tuple]:
+    """The op definitions with an inference function and input types that more than one node of ``graph``
+    reads: only their nodes are keyed (a node reading what no earlier node read cannot repeat one, and a node
+    taking its input's type is not keyed)."""
+    counts = Counter(
+        shape_inference._types_read(n) for n in graph.nodes
+        if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype) and not n.subgraphs
+    )
+    return [read for read, count in counts.items() if read is not None and count > 1]
+
+
+def test_nodes_are_keyed_only_once_a_later_node_reads_the_same_types(tf_mobilenet_pb, monkeypatch):
+    """A node is keyed when a later node reads its op's input types (both are then), never before; a node
+    reading a loop back edge, whose known value is found after it, is never keyed."""
+    keyed = []
+    node_key = shape_inference._node_key
+
+    def counted(node, known):
+        keyed.append(node)
+        return node_key(node, known)
+
+    monkeypatch.setattr(shape_inference, "_node_key", counted)
+    convert(tf_mobilenet_pb)
+    reads = Counter(shape_inference._types_read(n) for n in keyed)
+    assert keyed and all(count > 1 for count in reads.values()), reads
+
+
+def test_a_node_reading_a_loop_back_edge_is_never_keyed(tf1_cond_pb):
+    graph = convert(tf1_cond_pb).graph
+    readers = [n for n in graph.nodes if any(v is not None and v.meta.get("back_edge") for v in n.inputs)]
+    assert readers and all(shape_inference._types_read(n) is None for n in readers)
+    assert any(shape_inference._types_read(n) is not None for n in graph.nodes if n.inputs and n not in readers)
 
 
 def test_the_encoder_repeats_its_shape_arithmetic(monkeypatch):
@@ -114,6 +142,51 @@ def test_outputs_that_follow_an_input_get_what_inference_gives(model_path, stati
         assert any(direct)  # TF models have Identity reads of their weights
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["model_shapes", "static_shapes"])
+def test_identity_reads_of_known_values_fold_as_the_general_path_folds_them(model_path, static, monkeypatch):
+    """An identity-like node reading a known value (an Identity read of a weight) takes its input's type and
+    value at once: the same types, values, counts and notes as the general path of a node whose outputs
+    follow its input."""
+    graph = convert(model_path).graph
+    shapes = fixed_shapes(graph) if static else {}
+    _every_node_inferred(monkeypatch)
+    taken = []
+    identity_read = shape_inference._identity_read
+
+    def counted(node, direct, known, limit):
+        found = identity_read(node, direct, known, limit)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(shape_inference, "_identity_read", counted)
+    got, got_result = from_scratch(graph, shapes)
+    monkeypatch.setattr(shape_inference, "_identity_read", lambda node, direct, known, limit: None)
+    want, want_result = from_scratch(graph, shapes)
+    assert_same_inference(got, got_result, want, want_result)
+    if model_path.suffix == ".pb" and ("mobilenet" in model_path.name or "bert" in model_path.name):
+        assert any(taken)  # Keras and TF1 models read their weights through Identity nodes
+
+
+@pytest.mark.parametrize("limit", [0, 4, 64])
+def test_outputs_that_follow_an_input_are_held_to_the_folding_budget_as_inferred_ones(model_path, limit, monkeypatch):
+    """The folded-value budget check of a node whose outputs take their input's types, read from the types'
+    sizes, folds and notes what the check of the shapes inference would give finds."""
+    graph = convert(model_path).graph
+    _every_node_inferred(monkeypatch)
+    with use_budgets(Budgets(max_inlined_nodes=DEFAULT_MAX_INLINED_NODES, max_folded_bytes=limit)):
+        got, got_result = from_scratch(graph, {})
+
+        def by_shapes(node, types, result, limit):
+            inferred = [(None if t.rank is None else t.shape, t.dtype, t.format) for t in types]
+            return shape_inference._fold_fits(node, inferred, result, limit)
+
+        monkeypatch.setattr(shape_inference, "_direct_fits", by_shapes)
+        want, want_result = from_scratch(graph, {})
+    assert_same_inference(got, got_result, want, want_result)
+    if limit == 0 and model_path.suffix == ".pb":
+        assert got_result.unfolded  # every static output over the budget is noted
+
+
 def test_nodes_reading_weights_repeat_by_the_weights_types(tf_mobilenet_pb, monkeypatch):
     """A convolution or a fused batch norm reads its weights' types only (it cannot fold): layers of one
     shape share one answer whatever their weights and source names."""
@@ -141,6 +214,7 @@ def test_identity_reads_of_weights_take_their_inputs_types_as_folding_gives_them
     graph = convert(model_path).graph
     shapes = fixed_shapes(graph) if static else {}
     _every_node_inferred(monkeypatch)
+    monkeypatch.setattr(shape_inference, "_identity_read", lambda node, direct, known, limit: None)
     taken = []
     folded_as_typed = shape_inference._folded_as_typed
 
