@@ -430,6 +430,13 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             return [PatternCheck(where, None)]
         return [PatternCheck(where, None)]
 
+    def selects_nothing(self, graph: ScopeGraph) -> bool:
+        """The candidates are the Softmax nodes and the scopes holding two matrix products or more: none in a
+        graph without a Softmax and with fewer than two matrix products."""
+        if not self._selects_as(MultiHeadAttentionFusion) or graph.nodes_by_type("Softmax"):
+            return False
+        return sum(len(graph.nodes_by_type(op_type)) for op_type in dict.fromkeys(PRODUCTS)) < 2
+
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
         selected: list[ScopesResult] = []
         covered: list[str] = []

@@ -8,6 +8,11 @@ A pass runs in three steps, as in CANN:
 3. ``generate_fusion_result(scopes, result, graph)`` fills one :class:`FusionScopesResult` per candidate;
    ``result.invalidate(reason)`` declines it with a reason.
 
+A pass in a graph that lacks the op types it looks for skips steps 1 and 2: matching when no pattern of a
+set's first batch has its required op types present, the selection when ``selects_nothing(graph)`` says
+that, with no matched scope, it would select nothing (the rule bases answer from the op-type index; a rule
+of its own need not answer: the default runs the selection).
+
 ``run`` does those steps and returns a :class:`PassOutcome`; it never touches the fusion plan, so a pass
 that raises leaves nothing behind. The :class:`~.manager.PassManager` validates the results.
 
@@ -24,7 +29,7 @@ Function forms::
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Sequence
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
@@ -98,6 +103,19 @@ class ScopeBasePass:
         """Sets the result's name, type, index maps (and inner nodes); the default declines."""
         result.invalidate(f"pass {self.pass_name} does not implement generate_fusion_result")
 
+    def selects_nothing(self, graph: ScopeGraph) -> bool:
+        """True when ``last_match_scopes_and_ops(graph, [])`` would select nothing and note nothing, so that
+        :meth:`run` can skip it when no scope can match (a graph without the op types the pass needs). It must
+        be cheap (a look at ``graph.present_types`` or :meth:`~.ScopeGraph.nodes_by_type`) and exact; the
+        default, False, always runs the selection."""
+        return False
+
+    def _selects_as(self, owner: type[ScopeBasePass]) -> bool:
+        """True when this pass selects with ``owner``'s ``last_match_scopes_and_ops``: what ``owner``'s
+        :meth:`selects_nothing` knows of that selection holds for this pass (not for a subclass that selects
+        its own way)."""
+        return type(self).last_match_scopes_and_ops is owner.last_match_scopes_and_ops
+
     # ------------------------------------------------------------------ the framework
     def pattern_sets(self) -> list[list[list[ScopePattern]]]:
         """``define_patterns()`` as pattern sets of batches (:func:`~.matching.normalize_patterns`). When it
@@ -119,10 +137,10 @@ class ScopeBasePass:
         self._notes = outcome.notes
         try:
             sets = self.pattern_sets()
-            if sets:
+            if sets and not _first_batches_absent(sets, graph.present_types):
                 outcome.matched = match_pattern_sets(graph.tree, sets)
-                if not outcome.matched and not self.select_without_matches:
-                    return outcome
+            if not outcome.matched and ((sets and not self.select_without_matches) or self.selects_nothing(graph)):
+                return outcome
             selected = list(self.last_match_scopes_and_ops(graph, outcome.matched) or [])
             if not selected:
                 if outcome.matched:
@@ -187,6 +205,18 @@ def _immutable_patterns(defined: Any) -> bool:
     if isinstance(defined, ScopePattern):
         return True
     return isinstance(defined, tuple) and all(_immutable_patterns(item) for item in defined)
+
+
+def _first_batches_absent(sets: Sequence[Sequence[Sequence[ScopePattern]]], present: AbstractSet[str]) -> bool:
+    """True when no pattern of any set's first batch has all its required op types in ``present`` (the op
+    types of the graph): :func:`~.matching.match_pattern_sets` then skips each of those patterns on sight,
+    so every set stops at its first batch having tagged no scope, and nothing matches."""
+    for batches in sets:
+        for pattern in batches[0]:
+            required = pattern.required_op_types
+            if not required or present >= required:
+                return False
+    return True
 
 
 def _rollback(scopes: Iterable[Scope]) -> None:
@@ -262,6 +292,14 @@ class DataflowRulePass(ScopeBasePass):
 
     def define_patterns(self) -> Any:
         return self.within if self.within is not None else []
+
+    def selects_nothing(self, graph: ScopeGraph) -> bool:
+        """With no matched scope there is no search under ``within``; without ``within`` the one search over
+        the graph starts from the nodes of the pattern's anchor types: none when the graph has no such node."""
+        if not self._selects_as(DataflowRulePass):
+            return False
+        present = graph.present_types
+        return self.within is not None or not any(t in present for t in self.pattern.anchor_types)
 
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
         found: list[Match] = []

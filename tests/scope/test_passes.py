@@ -332,3 +332,54 @@ def test_select_without_matches_lets_a_scope_rule_search_an_unscoped_graph():
 
     outcome = Unscoped().run(graph)
     assert seen == [[]] and [r.type for r in outcome.results] == ["MyRelu"]
+
+
+def test_a_pass_that_selects_nothing_is_not_asked_to_select(cells):
+    class Unscoped(Recorder):
+        select_without_matches = True
+
+        def __init__(self, nothing):
+            super().__init__(select=lambda g, m: called.append(m) or [])
+            self.nothing = nothing
+
+        def define_patterns(self):
+            return ScopePattern("none", NodeOpTypeFeature("Conv2D", 1))
+
+        def selects_nothing(self, graph):
+            return self.nothing
+
+    called: list = []
+    assert Unscoped(nothing=True).run(cells) == Unscoped(nothing=False).run(cells)
+    assert called == [[]]  # asked once: by the pass that does not know it selects nothing
+
+
+def test_a_set_whose_later_batch_cannot_match_still_undoes_its_tags(cells):
+    # The first batch matches and tags, the second needs an absent op type: the tags are undone, a stale
+    # sub_type included, as matching does (only a first batch that cannot match lets the matching be skipped).
+    cells.scope("net/cell_a/").sub_type = "stale"
+    absent = ScopePattern("none", NodeOpTypeFeature("Conv2D", 1))
+    rule = Recorder()
+    rule.define_patterns = lambda: [[CELL, absent]]
+    assert rule.run(cells).matched == []
+    assert cells.scope("net/cell_a/").sub_type == ""
+    cells.scope("net/cell_a/").sub_type = "stale"
+    rule.define_patterns = lambda: [[absent, CELL]]
+    assert rule.run(cells).matched == []
+    assert cells.scope("net/cell_a/").sub_type == "stale"
+
+
+def test_a_dataflow_rule_without_its_anchor_type_selects_nothing(swishes, cells):
+    rule = dataflow_rule(DataflowPattern(swish), name="Swish", type="Swish")(lambda m, r, g: None)
+    assert not rule.selects_nothing(swishes)
+    assert rule.selects_nothing(cells)  # no Mul, the op the pattern ends at
+    assert rule.last_match_scopes_and_ops(cells, []) == []
+    within = dataflow_rule(DataflowPattern(swish), name="Swish", type="Swish", within=CELL)(lambda m, r, g: None)
+    assert within.selects_nothing(swishes)  # searched only inside matched scopes
+
+
+def test_a_subclass_that_selects_its_own_way_is_always_asked(cells):
+    class Own(DataflowRulePass):
+        def last_match_scopes_and_ops(self, graph, matches):
+            return super().last_match_scopes_and_ops(graph, matches)
+
+    assert not Own(None, DataflowPattern(swish), "Own", "Swish", general=False).selects_nothing(cells)

@@ -89,6 +89,11 @@ class AnchoredDataflowPass(ScopeBasePass):
             return [PatternCheck(where, "not tried without a graph")]
         return [PatternCheck(where, seeded_miss(graph, scope, self.seed_types, self.anchors, self.patterns))]
 
+    def selects_nothing(self, graph: ScopeGraph) -> bool:
+        """The selection starts from the seeds alone: none when the graph has no node of a seed type."""
+        present = graph.present_types
+        return self._selects_as(AnchoredDataflowPass) and not any(t in present for t in self.seed_types)
+
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Any]) -> list[ScopesResult]:
         selected: list[ScopesResult] = []
         taken: set[str] = set()

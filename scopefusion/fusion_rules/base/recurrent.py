@@ -111,6 +111,11 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
     def define_patterns(self) -> Any:
         return _SCOPE_PATTERNS
 
+    def selects_nothing(self, graph: ScopeGraph) -> bool:
+        """With no matched scope the candidates are the graph's loop nodes: none when it has no node of a loop type."""
+        present = graph.present_types
+        return self._selects_as(RecurrentLoopPass) and not any(op in present for op in _LOOP_OPS)
+
     # ------------------------------------------------------------------ candidates
     def last_match_scopes_and_ops(self, graph: ScopeGraph, matches: Sequence[Scope]) -> list[ScopesResult]:
         loops: dict[str, bool] = {}

@@ -89,6 +89,11 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         """Op types that must all be present where ``pattern`` is searched (a cheap filter; default none)."""
         return ()
 
+    def selects_nothing(self, graph: ScopeGraph) -> bool:
+        """With no matched scope there is no candidate region, so the selection is the whole graph's matches:
+        none when no pattern can match there (the test :meth:`_matches_in_graph` starts with)."""
+        return self._selects_as(ScopedDataflowPass) and not self._usable_patterns(graph)
+
     # ------------------------------------------------------------------ candidates
     def _required_by_pattern(self) -> tuple[tuple[DataflowPattern, frozenset[str]], ...]:
         """``(pattern, required_ops(pattern))`` for each pattern, asked once per pass and tuple of patterns."""
