@@ -34,7 +34,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .. import __version__
-from ..collector import collector_paused
+from ..collector import call_collector_paused
 from ..dialects.onnx.schema_table import table_onnx_version
 from ..errors import ScopeFusionError, SerdeError
 from ..ir.graph import DATA_OP, Graph
@@ -61,7 +61,7 @@ from .onnx_proto import (
     opset_version,
     to_onnx,
 )
-from .weight_stream import DeferredWeights, ModelBytes, deferring, frame
+from .weight_stream import DeferredWeights, ModelBytes, call_deferring, frame
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -102,8 +102,8 @@ def model_to_onnx_model_bytes(model: "Model", **options: Any) -> tuple[ModelByte
     tensors' data (for :func:`onnx_summary`), as scopefusion's own message (:mod:`.onnx_proto`): writing
     a model does not import the onnx package."""
     weights = DeferredWeights()
-    with deferring(weights), collector_paused():
-        skeleton = _model_proto(model, **options)
+    # Built with the collector paused and large arrays deferred into ``weights``.
+    skeleton = call_deferring(weights, call_collector_paused, lambda: _model_proto(model, **options))
     try:
         serialized = skeleton.SerializeToString(deterministic=True)
     except ValueError as e:  # protobuf's 2 GiB limit, reached by the graph itself
@@ -408,9 +408,11 @@ def _complete_io_types(proto: ModelProto, graph: Graph, profiles: Iterable[Graph
     """Completes the main graph's input and output types (see the module docstring), or raises. The
     profiles are read only for a type the main graph leaves incomplete. ``written`` is the writer's
     :attr:`~.GraphWriter.io_shapes`: a type written with a shape is complete (its dtype has an ONNX code)."""
+    written = written if written is not None else {}
+    if written and None not in written.values():
+        return  # every input and output (of each graph written) has a shape, so a complete type: none to read back
     pending = []
     read: list[Graph] | None = None
-    written = written if written is not None else {}
     for kind, infos, values in (("input", proto.graph.input, graph.inputs), ("output", proto.graph.output, graph.outputs)):
         values = [v for v in values if v.producer.attrs.get("_outer_name") is None] if kind == "input" else values
         for index, (info, _value) in enumerate(zip(infos, values)):

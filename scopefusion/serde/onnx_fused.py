@@ -56,8 +56,25 @@ class FusedExporterRegistry:
 
     def __init__(self, exporters: Iterable[tuple[str, FusedExporter]] = ()) -> None:
         self._exporters: dict[str, FusedExporter] = {}
+        self._shared = False  # whether _exporters is the builtin table, copied before a change (see _own)
         for fused_type, fn in exporters:
             self.register(fused_type, fn)
+
+    @classmethod
+    def _of_builtins(cls, builtins: dict[str, FusedExporter]) -> FusedExporterRegistry:
+        """A registry reading the builtin table itself until it is changed: an export that registers nothing
+        (most) does not copy the table, and a change never reaches another registry."""
+        registry = cls()
+        registry._exporters = builtins
+        registry._shared = True
+        return registry
+
+    def _own(self) -> dict[str, FusedExporter]:
+        """The table to change: this registry's own copy of the builtin table it was reading."""
+        if self._shared:
+            self._exporters = dict(self._exporters)
+            self._shared = False
+        return self._exporters
 
     def register(self, fused_type: str, exporter: FusedExporter, *, replace: bool = False) -> None:
         """Maps fused op type ``fused_type`` (``"LayerNorm"``, no dialect) to ``exporter``.
@@ -71,11 +88,12 @@ class FusedExporterRegistry:
             raise SerdeError(
                 f"fused op type {fused_type!r} has an ONNX exporter already; pass replace=True to replace it"
             )
-        self._exporters[fused_type] = exporter
+        self._own()[fused_type] = exporter
 
     def remove(self, fused_type: str) -> None:
         """Forgets the exporter of ``fused_type`` (if any): such nodes go to domain ``scopefusion``."""
-        self._exporters.pop(fused_type, None)
+        if fused_type in self._exporters:
+            del self._own()[fused_type]
 
     def get(self, fused_type: str) -> FusedExporter | None:
         return self._exporters.get(fused_type)
@@ -93,12 +111,11 @@ def default_fused_exporters() -> FusedExporterRegistry:
         from .onnx_fused_ops import BUILTIN_EXPORTERS
 
         _BUILTIN.update(FusedExporterRegistry(BUILTIN_EXPORTERS)._exporters)
-    registry = FusedExporterRegistry()
-    registry._exporters = dict(_BUILTIN)
-    return registry
+    return FusedExporterRegistry._of_builtins(_BUILTIN)
 
 
-_BUILTIN: dict[str, FusedExporter] = {}  # the builtin exporters, checked once (each registry gets its own copy)
+# The builtin exporters, checked once; a registry reads them until it changes, then changes a copy of its own.
+_BUILTIN: dict[str, FusedExporter] = {}
 
 
 def fused_exporters_for(op_registry: Any) -> FusedExporterRegistry:

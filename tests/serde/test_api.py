@@ -27,8 +27,8 @@ PUBLIC = {
         "tensor_type_to_desc", "value_type_from_desc", "value_type_to_desc",
     },
     "scopefusion.serde.weight_stream": {
-        "CHUNK_BYTES", "DEFER_MIN_BYTES", "DeferredWeights", "ModelBytes", "Weight", "active_weights", "defer_array",
-        "deferring", "frame", "stream_message",
+        "CHUNK_BYTES", "DEFER_MIN_BYTES", "DeferredWeights", "ModelBytes", "Weight", "active_weights", "call_deferring",
+        "defer_array", "deferring", "frame", "stream_message",
     },
 }  # fmt: skip
 

@@ -443,6 +443,18 @@ def test_a_mapping_is_one_registration():
     assert "Frobnicate" not in default_fused_exporters()
 
 
+def test_a_change_to_one_exporter_registry_reaches_no_other():
+    first, second = default_fused_exporters(), default_fused_exporters()
+    builtin = first.get("LayerNorm")
+    assert builtin is not None and second.get("LayerNorm") is builtin
+    first.remove("LayerNorm")
+    second.register("Gelu", lambda e: None, replace=True)
+    assert "LayerNorm" not in first and second.get("LayerNorm") is builtin
+    fresh = default_fused_exporters()
+    assert fresh.get("LayerNorm") is builtin and fresh.get("Gelu") is first.get("Gelu") is not second.get("Gelu")
+    assert fresh.types() == sorted(set(first.types()) | {"LayerNorm"})
+
+
 def test_exporter_bugs_are_serde_errors_naming_the_node():
     x = _r(2, 3)
     g = graph_of("Frobnicate", [("feed", x)], {"alpha": 2.0}, x, frobnicate_registry())

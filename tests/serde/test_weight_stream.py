@@ -107,6 +107,32 @@ def test_frame_without_markers_returns_the_bytes_whole():
     assert framed.pieces == (data,)
 
 
+def test_a_table_draws_its_token_when_it_first_defers(monkeypatch):
+    drawn: list[int] = []
+    monkeypatch.setattr(weight_stream.os, "urandom", lambda n: drawn.append(n) or bytes(range(1, n + 1)))
+    weights = DeferredWeights(min_bytes=1024)
+    assert weights.defer(np.ones(3, np.float32)) is None and weights.array(bytes(16)) is None and drawn == []
+    big, other = np.ones(1024, np.uint8), np.zeros(1024, np.uint8)
+    first, second = weights.defer(big), weights.defer(other)
+    assert drawn == [12] and first[:12] == second[:12] == weights.token == bytes(range(1, 13))
+    assert weights.array(first) is big and weights.array(second) is other and weights.array(first[:-1]) is None
+
+
+def test_call_deferring_defers_only_while_the_call_runs():
+    weights = DeferredWeights(min_bytes=1)
+    array = np.ones(4, np.float32)
+    marker = weight_stream.call_deferring(weights, weight_stream.defer_array, array)
+    assert weights.array(marker) is array and weight_stream.active_weights() is None
+
+    def fails() -> None:
+        assert weight_stream.active_weights() is weights
+        raise ValueError("stop")
+
+    with pytest.raises(ValueError, match="stop"):
+        weight_stream.call_deferring(weights, fails)
+    assert weight_stream.active_weights() is None and weight_stream.defer_array(array) is None
+
+
 def test_frame_recomputes_every_enclosing_length():
     # A tensor whose data needs a longer length prefix than its marker, two levels down.
     big = np.arange(70_000, dtype=np.float32).reshape(700, 100)
