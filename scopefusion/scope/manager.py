@@ -262,8 +262,10 @@ class PassManager:
                         f"passes run before it: {', '.join(before) or 'none'}; fix or disable the pass"
                     ) from exc
                 continue
-            report.scopes_matched = [s.name for s in outcome.matched]
-            report.notes.extend(outcome.notes)
+            if outcome.matched:  # most passes match nothing: the report's empty lists stand
+                report.scopes_matched = [s.name for s in outcome.matched]
+            if outcome.notes:
+                report.notes.extend(outcome.notes)
             for result in outcome.results:
                 result.pass_name = entry.name
                 recorded = plan.submit(result)
