@@ -36,11 +36,9 @@ def sniff(buffer) -> str | None:
     ``ir_version`` (1, varint) and ``graph`` (7, bytes); a GraphDef has ``node`` (1, bytes); a SavedModel
     has a schema version (1, varint) and meta graphs (2, bytes) only. None when nothing fits.
     """
-    head = bytes(buffer[:256])
-    if _TEXT_GRAPHDEF.match(head):
-        return "pbtxt"
-    if _TEXT_ONNX.match(head):
-        return "onnx-text"
+    text = _text_format(buffer)
+    if text is not None:
+        return text
     try:
         seen = _field_kinds(buffer, _MAX_SNIFF_FIELDS)
     except WireError:
@@ -66,11 +64,9 @@ def sniff_against(buffer, named: str) -> str | None:
     out; and when that field is malformed, so is the first field :func:`sniff` reads (None).
     """
     if named == "pb":
-        head = bytes(buffer[:256])
-        if _TEXT_GRAPHDEF.match(head):
-            return "pbtxt"
-        if _TEXT_ONNX.match(head):
-            return "onnx-text"
+        text = _text_format(buffer)
+        if text is not None:
+            return text
         try:
             first = field_kinds(buffer, 0, len(buffer), 1)
         except WireError:
@@ -79,6 +75,16 @@ def sniff_against(buffer, named: str) -> str | None:
             return None
     found = sniff(buffer)
     return None if found == named else found
+
+
+def _text_format(buffer) -> str | None:
+    """``"pbtxt"`` or ``"onnx-text"`` when the buffer's first bytes read as that text form, else None."""
+    head = bytes(buffer[:256])
+    if _TEXT_GRAPHDEF.match(head):
+        return "pbtxt"
+    if _TEXT_ONNX.match(head):
+        return "onnx-text"
+    return None
 
 
 def _field_kinds(buffer, limit: int) -> dict[int, int] | None:
