@@ -36,6 +36,27 @@ def _every_node_inferred(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shape_inference, "_node_key", lambda node, known: None)
 
 
+def _same_with_and_without(monkeypatch: pytest.MonkeyPatch, shortcut: str, declined: object, graph: Graph,
+                           shapes: dict) -> list:
+    """Infers ``graph`` from scratch with ``shape_inference.<shortcut>`` recording its answers, then with it
+    always answering ``declined`` (the general path), asserts both give the same inference, and returns the
+    recorded answers."""
+    answers = []
+    original = getattr(shape_inference, shortcut)
+
+    def recorded(*args):
+        found = original(*args)
+        answers.append(found)
+        return found
+
+    monkeypatch.setattr(shape_inference, shortcut, recorded)
+    got, got_result = from_scratch(graph, shapes)
+    monkeypatch.setattr(shape_inference, shortcut, lambda *args: declined)
+    want, want_result = from_scratch(graph, shapes)
+    assert_same_inference(got, got_result, want, want_result)
+    return answers
+
+
 @pytest.mark.parametrize("static", [False, True], ids=["model_shapes", "static_shapes"])
 def test_repeated_nodes_give_what_inferring_each_gives(model_path, static, monkeypatch):
     graph = convert(model_path).graph
@@ -125,19 +146,8 @@ def test_outputs_that_follow_an_input_get_what_inference_gives(model_path, stati
     graph = convert(model_path).graph
     shapes = fixed_shapes(graph) if static else {}
     _every_node_inferred(monkeypatch)
-    direct = []
-    direct_types = shape_inference._direct_types
-
-    def counted(opdef, inputs, count):
-        found = direct_types(opdef, inputs, count)
-        direct.append(found is not None)
-        return found
-
-    monkeypatch.setattr(shape_inference, "_direct_types", counted)
-    got, got_result = from_scratch(graph, shapes)
-    monkeypatch.setattr(shape_inference, "_direct_types", lambda opdef, inputs, count: None)
-    want, want_result = from_scratch(graph, shapes)
-    assert_same_inference(got, got_result, want, want_result)
+    answers = _same_with_and_without(monkeypatch, "_direct_types", None, graph, shapes)
+    direct = [found is not None for found in answers]
     if model_path.suffix == ".pb":
         assert any(direct)  # TF models have Identity reads of their weights
 
@@ -215,18 +225,6 @@ def test_identity_reads_of_weights_take_their_inputs_types_as_folding_gives_them
     shapes = fixed_shapes(graph) if static else {}
     _every_node_inferred(monkeypatch)
     monkeypatch.setattr(shape_inference, "_identity_read", lambda node, direct, known, limit: None)
-    taken = []
-    folded_as_typed = shape_inference._folded_as_typed
-
-    def counted(direct, folded, count):
-        found = folded_as_typed(direct, folded, count)
-        taken.append(found)
-        return found
-
-    monkeypatch.setattr(shape_inference, "_folded_as_typed", counted)
-    got, got_result = from_scratch(graph, shapes)
-    monkeypatch.setattr(shape_inference, "_folded_as_typed", lambda direct, folded, count: False)
-    want, want_result = from_scratch(graph, shapes)
-    assert_same_inference(got, got_result, want, want_result)
+    taken = _same_with_and_without(monkeypatch, "_folded_as_typed", False, graph, shapes)
     if model_path.suffix == ".pb" and ("mobilenet" in model_path.name or "bert" in model_path.name):
         assert any(taken)  # Keras and TF1 models read their weights through Identity nodes
