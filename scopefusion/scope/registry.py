@@ -363,8 +363,9 @@ class PassRegistry:
         return len(self.passes())
 
 
-# NOTE: a pure cache: id(rules) -> (rules, the entries registering them into an empty registry makes)
-_builtin_templates: dict[int, tuple[tuple[Any, ...], tuple[RegisteredPass, ...]]] = {}
+# NOTE: a pure cache of the last tuple of rules asked for: (rules, the entries registering them into an empty
+# registry makes); one entry, so a process passing many tuples keeps only one alive
+_builtin_template_cache: list[tuple[tuple[Any, ...], tuple[RegisteredPass, ...]]] = []
 
 
 def _builtin_template(rules: Iterable[Any]) -> tuple[RegisteredPass, ...] | None:
@@ -378,14 +379,15 @@ def _builtin_template(rules: Iterable[Any]) -> tuple[RegisteredPass, ...] | None
     """
     if type(rules) is not tuple:
         return None
-    cached = _builtin_templates.get(id(rules))
+    cached = _builtin_template_cache[0] if _builtin_template_cache else None
     if cached is None or cached[0] is not rules:
         if not all(isinstance(rule, ScopeBasePass) for rule in rules):
             return None
         scratch = PassRegistry()
         scratch._source = BUILTIN
         entries = tuple(scratch._register_all(rules, "the builtin rules"))
-        cached = _builtin_templates[id(rules)] = (rules, entries)
+        cached = (rules, entries)
+        _builtin_template_cache[:] = [cached]
     for entry in cached[1]:
         rule = entry.rule
         if rule.pass_name != entry.name or bool(rule.general) != entry.general:
