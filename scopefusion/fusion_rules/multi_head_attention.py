@@ -619,7 +619,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         return out
 
     def generate_fusion_result(self, scopes: Sequence[Any], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        c: Candidate = result.captures["candidate"]
+        c: Candidate = result.captures.pop("candidate")  # handed to the rule, not kept with the fusion
         last = c.output if c.output is not None else c.core
         output = last.outputs[0]
         scope = graph.tree.scope_of(c.softmax)

@@ -23,8 +23,9 @@ class ScopeGraph:
         source: the SourceGraph, unchanged.
         tree: the :class:`ScopeTree` built from its node names (on first use, for a graph built with
             ``tree=False``).
-        memo: answers that depend only on the graph, kept for its life so that passes asking the same
-            question share one answer (a dataflow pattern's match or near miss at an anchor, per scope).
+        memo: answers that depend only on the graph, kept while a :class:`~.manager.PassManager` runs its
+            passes so that passes asking the same question share one answer (a dataflow pattern's match or
+            near miss at an anchor, per scope); the run clears it when it ends.
     """
 
     def __init__(self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]]) -> None:

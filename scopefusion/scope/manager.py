@@ -278,6 +278,9 @@ class PassManager:
         if progress is not None:
             progress("fusion", len(enabled), len(enabled), "")
         replaced = [str(r) for r in self.registry.replacements]
+        # The memo's answers (matches, near misses, anchors) served the passes of this run; the plan keeps the
+        # graph as long as the converted model, and them with it, for nothing.
+        graph.memo.clear()
         run = RunReport(reports, plan, time.perf_counter() - start, replaced)
         self._last = (graph, run)
         return run

@@ -264,3 +264,26 @@ def test_building_and_running_pause_the_cyclic_collector_and_restore_its_state(m
         gc.enable()
     assert seen == [("build", False), ("run", False)]
     assert (after_build, after_run) == (enabled_before, enabled_before)
+
+
+@pytest.mark.parametrize("fixture", ["tf_mobilenet_pb", "tf_bert_pb"])
+def test_a_conversion_keeps_no_search_state(fixture, request):
+    """The plan keeps its graph as long as the converted model: the memo's matches and near misses are
+    dropped when the run ends, and the builtin rules hand their matches to the rule without keeping them in
+    the accepted fusions' captures, so neither stays alive with the model."""
+    from scopefusion.convert import convert, fusion_setup
+    from scopefusion.dialects import op_name_tuple
+    from scopefusion.dialects.fused.declared import op_registry_for
+    from scopefusion.scope import Match
+
+    model = convert(request.getfixturevalue(fixture))
+    run = model.fusion_run
+    assert run.accepted, "the model has fusions"
+    assert run.plan.graph.memo == {}
+    kept = [(a.name, key) for a in run.accepted for key, value in a.captures.items()
+            if isinstance(value, Match) or type(value).__name__ in ("_Judged", "Candidate")]
+    assert kept == []
+    registry, _ = fusion_setup()
+    ops = op_name_tuple(op_registry_for(model.source, registry.fused_ops))
+    again = PassManager(registry, ops=ops).run(run.plan.graph)  # a later run on the graph searches afresh
+    assert [a.name for a in again.accepted] == [a.name for a in run.accepted]

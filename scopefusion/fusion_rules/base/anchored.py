@@ -131,6 +131,7 @@ class AnchoredDataflowPass(ScopeBasePass):
         result.description = f"{self.what} ({match.pattern.name})"
         map_ports(result, graph, match)
         reason = self.parameters(match, result.captures["tag"], result)
+        del result.captures["match"], result.captures["tag"]  # handed to the rule, not kept with the fusion
         if reason is not None:
             result.invalidate(f"{output} has the dataflow of a {self.what} but {reason}")
 

@@ -216,9 +216,12 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         return ScopesResult(nodes=nodes, captures=captures)
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
-        match: Match = result.captures["match"]
-        verdict: _Judged = result.captures["verdict"]
-        result.name = result.captures["name"]
+        # Handed to the rule, not kept with the fusion: the match and its verdict would stay alive as long as
+        # the converted model.
+        captures = result.captures
+        match: Match = captures.pop("match")
+        verdict: _Judged = captures.pop("verdict")
+        result.name = captures.pop("name")
         if verdict.reason is not None:
             result.invalidate(f"{match.outputs[0][0]} is not {self.what}: {verdict.reason}")
             return
