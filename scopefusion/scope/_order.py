@@ -271,7 +271,7 @@ class ContractedOrder:
         low = math.inf
         value: float | None
         for node in nodes:
-            for producer in _producers(node_of[node]):
+            for producer in _producers(node_of[node]):  # a list: cheaper to walk than a generator's items
                 if producer in group_vertices:
                     continue
                 at = base[producer]
@@ -404,12 +404,12 @@ class ContractedOrder:
         self._nodes_renumbered = self._nodes_renumbered or any(v.__class__ is not _Group for v in ordered)
 
 
-def _producers(node: SourceNode) -> Iterator[str]:
+def _producers(node: SourceNode) -> list[str]:
     """The names of ``node``'s producers, data then control, repeats kept, absent inputs left out."""
-    for producer, _ in node.inputs:
-        if producer:
-            yield producer
-    yield from node.control_inputs
+    found = [producer for producer, _ in node.inputs if producer]
+    if node.control_inputs:
+        found.extend(node.control_inputs)
+    return found
 
 
 def _label(vertex: Hashable) -> str:

@@ -115,7 +115,7 @@ def validate_result(
         raise Refused(f"fusing would create a cycle ({' -> '.join(cycle)})")
     assert contraction is not None
     outputs = []
-    for port in sorted(out_ports):
+    for port in range(len(out_ports)):  # the ports are 0..n-1 (_ports checked)
         node_name, index = out_ports[port]
         found = consumers_of[port]
         if len(found) > 1:
@@ -234,7 +234,7 @@ def _fused_inputs(
     first port that reads each tensor."""
     inputs: list[FusedInput] = []
     port_of_input: dict[Tensor, int] = {}
-    for port in sorted(in_ports):
+    for port in range(len(in_ports)):  # the ports are 0..n-1 (_ports checked): in order without a sort
         node_name, slot = in_ports[port]
         node = candidates[node_name]
         if slot >= len(node.inputs):
@@ -255,7 +255,7 @@ def _fused_inputs(
 def _fused_output_ports(out_ports: dict[int, Tensor], candidates: dict[str, SourceNode]) -> dict[Tensor, int]:
     """Output ports point at outputs the claimed nodes have, and no output feeds two ports."""
     port_of_output: dict[Tensor, int] = {}
-    for port in sorted(out_ports):
+    for port in range(len(out_ports)):  # the ports are 0..n-1 (_ports checked)
         tensor = out_ports[port]
         node_name, index = tensor
         node = candidates[node_name]

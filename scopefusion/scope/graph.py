@@ -25,7 +25,7 @@ class ScopeGraph:
             ``tree=False``).
         memo: answers that depend only on the graph, kept while a :class:`~.manager.PassManager` runs its
             passes so that passes asking the same question share one answer (a dataflow pattern's match or
-            near miss at an anchor, per scope); the run clears it when it ends.
+            near miss at an anchor, per scope); the run drops it when it ends (:meth:`release_answers`).
     """
 
     def __init__(self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]]) -> None:
@@ -177,6 +177,14 @@ class ScopeGraph:
             listed = cache.get(name)
             found[name] = listed if listed is not None else self.shared_consumers(name)
         return found
+
+    def release_answers(self) -> None:
+        """Drops the answers kept for the passes of a run: the :attr:`memo`, the constant chains and the
+        consumer lists, found again if asked again. A fusion plan keeps its graph as long as the converted
+        model, and these with it, for nothing."""
+        self.memo = {}
+        self._chains = {}
+        self._consumers = {}
 
     # ------------------------------------------------------------------ scopes
     def scope(self, name: str) -> Scope:

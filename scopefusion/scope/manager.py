@@ -278,9 +278,7 @@ class PassManager:
         if progress is not None:
             progress("fusion", len(enabled), len(enabled), "")
         replaced = [str(r) for r in self.registry.replacements]
-        # The memo's answers (matches, near misses, anchors) served the passes of this run; the plan keeps the
-        # graph as long as the converted model, and them with it, for nothing.
-        graph.memo.clear()
+        graph.release_answers()  # they served this run's passes; the plan keeps the graph as long as the model
         run = RunReport(reports, plan, time.perf_counter() - start, replaced)
         self._last = (graph, run)
         return run

@@ -316,7 +316,7 @@ class DataflowRulePass(ScopeBasePass):
             if misses:
                 best = max(misses, key=lambda m: m.depth)
                 self.note(f"dataflow pattern {self.pattern.name!r} did not match; nearest miss {best}")
-        return [ScopesResult(nodes=claimed_nodes(graph, m), captures={"match": m}) for m in found]
+        return [ScopesResult.of_node_names(claimed_nodes(graph, m), {"match": m}) for m in found]
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
         match: Match = result.captures.pop("match")  # handed to the rule, not kept with the fusion

@@ -76,6 +76,19 @@ class ScopesResult(Record):
         self.name = name
         self.__post_init__()
 
+    @classmethod
+    def of_node_names(cls, nodes: list[str], captures: dict[str, Any]) -> ScopesResult:
+        """``ScopesResult(nodes=nodes, captures=captures)`` for a new list of node names (``str``) that the
+        caller hands over, such as :func:`~.passes.claimed_nodes` makes: made without the checks and the copy
+        that :meth:`__post_init__` gives nodes of any kind, which would find nothing to convert or refuse."""
+        made = cls.__new__(cls)
+        made.scopes = []
+        made.nodes = nodes
+        made.captures = captures
+        made.refusal = None
+        made.name = ""
+        return made
+
     def __post_init__(self) -> None:
         self.scopes = list(self.scopes)
         self.nodes = [n.name if isinstance(n, SourceNode) else n for n in self.nodes]

@@ -124,6 +124,15 @@ def test_selection_must_be_scopes_results(cells):
         ScopesResult(scopes=["net/"])
 
 
+def test_a_candidate_of_node_names_equals_one_made_with_checks(cells):
+    """``ScopesResult.of_node_names`` (the rule bases' candidates) skips the checks, not what they give."""
+    names = ["net/cell_a/sig", "net/cell_a/tanh"]
+    captures = {"match": object()}
+    made = ScopesResult.of_node_names(list(names), captures)
+    assert made == ScopesResult(nodes=list(names), captures=captures)
+    assert (made.scopes, made.refusal, made.name, made.captures is captures) == ([], None, "", True)
+
+
 def test_default_generate_declines(cells):
     class Lazy(ScopeBasePass):
         name = "Lazy"

@@ -117,7 +117,7 @@ class AnchoredDataflowPass(ScopeBasePass):
                 if match is not None:
                     taken.update(match.node_names)
                     captures = {"match": match, "tag": tag}
-                    selected.append(ScopesResult(nodes=claimed_nodes(graph, match), captures=captures))
+                    selected.append(ScopesResult.of_node_names(claimed_nodes(graph, match), captures))
                 elif named:
                     why = self.refusal(node.name, op_type, miss)
                     selected.append(ScopesResult(nodes=[node.name], refusal=why))

@@ -213,7 +213,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         if name is None or (graph.get(name) is not None and name not in nodes):
             name = output
         captures = {"match": match, "verdict": verdict, "name": name}
-        return ScopesResult(nodes=nodes, captures=captures)
+        return ScopesResult.of_node_names(nodes, captures)
 
     def generate_fusion_result(self, scopes: Sequence[Scope], result: FusionScopesResult, graph: ScopeGraph) -> None:
         # Handed to the rule, not kept with the fusion: the match and its verdict would stay alive as long as
@@ -279,25 +279,30 @@ def _home(
 ) -> Scope | None:
     """The first candidate region (``rank``: region name -> place in ``listed``) holding one of the
     match's nodes; each node's scope and its ancestors are looked up, rather than every region tested
-    against every node. ``first_rank`` keeps, by scope name, the first rank among a scope and its
-    ancestors, shared by the matches of one search."""
+    against every node. ``first_rank`` keeps, by the text of a node name up to its last ``/``, the first
+    rank among the node's scope and its ancestors, shared by the matches of one search: the scope holding a
+    node depends on that text alone (:meth:`~scopefusion.scope.ScopeTree.scope_of`), so a node whose
+    prefix was seen needs no look-up of its scope."""
     if not rank:
         return None
     scope_of = graph.tree.scope_of
     first: int | None = None
     for name in match.node_names:
-        holder = scope_of(name)
-        if holder.name in first_rank:
-            here = first_rank[holder.name]
-        else:
+        prefix = name[: name.rfind("/") + 1] if name[-1:] != "/" else None  # a name ending in "/": no key
+        here = first_rank.get(prefix, _UNSEEN) if prefix is not None else _UNSEEN
+        if here is _UNSEEN:
             here = None
-            scope: Scope | None = holder
+            scope: Scope | None = scope_of(name)
             while scope is not None:
                 i = rank.get(scope.name)
                 if i is not None and (here is None or i < here):
                     here = i
                 scope = scope.parent
-            first_rank[holder.name] = here
+            if prefix is not None:
+                first_rank[prefix] = here
         if here is not None and (first is None or here < first):
             first = here
     return None if first is None else listed[first]
+
+
+_UNSEEN: Any = object()  # no rank kept yet for a prefix
