@@ -16,7 +16,7 @@ TF1 loop back edges (``NextIteration`` -> ``Merge``) are not edges here, as in S
 from __future__ import annotations
 
 import math
-from typing import Hashable, Iterable, Iterator, Mapping, TypeVar, cast
+from typing import Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceGraph, SourceNode, is_back_edge_op_pair
@@ -194,6 +194,7 @@ class ContractedOrder:
     def find_cycle(
         self, name: str, members: Iterable[str], unclaimed: Mapping[str, SourceNode] | None = None,
         consumers: Mapping[str, Mapping[str, object]] | None = None, positions: Mapping[str, int] | None = None,
+        outside: tuple[Sequence[str], Sequence[str]] | None = None,
     ) -> tuple[list[str] | None, Contraction | None]:
         """Whether contracting ``members`` (as fusion ``name``) closes a cycle.
 
@@ -206,10 +207,19 @@ class ContractedOrder:
         each member's number: the producers are then read from the nodes' inputs and the consumers from
         that table, instead of from the graph-sized edge tables (on a large graph such look-ups mostly miss
         the CPU's caches). A node's inputs and control inputs name the same producers as its ``in_edges``
-        entry (repeats and absent inputs aside, which the highest predecessor number does not depend on)."""
+        entry (repeats and absent inputs aside, which the highest predecessor number does not depend on).
+        Such a caller that has also walked the members' edges may pass ``outside``: the producers (data and
+        control) and the consumers the members have outside themselves, repeats allowed; in a graph without
+        back edges only those neighbours' numbers are read (see :meth:`_number_range`)."""
         self._ensure_valid()
         nodes = list(members)
         group_vertices: set[Hashable] = set(nodes)
+        if outside is not None and positions is not None and not self._has_back_edges:
+            top, low = self._number_range(outside[0], outside[1])
+            numbers = [positions[n] for n in nodes]
+            if top < low:
+                return None, Contraction(group_vertices, nodes, top, low, positions=numbers)
+            return self._search_region(name, nodes, group_vertices, top, low, numbers)
         if unclaimed is not None and consumers is not None and positions is not None:
             return self._find_cycle_of_unclaimed(name, nodes, group_vertices, unclaimed, consumers, positions)
         vertex = self._vertex
@@ -259,56 +269,65 @@ class ContractedOrder:
         consumers: Mapping[str, Mapping[str, object]], positions: Mapping[str, int],
     ) -> tuple[list[str] | None, Contraction | None]:
         """:meth:`find_cycle` of members that belong to no accepted fusion, with their nodes, consumers and
-        numbers at hand: the same numbers compared, read without the graph-sized edge tables. A neighbour's
-        number is read once and finds its fusion in the list by number. A neighbour that is a plain node has
-        a number of its own (in the overrides) only once nodes were renumbered, so until then its number is
-        its position. The members are plain nodes, so a fusion is never one of them."""
-        group_at = self._group_at
+        numbers at hand: the same numbers compared (:meth:`_number_range` of the neighbours outside the
+        members, back edges left out), read without the graph-sized edge tables. The members are plain
+        nodes, so a fusion is never one of them."""
         back = self._has_back_edges
+        producers: list[str] = []
+        successors: list[str] = []
+        for node in nodes:
+            for producer in _producers(node_of[node]):
+                if producer not in group_vertices and not (back and self._is_back_edge(producer, node)):
+                    producers.append(producer)
+            for consumer in consumers[node]:
+                if consumer not in group_vertices and not (back and self._is_back_edge(node, consumer)):
+                    successors.append(consumer)
+        top, low = self._number_range(producers, successors)
+        numbers = [positions[n] for n in nodes]
+        if top < low:
+            return None, Contraction(group_vertices, nodes, top, low, positions=numbers)
+        return self._search_region(name, nodes, group_vertices, top, low, numbers)
+
+    def _number_range(self, producers: Sequence[str], consumers: Sequence[str]) -> tuple[float, float]:
+        """``(top, low)``: the highest number among the vertices holding ``producers`` and the lowest among those
+        holding ``consumers`` (-inf and inf for none), as :meth:`_find_cycle_of_unclaimed` finds them while
+        walking the members' edges; here the neighbours outside the members are given, so no edge is walked
+        and no neighbour is tested for membership, and with no back edge none is skipped. Each neighbour's
+        number is read as there: its fusion's, else its own (in the overrides once nodes were renumbered),
+        else its position."""
+        group_at = self._group_at
         override, base = self._override, self._base
         renumbered = self._nodes_renumbered
         top = -math.inf
         low = math.inf
         value: float | None
-        for node in nodes:
-            for producer in _producers(node_of[node]):  # a list: cheaper to walk than a generator's items
-                if producer in group_vertices:
-                    continue
-                at = base[producer]
-                group = group_at[at]
-                if back and self._is_back_edge(producer, node):
-                    continue
-                if group is not None:
-                    value = override.get(group)
-                    if value is None:
-                        value = base[group]  # type: ignore[index]
-                else:
-                    value = override.get(producer) if renumbered else None
-                    if value is None:
-                        value = at
-                if value > top:
-                    top = value
-            for consumer in consumers[node]:
-                if consumer in group_vertices:
-                    continue
-                at = base[consumer]
-                group = group_at[at]
-                if back and self._is_back_edge(node, consumer):
-                    continue
-                if group is not None:
-                    value = override.get(group)
-                    if value is None:
-                        value = base[group]  # type: ignore[index]
-                else:
-                    value = override.get(consumer) if renumbered else None
-                    if value is None:
-                        value = at
-                if value < low:
-                    low = value
-        numbers = [positions[n] for n in nodes]
-        if top < low:
-            return None, Contraction(group_vertices, nodes, top, low, positions=numbers)
-        return self._search_region(name, nodes, group_vertices, top, low, numbers)
+        for producer in producers:
+            at = base[producer]
+            group = group_at[at]
+            if group is not None:
+                value = override.get(group)
+                if value is None:
+                    value = base[group]  # type: ignore[index]
+            else:
+                value = override.get(producer) if renumbered else None
+                if value is None:
+                    value = at
+            if value > top:
+                top = value
+        for consumer in consumers:
+            at = base[consumer]
+            group = group_at[at]
+            if group is not None:
+                value = override.get(group)
+                if value is None:
+                    value = base[group]  # type: ignore[index]
+            else:
+                value = override.get(consumer) if renumbered else None
+                if value is None:
+                    value = at
+            if value < low:
+                low = value
+        return top, low
 
     def _search_region(
         self, name: str, nodes: list[str], group_vertices: set[Hashable], top: float, low: float, numbers: list[int]

@@ -98,7 +98,7 @@ def validate_result(
                 f"fused input port {item.port} is fed by {item.producer}:{item.index}, which the fusion "
                 "claims; map ports only on edges that enter the fusion"
             )
-    absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of = _boundary(
+    absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of, outside = _boundary(
         result, graph, plan, candidates, claimed, claimed_set, uses, port_of_input, port_of_output
     )
     owned = plan.first_owned(claimed, [position_of[n] for n in claimed])
@@ -110,7 +110,7 @@ def validate_result(
     if name not in claimed_set and name in graph.source:  # a claimed name first: no graph-sized look-up
         raise Refused(f"fusion name {name!r} collides with a graph node the fusion does not replace")
     inner_nodes = _inner_nodes(result, graph, plan, known_types, name, many, claimed_set, inputs, out_ports)
-    cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of)  # no claimed node is owned
+    cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of, outside)  # none is owned
     if cycle is not None:  # the only check that is not local
         raise Refused(f"fusing would create a cycle ({' -> '.join(cycle)})")
     assert contraction is not None
@@ -332,9 +332,12 @@ def _boundary(
     uses: Mapping[str, Mapping[str, Mapping[int, int]]],
     port_of_input: dict[Tensor, int],
     port_of_output: dict[Tensor, int],
-) -> tuple[dict[str, None], dict[str, None], dict[str, None], dict[int, list[tuple[str, int]]], dict[int, list[str]]]:
+) -> tuple[dict[str, None], dict[str, None], dict[str, None], dict[int, list[tuple[str, int]]], dict[int, list[str]],
+           tuple[list[str], list[str]]]:
     """The edges that cross the boundary of the claimed nodes: ``(absorbed, control inputs, control outputs,
-    consumers per output port, graph outputs per output port)``.
+    consumers per output port, graph outputs per output port, (producers, consumers))``, the last two lists
+    naming every producer and consumer outside the claimed nodes at each edge (for the cycle check, which
+    then walks no edge again).
 
     Three checks share this walk over the claimed nodes, each reporting its first problem, the earlier
     check first: a value entering without a port is a constant (absorbed; control inputs are kept), a value
@@ -350,11 +353,16 @@ def _boundary(
     constant_source = graph.constant_source
     graph_outputs_at = plan.graph_outputs_by_node.get
     dropped: frozenset[tuple[str, int]] | None = None
+    producers: list[str] = []
+    consumers: list[str] = []
     for node_name in claimed:
         node = candidates[node_name]
         for slot, tensor in enumerate(node.inputs):
             producer = tensor[0]
-            if not producer or producer in claimed_set or tensor in port_of_input:
+            if not producer or producer in claimed_set:
+                continue
+            producers.append(producer)
+            if tensor in port_of_input:
                 continue
             if dropped is None:
                 dropped = result.dropped_inputs
@@ -369,9 +377,11 @@ def _boundary(
         for producer in node.control_inputs:
             if producer not in claimed_set:
                 control_inputs[producer] = None
+                producers.append(producer)
         for consumer, keyed in uses[node_name].items():
             if consumer in claimed_set:
                 continue
+            consumers.append(consumer)
             for slot, index in keyed.items():
                 if slot < 0:
                     control_outputs[consumer] = None
@@ -402,7 +412,7 @@ def _boundary(
         raise Refused(leaving)
     if graph_output is not None:
         raise Refused(graph_output)
-    return absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of
+    return absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of, (producers, consumers)
 
 
 # ------------------------------------------------------------------------------------------ inner nodes

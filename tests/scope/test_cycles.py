@@ -51,6 +51,8 @@ def test_incremental_check_agrees_with_networkx(case, sort):
     # The same checks given the members' nodes, consumers and positions (as the validator does, the members
     # being claimed by no earlier fusion): the same answers and the same numbering.
     given_nodes = ContractedOrder(source, graph.tree._position, has_back_edges=False, known_valid=source.edges_run_forward)
+    # And given the neighbours outside the members instead (as the validator's boundary walk finds them).
+    given_outside = ContractedOrder(source, graph.tree._position, has_back_edges=False, known_valid=source.edges_run_forward)
     owner: dict[str, str] = {}
     for group in sorted(set(labels) - {-1}):
         members = [f"n{i}" for i in range(n) if labels[i] == group]
@@ -64,11 +66,22 @@ def test_incremental_check_agrees_with_networkx(case, sort):
             {m: graph.tree._position[m] for m in members},
         )
         assert same == cycle
+        inside = set(members)
+        outside = (
+            [p for m in members for p, _ in source.node(m).inputs if p not in inside],
+            [c for m in members for c in source.out_edges[m] if c not in inside],
+        )
+        also, outside_token = given_outside.find_cycle(
+            name, members, positions={m: graph.tree._position[m] for m in members}, outside=outside
+        )
+        assert also == cycle
         if cycle is None:
             checker.contract(name, token)
             given_nodes.contract(name, given_token)
+            given_outside.contract(name, outside_token)
             owner = trial
             assert all(given_nodes.pos(given_nodes._vertex(m)) == checker.pos(checker._vertex(m)) for m in source.by_name)
+            assert all(given_outside.pos(given_outside._vertex(m)) == checker.pos(checker._vertex(m)) for m in source.by_name)
             assert given_nodes.first_claimed(members) == (members[0], name) == checker.first_claimed(members)
             # The numbering stays topological for the contracted graph.
             for u, v in edges:
