@@ -109,6 +109,11 @@ class SearchRun:
     def best_reason(self, reason: str) -> None:
         self._why = reason
 
+    @property
+    def pending_reason(self) -> Reason:
+        """:attr:`best_reason` as kept: the reason, or a formatter and its values, not yet written."""
+        return self._why
+
     def deeper(self, state: SearchState) -> bool:
         """Whether a failure at ``state`` is the deepest so far (then the caller sets its reason)."""
         depth = len(state)

@@ -64,14 +64,42 @@ __all__ = [
     "Var",
 ]
 
-@dataclass(frozen=True)
 class NearMiss:
     """The deepest failed attempt: the anchor node tried, how many pattern nodes (ops, constants,
-    variables) were bound when it failed, and why."""
+    variables) were bound when it failed, and why. Compares, hashes and prints as a frozen dataclass of
+    those three fields does.
 
-    anchor: str
-    depth: int
-    reason: str
+    A search makes one per failed anchor, and most are never read (a search for matches only, a nearer miss
+    elsewhere): its reason may be given unwritten, as a formatter and the values it writes the reason from
+    (see :class:`~._search.SearchRun`), and is then written on first read."""
+
+    __slots__ = ("anchor", "depth", "_reason")
+
+    def __init__(self, anchor: str, depth: int, reason: str | tuple[Any, ...]) -> None:
+        self.anchor = anchor
+        self.depth = depth
+        self._reason = reason
+
+    @property
+    def reason(self) -> str:
+        why = self._reason
+        if not isinstance(why, str):
+            why = self._reason = str(why[0](*why[1:])) or "no match"
+        return why
+
+    def _fields(self) -> tuple[str, int, str]:
+        return (self.anchor, self.depth, self.reason)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._fields() == other._fields()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"NearMiss(anchor={self.anchor!r}, depth={self.depth!r}, reason={self.reason!r})"
 
     def __str__(self) -> str:
         return f"at {self.anchor} ({self.depth} pattern node(s) matched): {self.reason}"
@@ -440,7 +468,7 @@ class DataflowPattern:
         final = run.match_value(self.outputs[0], (node.name, self.outputs[0].index), {}, then)
         if final is not None:
             return self._build(graph, final), None
-        return None, NearMiss(node.name, run.best_depth, run.best_reason or "no match")
+        return None, NearMiss(node.name, run.best_depth, run.pending_reason or "no match")
 
     def _rest_outputs(self, run: SearchRun, state: SearchState) -> SearchState | None:
         for out in self.outputs[1:]:

@@ -95,6 +95,20 @@ def test_near_miss_keeps_the_deepest_failure(gelu_graph):
     assert str(miss) == "at g1/mul (4 pattern node(s) matched): g1/add is AddV2, expected Add"
 
 
+def test_a_near_miss_written_late_is_the_one_written_at_once(gelu_graph):
+    """A search keeps a near miss's reason unwritten until it is read: the miss then reads, compares, hashes
+    and prints as one made with the reason written (as the frozen dataclass it stands for did)."""
+    def tanh_gelu(op, x):
+        return op.Mul(op.Mul(x, 0.5), op.Add(op.Tanh(op.RealDiv(x, 1.4142135)), 1.0))
+
+    miss = DataflowPattern(tanh_gelu).match_at(gelu_graph, "g1/mul")
+    assert isinstance(miss, NearMiss) and not isinstance(miss._reason, str)  # not written yet
+    written = NearMiss("g1/mul", 4, "g1/add is AddV2, expected Add")
+    assert miss == written and hash(miss) == hash(written) and miss != NearMiss("g1/mul", 3, written.reason)
+    assert repr(miss) == "NearMiss(anchor='g1/mul', depth=4, reason='g1/add is AddV2, expected Add')"
+    assert isinstance(miss._reason, str)
+
+
 def test_a_value_used_twice_must_be_one_tensor(mk):
     graph = ScopeGraph.build(
         mk.graph(*mk.ops(("a", "Placeholder"), ("b", "Placeholder"), ("m1", "Neg", "a"), ("m2", "Neg", "a"), ("s", "Sub", "a", "m1"),

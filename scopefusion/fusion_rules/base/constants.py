@@ -26,7 +26,7 @@ def eps_check(array: np.ndarray) -> str | None:
     """A ConstPattern check: one finite, non-negative float."""
     if array.size != 1 or array.dtype.kind != "f":
         return f"is not a float scalar (shape {array.shape}, dtype {array.dtype})"
-    value = float(array.reshape(()))
+    value = float(array.item())  # its one element, as a Python number (cheaper than a 0-d view)
     if not math.isfinite(value) or value < 0:
         return f"is {value}, not a finite non-negative epsilon"
     return None
