@@ -119,7 +119,7 @@ class BatchNormFusion(ScopedDataflowPass):
         if mean is None or variance is None:
             which = "mean" if mean is None else "variance"
             raise Refused(f"the {which} is computed ({graph.node((mean_tensor if mean is None else variance_tensor)[0]).op_type}), not a constant")
-        epsilon = float(np.asarray(match.value("eps")).reshape(()))
+        epsilon = float(np.asarray(match.value("eps")).item())  # one element: eps_check held
         return {"epsilon": epsilon, "data_format": _data_format(mean.shape), "is_training": False}
 
 
