@@ -163,7 +163,7 @@ class Matches(list["Match"]):
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
 _BUILT = frozenset({"vars", "outputs", "anchor_types", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
-                    "_anchors_key", "_may_match_key", "_anchor_input_sets", "_required_at", "_ops_by_type", "_binding_keys"})
+                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys"})
 
 
 class DataflowPattern:
@@ -233,7 +233,6 @@ class DataflowPattern:
         self.anchor_types: tuple[str, ...] = first.op_types
         self._anchor_arity = len(first.inputs)
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
-        self._anchor_input_sets = tuple(frozenset(types) for types in self._anchor_input_types)
         # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
         self._anchors_key = ("possible anchors", first.op_types, self._anchor_arity, self._anchor_input_types)
         self._may_match_key = ("may match", self._op_type_alternatives)
@@ -422,22 +421,23 @@ class DataflowPattern:
         return possible
 
     def _anchors_allowed(self, graph: ScopeGraph, anchors: Sequence[SourceNode]) -> list[SourceNode]:
-        """``[n for n in anchors if self.may_anchor(graph, n)]``: the same tests, read straight from each node's
-        producers. :meth:`may_anchor` keeps each node's set of input op types in the graph's memo; here each
-        node is tested once per kind of anchor (the answer is kept, see :meth:`_possible_anchors`), so the
-        types are looked up in place: "no input made by an op of these types" is the alternatives' set
-        disjoint from the producers' types, whether those are a set or a list."""
+        """``[n for n in anchors if self.may_anchor(graph, n)]``: the same tests, with what they look up (the
+        graph's table of input op types, the pattern's anchor arity and operand types) fetched once."""
+        known = graph.memo.get("op types of the inputs")
+        if known is None:
+            known = graph.memo["op types of the inputs"] = {}
         by_name = graph.source.by_name
         arity = self._anchor_arity
-        wanted = self._anchor_input_sets
+        wanted = self._anchor_input_types
         allowed = []
         for node in anchors:
-            inputs = node.inputs
-            if len(inputs) != arity:
+            if len(node.inputs) != arity:
                 continue
-            types = [by_name[producer].op_type for producer, _ in inputs if producer]
+            types = known.get(node.name)
+            if types is None:
+                types = known[node.name] = frozenset([by_name[producer].op_type for producer, _ in node.inputs if producer])
             for alternatives in wanted:
-                if alternatives.isdisjoint(types):
+                if types.isdisjoint(alternatives):
                     break
             else:
                 allowed.append(node)
