@@ -110,6 +110,12 @@ class SearchRun:
         self._why = reason
 
     @property
+    def bound_nodes(self) -> set[str]:
+        """The names of the nodes bound to pattern ops in the state being tried (a final state's, once a search
+        succeeded): one per bound op, as the state holds them. The search's own set: read it, do not change it."""
+        return self._bound
+
+    @property
     def pending_reason(self) -> Reason:
         """:attr:`best_reason` as kept: the reason, or a formatter and its values, not yet written."""
         return self._why

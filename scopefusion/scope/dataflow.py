@@ -467,7 +467,7 @@ class DataflowPattern:
         then = accept_state if len(self.outputs) == 1 else lambda state: self._rest_outputs(run, state)
         final = run.match_value(self.outputs[0], (node.name, self.outputs[0].index), {}, then)
         if final is not None:
-            return self._build(graph, final), None
+            return self._build(graph, final, run.bound_nodes), None
         return None, NearMiss(node.name, run.best_depth, run.pending_reason or "no match")
 
     def _rest_outputs(self, run: SearchRun, state: SearchState) -> SearchState | None:
@@ -478,11 +478,12 @@ class DataflowPattern:
                 return None
         return state
 
-    def _build(self, graph: ScopeGraph, state: SearchState) -> Match:
+    def _build(self, graph: ScopeGraph, state: SearchState, bound: AbstractSet[str]) -> Match:
+        """The match of a final ``state``; ``bound``: the names of the nodes its ops are bound to (the search
+        keeps them)."""
         position = graph.positions
         by_name = graph.source.by_name
-        ops, named_ops, consts, variables, outputs_at = self._binding_keys
-        bound = {state[op] for op in ops if op in state}
+        _, named_ops, consts, variables, outputs_at = self._binding_keys
         at = sorted([position[n] for n in bound])  # the node at each index is graph.source.nodes[index]
         graph_nodes = graph.source.nodes
         nodes = [graph_nodes[index] for index in at]
