@@ -17,7 +17,7 @@ sides of an outside path, and such a result is refused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..parser.source_graph import SourceNode
 from ._order import Contraction, find_cycle
@@ -79,16 +79,13 @@ def validate_result(
     if not isinstance(name, str) or not name:
         raise Refused("the result has no name; set result.name")
     positions = graph.tree.positions
-    candidates, position_of = _claims(result, graph, positions)
+    out_edges = graph.source.out_edges_by_position
+    candidates, position_of, uses = _claims(result, graph, positions, out_edges)
     anchored: set[str] = set()  # the nodes that ports map
     in_ports = _ports(result._inputs, candidates, "insert_inputs", anchored)  # read only: no copies
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
-    # Each candidate's consumers -> {slot: index} (slot and index -1: a control edge), by its index, for the three
-    # walks below that read them (kept nodes, boundary, cycle check).
-    out_edges = graph.source.out_edges_by_position
-    uses = {n: out_edges[position_of[n]] for n in candidates}
     kept = _kept_nodes(candidates, uses, anchored, port_of_input) if len(anchored) < len(candidates) else set()
     claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
@@ -151,10 +148,13 @@ def _in_order(names: dict[str, None], positions: Mapping[str, int]) -> tuple[str
 
 # ------------------------------------------------------------------------------------- the result itself
 def _claims(
-    result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int]
-) -> tuple[dict[str, SourceNode], dict[str, int]]:
-    """Every node the result names exists, and it names some: the candidates, in graph order, and their
-    indexes in graph order (read once here from the graph-sized table, for the checks that need them)."""
+    result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int],
+    out_edges: Sequence[dict[str, dict[int, int]]],
+) -> tuple[dict[str, SourceNode], dict[str, int], dict[str, dict[str, dict[int, int]]]]:
+    """Every node the result names exists, and it names some: the candidates, in graph order, their indexes
+    in graph order (read once here from the graph-sized table, for the checks that need them) and each one's
+    consumers -> {slot: index} (slot and index -1: a control edge; ``out_edges`` by index), for the walks
+    that read them (kept nodes, boundary)."""
     wanted: dict[str, SourceNode] = {}
     position_of: dict[str, int] = {}
     scopes, nodes = result.scopes, result.nodes
@@ -178,9 +178,19 @@ def _claims(
         position_of[node_name] = index
     if not wanted:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
-    if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
-        wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
-    return wanted, position_of
+    if scopes or len(nodes) == 1:
+        if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
+            wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
+        return wanted, position_of, {n: out_edges[position_of[n]] for n in wanted}
+    # Nodes by name only: each is the graph's node at its index (above), so the candidates in graph order are
+    # the graph's nodes at their indexes in order (distinct names, distinct indexes).
+    ordered: dict[str, SourceNode] = {}
+    uses: dict[str, dict[str, dict[int, int]]] = {}
+    for index in sorted(position_of.values()):
+        node = graph_nodes[index]
+        ordered[node.name] = node
+        uses[node.name] = out_edges[index]
+    return ordered, position_of, uses
 
 
 # ------------------------------------------------------------------------------------------ index maps
