@@ -73,10 +73,15 @@ def match_one_batch(tree: ScopeTree, batch: Sequence[ScopePattern]) -> list[Scop
         required = pattern.required_op_types
         if required and not present >= required:
             continue  # every scope would be pruned on sight, as below
+        # One required type (the usual case) is tested by one look-up rather than a comparison of key sets.
+        only = next(iter(required)) if len(required) == 1 else None
         stack = list(reversed(tree.root._children.values()))
         while stack:
             scope = stack.pop()
-            if required and not scope._counts.keys() >= required:
+            if only is not None:
+                if only not in scope._counts:
+                    continue  # as below
+            elif required and not scope._counts.keys() >= required:
                 continue  # pattern.prunes(scope), so no match here nor below: what testing both would find
             if pattern.matches(scope):
                 scope.sub_type = sub_type
