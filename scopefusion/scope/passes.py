@@ -370,8 +370,23 @@ def map_ports(result: FusionScopesResult, graph: ScopeGraph, match: Match) -> No
     Port ``k`` of the inputs reads the tensor of the ``k``-th pattern variable, mapped on the first
     matched node (graph order) that reads it; the other readers see the same tensor.
     """
-    # Where each input tensor is read among the matched nodes, in graph order then slot order.
     wanted = set(match.inputs)
+    if len(wanted) == len(match.inputs):
+        in_maps = _input_maps_of_distinct(match, wanted)
+    else:
+        in_maps = _input_maps(match, wanted)
+    _add_made_maps(in_maps, result._inputs, result.insert_inputs)
+    out_maps: dict[str, list[int]] = {}
+    for port, (node_name, index) in enumerate(match.outputs):
+        index_map = out_maps.setdefault(node_name, [])
+        index_map.extend([FUSION_DISABLE_INDEX] * (index + 1 - len(index_map)))
+        index_map[index] = port
+    _add_made_maps(out_maps, result._outputs, result.insert_outputs)
+
+
+def _input_maps(match: Match, wanted: AbstractSet[Tensor]) -> dict[str, list[int]]:
+    """:func:`map_ports`' input index maps: port ``k`` on the first reader (graph order, then slot order) of the
+    ``k``-th input tensor whose slot no earlier port took; ``wanted``: the input tensors."""
     readers: dict[Tensor, list[tuple[SourceNode, int]]] = {}
     for node in match.nodes:
         for slot, seen in enumerate(node.inputs):
@@ -386,13 +401,29 @@ def map_ports(result: FusionScopesResult, graph: ScopeGraph, match: Match) -> No
             if index_map[slot] == FUSION_DISABLE_INDEX:
                 index_map[slot] = port
                 break
-    _add_made_maps(in_maps, result._inputs, result.insert_inputs)
-    out_maps: dict[str, list[int]] = {}
-    for port, (node_name, index) in enumerate(match.outputs):
-        index_map = out_maps.setdefault(node_name, [])
-        index_map.extend([FUSION_DISABLE_INDEX] * (index + 1 - len(index_map)))
-        index_map[index] = port
-    _add_made_maps(out_maps, result._outputs, result.insert_outputs)
+    return in_maps
+
+
+def _input_maps_of_distinct(match: Match, wanted: AbstractSet[Tensor]) -> dict[str, list[int]]:
+    """:func:`_input_maps` of a match whose input tensors are distinct: each port takes the first reader of its
+    own tensor (a slot reads one tensor, so no other port took it), found in one pass without listing every
+    reader; the maps are made in the same order."""
+    first: dict[Tensor, tuple[SourceNode, int]] = {}
+    for node in match.nodes:
+        for slot, seen in enumerate(node.inputs):
+            if seen in wanted and seen not in first:
+                first[seen] = (node, slot)
+    in_maps: dict[str, list[int]] = {}
+    for port, tensor in enumerate(match.inputs):
+        reader = first.get(tensor)
+        if reader is None:
+            continue
+        node, slot = reader
+        index_map = in_maps.get(node.name)
+        if index_map is None:
+            index_map = in_maps[node.name] = [FUSION_DISABLE_INDEX] * len(node.inputs)
+        index_map[slot] = port
+    return in_maps
 
 
 def _add_made_maps(

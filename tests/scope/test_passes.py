@@ -392,3 +392,26 @@ def test_a_subclass_that_selects_its_own_way_is_always_asked(cells):
             return super().last_match_scopes_and_ops(graph, matches)
 
     assert not Own(None, DataflowPattern(swish), "Own", "Swish", general=False).selects_nothing(cells)
+
+
+@pytest.mark.parametrize("fixture", ["tf_mobilenet_pb", "tf_bert_pb"])
+def test_input_maps_of_distinct_tensors_are_the_general_ones(fixture, request):
+    """map_ports' one-pass maps for a match whose input tensors are distinct (the usual match) are the maps
+    the general walk makes, in the same order, on every match of the builtin rules' patterns in real models."""
+    from scopefusion.fusion_rules import BUILTIN_RULES
+    from scopefusion.parser import load
+    from scopefusion.scope import DataflowPattern, ScopeGraph
+    from scopefusion.scope.passes import _input_maps, _input_maps_of_distinct
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    patterns = [p for rule in BUILTIN_RULES for item in getattr(rule, "patterns", ())
+                for p in (item if isinstance(item, tuple) else (item,)) if isinstance(p, DataflowPattern)]
+    compared = 0
+    for pattern in patterns:
+        for match in pattern.find(graph, overlap=True):
+            wanted = set(match.inputs)
+            if len(wanted) == len(match.inputs):
+                made = _input_maps_of_distinct(match, wanted)
+                assert list(made.items()) == list(_input_maps(match, wanted).items())
+                compared += 1
+    assert compared >= 5
