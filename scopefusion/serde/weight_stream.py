@@ -83,6 +83,7 @@ AHEAD_BUFFERS = 3
 WHOLE_COPY_BYTES = 64 << 20
 _TILE = (64, 256)  # rows x columns of the source's last two axes copied at a time (see _c_order)
 _MAX_TILES = 1 << 14
+_CACHED_COPY_BYTES = 1 << 15  # a non-contiguous array up to this size is copied by numpy at once (see _c_order)
 _INDEX_BYTES = 4
 _PAGE = mmap.PAGESIZE
 _BYTES_TYPE = FieldDescriptor.TYPE_BYTES
@@ -304,11 +305,15 @@ def _c_order(array: np.ndarray, into: np.ndarray | None = None) -> memoryview:
     source with a long stride (a conv filter ``HWIO`` → ``OIHW`` jumps ``I·O`` elements per read), several
     times slower than memory. Here the destination is written through a view in the source's own axis
     order, one tile of the source's last two axes (all leading axes at once) at a time: the reads are
-    contiguous runs and each tile's writes stay in cache.
+    contiguous runs and each tile's writes stay in cache. An array of at most :data:`_CACHED_COPY_BYTES` stays in
+    cache whole: numpy's own copy is the faster one there (the same bytes either way).
     """
+    out = np.empty(array.shape, array.dtype) if into is None else into.view(array.dtype).reshape(array.shape)
+    if array.nbytes <= _CACHED_COPY_BYTES:
+        np.copyto(out, array)
+        return out.reshape(-1).view(np.uint8).data
     order = sorted(range(array.ndim), key=lambda k: -abs(array.strides[k]))
     source = array.transpose(order)
-    out = np.empty(array.shape, array.dtype) if into is None else into.view(array.dtype).reshape(array.shape)
     target = out.transpose(order)
     rows, cols = source.shape[-2:] if source.ndim >= 2 else (0, 0)
     tiles = -(-rows // _TILE[0]) * -(-cols // _TILE[1])

@@ -351,9 +351,11 @@ def test_non_contiguous_arrays_are_written_in_c_order(shape, monkeypatch):
     array = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     views = [np.transpose(array, perm) for perm in itertools.permutations(range(len(shape)))]
     views += [array[..., ::-1], array[::2], np.broadcast_to(array[:1], array.shape), array.T[::-1]]
-    for whole in (weight_stream.WHOLE_COPY_BYTES, 64):
+    # Small arrays are copied by numpy at once, larger ones a tile at a time: both ways for every view.
+    for whole, cached in itertools.product((weight_stream.WHOLE_COPY_BYTES, 64), (weight_stream._CACHED_COPY_BYTES, -1)):
         monkeypatch.setattr(weight_stream, "WHOLE_COPY_BYTES", whole)
         monkeypatch.setattr(weight_stream, "CHUNK_BYTES", 256)
+        monkeypatch.setattr(weight_stream, "_CACHED_COPY_BYTES", cached)
         for view in views:
             weight = Weight(view)
             assert weight.tobytes() == np.ascontiguousarray(view).tobytes(), (view.shape, view.strides)
