@@ -8,8 +8,9 @@ hold one.
 NOTE: speed. A model's main graph has hundreds of fields (its nodes) before the initializers that hold the
 markers; every one is read to find where the next starts. :func:`marked_fields` reads a one-byte key of a
 length-delimited field (field numbers below 16: every field of an ONNX graph but its sparse initializers
-and metadata) and its length inline, and any other field as :func:`~scopefusion.parser.wire.iter_fields`
-reads it (so with its errors); and it tests a field for a marker only when the next marker lies before the
+and metadata) and its length inline, and a one-byte key of a varint field with a one-byte value (a tensor's
+dims and data type) too, and any other field as :func:`~scopefusion.parser.wire.iter_fields` reads it (so
+with its errors); and it tests a field for a marker only when the next marker lies before the
 field's end.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 
-from ..parser.wire import LEN, iter_fields, read_varint
+from ..parser.wire import LEN, VARINT, iter_fields, read_varint
 
 __all__ = ["marked_fields", "marks_of"]
 
@@ -52,6 +53,9 @@ def marked_fields(data: bytes, start: int, end: int, marks: list[int]) -> list[t
             number, wire_type, field_start, field_end = key >> 3, LEN, pos, payload + length
             if field_end > end:  # a length past the message: iter_fields says so
                 number, wire_type, field_start, payload, field_end = next(iter_fields(data, pos, end))
+        elif 8 <= key < 0x80 and key & 7 == VARINT and pos + 2 <= end and data[pos + 1] < 0x80:
+            # A one-byte varint (a tensor's dims and data type): what iter_fields reads, inline.
+            number, wire_type, field_start, payload, field_end = key >> 3, VARINT, pos, pos + 1, pos + 2
         else:
             number, wire_type, field_start, payload, field_end = next(iter_fields(data, pos, end))
         if field_start > last:

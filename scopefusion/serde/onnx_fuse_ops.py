@@ -178,9 +178,8 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
     if (conv is None or conv.op_type != "Conv" or conv.domain not in ("", "ai.onnx")
             or len(index.readers.get(x, [])) != 1):
         return False
-    found = [index.constant(name) for name in node.input[1:]]
-    params = [p for p in found if p is not None and p.dtype == _FLOAT32 and p.ndim == 1]
-    if len(params) != 4 or any(p.shape != params[0].shape for p in params):
+    params = _channel_vectors([index.constant(name) for name in node.input[1:]])
+    if params is None:
         return False
     scale, shift, mean, variance = params
     channels = scale.shape[0]
@@ -198,6 +197,18 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
     del node.output[1:]
     node.clear_attrs()
     return True
+
+
+def _channel_vectors(params: "list[np.ndarray | None]") -> "list[np.ndarray] | None":
+    """``params`` when every one is a constant float32 vector, all of one length; else None."""
+    first = params[0]
+    if first is None or first.ndim != 1:
+        return None
+    shape = first.shape
+    for p in params:
+        if p is None or p.dtype != _FLOAT32 or p.shape != shape:
+            return None
+    return params  # type: ignore[return-value]
 
 
 def _scalar(index: "GraphIndex", name: str) -> float | None:

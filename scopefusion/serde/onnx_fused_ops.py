@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 
+from ..ir.types import TensorType
 from .onnx_fused import FusedEmitter, FusedExporter
 from .onnx_proto import TensorProto
 
@@ -136,6 +137,8 @@ def _per_channel(e: FusedEmitter, i: int, channel_axis: int, channels: int, vect
     (or one value for all channels); declines otherwise. A 1-D parameter lies along the channel axis when
     ``vector_on_channel``, else it aligns with x's last axis (numpy)."""
     t = e.input_type(i)
+    if vector_on_channel and _channel_vector(t, channels):
+        return e.inputs[i]
     if t is None or not t.is_static:
         e.decline(f"input {i} has no static shape, so its channel layout cannot be checked")
     shape, rank = tuple(t.shape), e.rank(0)
@@ -156,6 +159,12 @@ def _per_channel(e: FusedEmitter, i: int, channel_axis: int, channels: int, vect
     if per_channel != channels:
         name = e.op("Expand", [name, e.const(np.asarray([channels], np.int64), "channels")])[0]
     return name
+
+
+def _channel_vector(t: TensorType | None, channels: int) -> bool:
+    """True when ``t`` is a ``[channels]`` vector: what :func:`_per_channel` takes as it is (rank 1 along the
+    channel axis, static, one value per channel, so no reshape or expand), answered before its other checks."""
+    return t is not None and t.rank == 1 and t.shape[0] == channels
 
 
 def _channel_op(e: FusedEmitter, op_type: str, vector_on_channel: bool, **attrs) -> None:

@@ -215,10 +215,8 @@ def _inverse(p: list[int]) -> list[int]:
 
 
 def _push_through(index: "GraphIndex", node: "Node") -> bool:
-    """Moves the transposes feeding ``node`` below it (see the module docstring)."""
-    producer_of = index.producer
-    if not any(name in producer_of and producer_of[name].op_type == "Transpose" for name in node.input):
-        return False  # the common case, answered before anything else is looked at
+    """Moves the transposes feeding ``node`` below it (see the module docstring). :func:`push_transposes` calls
+    it only for a node reading a transpose's output (it answers the common case, a node below none, itself)."""
     perm: list[int] | None = None
     data_slots = _data_slots(node)
     sources: dict[int, str] = {}

@@ -319,6 +319,20 @@ def test_fused_ops_map_to_standard_onnx_at_each_opset(case):
         np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-4, err_msg=f"opset {opset}")
 
 
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb"])
+def test_batch_norm_parameters_taken_as_they_are_export_what_the_full_checks_export(fixture, request, monkeypatch):
+    from scopefusion.serde import onnx_fused_ops
+
+    model = convert(request.getfixturevalue(fixture))
+    taken = []
+    real = onnx_fused_ops._channel_vector
+    monkeypatch.setattr(onnx_fused_ops, "_channel_vector", lambda t, c: taken.append(real(t, c)) or taken[-1])
+    fast = model_to_onnx(model).SerializeToString()
+    assert any(taken)  # the model has [C] parameters, taken without the checks
+    monkeypatch.setattr(onnx_fused_ops, "_channel_vector", lambda t, c: False)
+    assert model_to_onnx(model).SerializeToString() == fast
+
+
 def _lstm(x, h, c, w, b, time_major, sequences):
     """The fused DynamicRNN: gates i, j, f, o from [x_t, h] @ w + b."""
     sig = lambda t: 1 / (1 + np.exp(-t))  # noqa: E731
