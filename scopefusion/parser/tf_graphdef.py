@@ -235,8 +235,8 @@ def graph_from_graph_def(
             if node is None:
                 raise ParseError(f"{where}: graph input {input_name!r} names tensor {tensor!r}, but no node is named {node_name!r}")
             graph_inputs.append(GraphInput(input_name, node_name, _dtype(node.attrs.get("dtype")), _shape(node.attrs.get("shape")), i))
+    graph_outputs: list[GraphOutput] = []  # given ones; the sinks are found once the graph is made
     if outputs is not None:
-        graph_outputs = []
         for item in outputs:
             output_name, text = (item, item) if isinstance(item, str) else item
             out_node, index = parse_tensor_name(text)
@@ -245,12 +245,11 @@ def graph_from_graph_def(
         assign_output_names(nodes, library.signatures, ((o.node, o.index) for o in graph_outputs))
     else:
         assign_output_names(nodes, library.signatures)
-        graph_outputs = list(_sink_outputs(nodes))
     metadata = dict(metadata or {})
     if graph_def.HasField("versions"):
         metadata["producer"] = graph_def.versions.producer
         metadata["min_consumer"] = graph_def.versions.min_consumer
-    return SourceGraph(
+    graph = SourceGraph(
         nodes,
         inputs=graph_inputs,
         outputs=graph_outputs,
@@ -260,15 +259,17 @@ def graph_from_graph_def(
         name=name or os.path.basename(where),
         metadata=metadata,
     )
+    if outputs is None:  # the sinks, found from the graph's edges (they name existing nodes: nothing to check)
+        graph.outputs = list(_sink_outputs(nodes, graph.out_edges))
+    return graph
 
 
-def _sink_outputs(nodes: Iterable[SourceNode]) -> Iterable[GraphOutput]:
-    nodes = list(nodes)
-    consumed = {p for n in nodes for p, _ in n.inputs}
-    consumed.update(p for n in nodes for p in n.control_inputs)
+def _sink_outputs(nodes: list[SourceNode], out_edges: Mapping[str, Mapping[str, Any]]) -> Iterable[GraphOutput]:
+    """The outputs of the nodes, in ``nodes`` order, that nothing reads (no edge in ``out_edges``, the
+    graph's: data or control), constants, placeholders, ``NoOp`` and the nodes inside a TF1 loop excepted."""
     depth = _frame_depths(nodes) if "Enter" in {n.op_type for n in nodes} else {}
     for node in nodes:
-        if node.name in consumed or node.op_type in NON_OUTPUT_OPS:
+        if out_edges[node.name] or node.op_type in NON_OUTPUT_OPS:
             continue
         if depth.get(node.name, 0) > 0:
             continue  # inside a loop (an invariant's Enter included): it runs once per iteration, no single value

@@ -32,7 +32,7 @@ from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, 
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
 from .source_graph import SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node, split_inputs
+from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
@@ -120,7 +120,8 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> Source
     ``graph_def_decoder._decode_node_def`` would leave the node to ``decode`` or ``decode_node_def`` would
     raise."""
     name = op = device = ""
-    input_texts: list[str] = []
+    inputs: list[tuple[str, int]] = []
+    controls: list[str] = []
     pairs: list[tuple[str, Any]] = []
     decoded_entries = _DECODED_ENTRIES
     while pos < end:
@@ -145,8 +146,14 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> Source
             text = data[field_start:pos].decode("utf-8")
         except UnicodeDecodeError:
             raise _Fallback from None
-        if tag == 0x1A:  # an input, parsed with the others as decode_node_def parses them
-            input_texts.append(text)
+        if tag == 0x1A:  # an input, parsed as split_inputs parses it (written out: most fields are inputs)
+            if text[:1] == "^":
+                controls.append(text[1:])
+            elif ":" in text:
+                producer, _, index = text.rpartition(":")
+                inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
+            else:
+                inputs.append((text, 0))
         elif tag == 0x0A:
             name = text
         elif tag == 0x12:
@@ -170,7 +177,6 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> Source
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    inputs, controls = split_inputs(input_texts)
     return framework_node(name, op, inputs, controls, attrs, value, frame, device)
 
 
