@@ -116,7 +116,8 @@ class SourceNode:
         control_inputs: names of control-dependency producers.
         attrs: decoded attributes: Python scalars, str, bytes, tuples, numpy arrays, ``DType``,
             shapes as tuples (``None`` for unknown rank, ``-1`` for unknown dims), function names
-            (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs.
+            (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs. Nodes with
+            the same attributes may share one dict (see :mod:`.tf_node_decoder`): read it, never change it.
         domain: ONNX op domain (``""`` for the default domain); empty for TF.
         value: the constant's value for Const / Initializer / ONNX Constant nodes, else None.
         subgraphs: control-flow bodies by attribute name (``"body"``, ``"cond"``, ``"then_branch"``...);

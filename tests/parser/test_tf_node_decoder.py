@@ -91,6 +91,18 @@ def test_real_models_decode_in_one_pass_to_the_same_nodes(fixture, request):
     assert check_same_nodes(data, threshold=64)  # many more nodes and function bodies stripped in the one walk
 
 
+def test_nodes_ending_in_the_same_attributes_share_one_dict(tf_mobilenet_pb):
+    data = tf_mobilenet_pb.read_bytes()
+    graph_def, nodes = one_pass(data)
+    small, cuts = tg_def._strip_graph_def(data, "g.pb", 1024, None)
+    _, expected = two_step(small, data, cuts)
+    assert all(a.attrs == b.attrs for a, b in zip(expected, nodes) if a.value is None)  # constants: see check_same_nodes
+    identities = [n for n in nodes if n.op_type == "Identity"]
+    shared = {id(n.attrs) for n in identities}
+    assert len(identities) > 10 and len(shared) < len(identities) / 10
+    assert len({id(n.attrs) for n in nodes if n.op_type == "Const"}) == len([n for n in nodes if n.op_type == "Const"])
+
+
 def _loadable(data: bytes, debug_info: bool = False) -> bytes:
     """The decoder tests' graph of every kind of field, its int tensor given the shape its values need (and
     without the debug info of its first node, unless ``debug_info``)."""
