@@ -89,6 +89,9 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
         length = data[pos + 1]
         if length < 0x80:
             pos += 2
+        elif pos + 2 < end and data[pos + 2] < 0x80:  # a two-byte length (most nodes), read without a call
+            length = (length & 0x7F) | (data[pos + 2] << 7)
+            pos += 3
         else:
             length, pos = varint(data, pos + 1, end)
         field_start, pos = pos, pos + length
@@ -143,6 +146,9 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         length = data[pos + 1]
         if length < 0x80:
             pos += 2
+        elif pos + 2 < end and data[pos + 2] < 0x80:  # a two-byte length, as in _decode
+            length = (length & 0x7F) | (data[pos + 2] << 7)
+            pos += 3
         else:
             length, pos = varint(data, pos + 1, end)
         field_start, pos = pos, pos + length
