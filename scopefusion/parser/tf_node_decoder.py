@@ -17,8 +17,8 @@ messages, or the caller makes them so. The library of functions and the versions
 ``decode_graph_def`` decodes them (function bodies are decoded by :mod:`.tf_functions`).
 
 Given the GraphDef not stripped yet and a way to strip one field, the same walk strips the few large fields
-as it meets them (see :func:`decode_graph_def_nodes`), so a small model's fields are walked once, not once
-to strip them and once to decode them.
+as it meets them (see :func:`decode_graph_def_nodes`), so the fields of a model read whole are walked once,
+not once to strip them and once to decode them.
 """
 
 from __future__ import annotations
