@@ -55,7 +55,7 @@ __all__ = [
     "FRAMEWORK_ONNX",
     "FRAMEWORK_TENSORFLOW",
     "MERGE_OPS",
-    "NO_CONTROL_INPUTS",
+    "NO_INPUTS",
     "FunctionRef",
     "OUTER_SCOPE_OP",
     "INITIALIZER_OP",
@@ -102,7 +102,7 @@ def _one_edge(slot: int, index: int) -> dict[int, int]:
 
 
 class _UnchangeableEmptyList(list):
-    """An empty list that refuses to grow (a ``TypeError``): :data:`NO_CONTROL_INPUTS`."""
+    """An empty list that refuses to grow (a ``TypeError``): :data:`NO_INPUTS`."""
 
     __slots__ = ()
 
@@ -112,9 +112,10 @@ class _UnchangeableEmptyList(list):
     append = extend = insert = __setitem__ = __iadd__ = __imul__ = _refuse
 
 
-#: The ``control_inputs`` of the TF decoders' nodes that have none (nearly all): one list equal to ``[]``,
-#: shared and unchangeable, instead of one empty list per node for the garbage collector to walk.
-NO_CONTROL_INPUTS: list[str] = _UnchangeableEmptyList()
+#: The ``inputs`` and ``control_inputs`` of the TF decoders' nodes that have none (constants; nearly every node
+#: has no control input): one list equal to ``[]``, shared and unchangeable, instead of one empty list per node
+#: for the garbage collector to walk.
+NO_INPUTS: list[Any] = _UnchangeableEmptyList()
 
 
 def is_back_edge_op_pair(producer_op: str, consumer_op: str) -> bool:
@@ -130,8 +131,8 @@ class SourceNode:
         name: unique name within its graph, scope path kept.
         op_type: framework op type (``"MatMul"``, ``"LayerNormalization"``...).
         inputs: data inputs as ``(producer name, output index)``, in slot order.
-        control_inputs: names of control-dependency producers (the TF decoders give the nodes without any
-            the shared :data:`NO_CONTROL_INPUTS`: assign a new list, never change it).
+        control_inputs: names of control-dependency producers. (The TF decoders give a node without data
+            or control inputs the shared :data:`NO_INPUTS`: assign a new list, never change it.)
         attrs: decoded attributes: Python scalars, str, bytes, tuples, numpy arrays, ``DType``,
             shapes as tuples (``None`` for unknown rank, ``-1`` for unknown dims), function names
             (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs. Nodes with

@@ -30,7 +30,7 @@ import numpy as np
 
 from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, NodeDef
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
-from .source_graph import NO_CONTROL_INPUTS, SourceNode
+from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
 from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
 from .tf_tensors import tensor_to_numpy
@@ -207,7 +207,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    return framework_node(name, op, inputs, controls or NO_CONTROL_INPUTS, attrs, value, frame, device)
+    return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, device)
 
 
 def _skip_unknown(data: bytes, pos: int, end: int) -> int:

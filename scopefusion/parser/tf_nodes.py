@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ParseError
 from .op_signatures import OpSignatures
-from .source_graph import NO_CONTROL_INPUTS, SourceNode
+from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs
 from .tf_tensors import TensorDecodeError
 
@@ -79,7 +79,7 @@ def decode_node_def(
             frame = frame_name
     if resolve_inputs:
         inputs, controls = split_inputs(node_def.input)
-        return framework_node(name, op, inputs, controls or NO_CONTROL_INPUTS, attrs, value, frame, node_def.device)
+        return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, node_def.device)
     return framework_node(name, op, [], [], attrs, value, frame, node_def.device)  # lists the caller fills
 
 

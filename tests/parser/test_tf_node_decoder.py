@@ -10,7 +10,7 @@ from scopefusion.errors import ModelLoadError, ParseError
 from scopefusion.parser import load
 from scopefusion.parser import tf_graphdef as tg_def
 from scopefusion.parser.proto import tf_framework_pb2 as tfpb
-from scopefusion.parser.source_graph import NO_CONTROL_INPUTS
+from scopefusion.parser.source_graph import NO_INPUTS
 from scopefusion.parser.tf_node_decoder import decode_graph_def_nodes
 from scopefusion.parser.tf_nodes import decode_node_def
 
@@ -165,17 +165,18 @@ def test_mutated_bytes_decode_to_the_same_nodes_or_go_to_the_two_steps(change):
 _LOADABLE_SEED = _loadable(SEED)
 
 
-def test_nodes_without_control_inputs_share_one_unchangeable_empty_list(tf_mobilenet_pb):
+def test_nodes_without_inputs_share_one_unchangeable_empty_list(tf_mobilenet_pb):
     graph = load(tf_mobilenet_pb)
-    assert all(n.control_inputs is NO_CONTROL_INPUTS for n in graph.nodes if not n.control_inputs)
-    assert NO_CONTROL_INPUTS == [] and list(NO_CONTROL_INPUTS) == []
+    assert all(n.control_inputs is NO_INPUTS for n in graph.nodes if not n.control_inputs)
+    assert all(n.inputs is NO_INPUTS for n in graph.nodes if not n.inputs)
+    assert NO_INPUTS == [] and list(NO_INPUTS) == []
     with pytest.raises(TypeError, match="assign a new list"):
         graph.nodes[0].control_inputs.append("x")
     with pytest.raises(TypeError):
         graph.nodes[0].control_inputs += ["x"]
-    assert NO_CONTROL_INPUTS == []
+    assert NO_INPUTS == []
     # function bodies fill their nodes' lists: each node its own
     graph_def = tfpb.GraphDef.FromString(_loadable(SEED))
     body = decode_node_def(graph_def.node[0], "g.pb", resolve_inputs=False)
     body.control_inputs.append("c")
-    assert body.control_inputs == ["c"] and NO_CONTROL_INPUTS == []
+    assert body.control_inputs == ["c"] and NO_INPUTS == []
