@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, NoReturn
 
 import numpy as np
 
@@ -55,6 +55,7 @@ __all__ = [
     "FRAMEWORK_ONNX",
     "FRAMEWORK_TENSORFLOW",
     "MERGE_OPS",
+    "NO_INPUTS",
     "FunctionRef",
     "OUTER_SCOPE_OP",
     "INITIALIZER_OP",
@@ -100,6 +101,23 @@ def _one_edge(slot: int, index: int) -> dict[int, int]:
     return keyed
 
 
+class _UnchangeableEmptyList(list):
+    """An empty list that refuses to grow (a ``TypeError``): :data:`NO_INPUTS`."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("this empty list is shared by many nodes and must not change; assign a new list instead")
+
+    append = extend = insert = __setitem__ = __iadd__ = __imul__ = _refuse
+
+
+#: The ``inputs`` and ``control_inputs`` of the TF decoders' nodes that have none (constants; nearly every node
+#: has no control input): one list equal to ``[]``, shared and unchangeable, instead of one empty list per node
+#: for the garbage collector to walk.
+NO_INPUTS: list[Any] = _UnchangeableEmptyList()
+
+
 def is_back_edge_op_pair(producer_op: str, consumer_op: str) -> bool:
     """True when an edge from a ``producer_op`` node into a ``consumer_op`` node is a TF1 loop back edge."""
     return producer_op in BACK_EDGE_OPS and consumer_op in MERGE_OPS
@@ -113,10 +131,12 @@ class SourceNode:
         name: unique name within its graph, scope path kept.
         op_type: framework op type (``"MatMul"``, ``"LayerNormalization"``...).
         inputs: data inputs as ``(producer name, output index)``, in slot order.
-        control_inputs: names of control-dependency producers.
+        control_inputs: names of control-dependency producers. (The TF decoders give a node without data
+            or control inputs the shared :data:`NO_INPUTS`: assign a new list, never change it.)
         attrs: decoded attributes: Python scalars, str, bytes, tuples, numpy arrays, ``DType``,
             shapes as tuples (``None`` for unknown rank, ``-1`` for unknown dims), function names
-            (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs.
+            (TF ``func`` attrs as ``FunctionRef``), nested ``SourceGraph`` for ONNX graph attrs. Nodes with
+            the same attributes may share one dict (see :mod:`.tf_node_decoder`): read it, never change it.
         domain: ONNX op domain (``""`` for the default domain); empty for TF.
         value: the constant's value for Const / Initializer / ONNX Constant nodes, else None.
         subgraphs: control-flow bodies by attribute name (``"body"``, ``"cond"``, ``"then_branch"``...);

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..dtypes import DType
 from ..errors import ModelLoadError, ParseError
 from .graph_def_decoder import decode_graph_def
+from .node_cuts import cut_node
 from .source_graph import FRAMEWORK_TENSORFLOW, GraphInput, GraphOutput, SourceGraph, SourceNode
 from .tf_attrs import ContentViews
 from .tf_functions import FunctionLibrary
@@ -42,10 +43,9 @@ _FIELD_SPECS = {1: _NODE_SPEC, 2: _LIBRARY_SPEC}  # GRAPH_DEF_SPEC's fields, eac
 
 NON_OUTPUT_OPS = frozenset({"Const", "HostConst", "NoOp", "Placeholder", "PlaceholderWithDefault"})
 _TENSOR_SUFFIX = ((2, 0), (8, 0), (4, 0))
-# A GraphDef of at most this many bytes, read whole, is stripped and decoded in one walk (_decode_unstripped):
-# that saves a tenth of a small model's decoding, but a larger one's many large fields, each stripped on its
-# own, then cost more than the walk saved (a BERT of 128 KB decodes 2% slower, a MobileNet of 2 MB 3%).
-_ONE_WALK_BYTES = 1 << 16
+# A GraphDef read whole (bytes) is stripped and decoded in one walk (_decode_unstripped): a tenth of a small
+# model's decoding saved, and 6% of a MobileNet's, whose large nodes .node_cuts strips (wire.strip's generic
+# walk of each of them would cost what the one walk saves).
 
 
 def _views_by_node(
@@ -106,10 +106,10 @@ def _decode_stripped(buffer, small: bytes, cuts: list, where: str):
 def graph_from_graph_def_buffer(buffer, where: str, *, reader=None, threshold: int = 1024, **options: Any) -> SourceGraph:
     """``graph_from_graph_def(*parse_graph_def_buffer(buffer, where, threshold, reader), **options)``, with the main
     graph's nodes decoded straight from the bytes where :mod:`.tf_node_decoder` can (the same nodes, in one
-    pass instead of two; a small file read whole is stripped in that pass too, see ``_ONE_WALK_BYTES``); else,
-    and for every error, exactly that."""
+    pass instead of two; a file read whole is stripped in that pass too); else, and for every error, exactly
+    that."""
     data = buffer if reader is None else reader
-    if data.__class__ is bytes and len(data) <= _ONE_WALK_BYTES:  # stripped and decoded in one walk where it can be
+    if data.__class__ is bytes:  # stripped and decoded in one walk where it can be
         decoded, func_views = _decode_unstripped(data, buffer, where, threshold)
         if decoded is not None:
             graph_def, nodes = decoded
@@ -138,6 +138,8 @@ def _decode_unstripped(
     func_views: dict[tuple[int, int], dict[str, Any]] = {}
 
     def strip_field(number: int, occurrence: int, start: int, end: int) -> tuple[bytes, dict[str, Any] | None]:
+        if number == 1 and (cut := cut_node(data, start, end, threshold, buffer)) is not None:
+            return cut  # a node of the common layout: what strip and _views_by_node give, found directly
         stripped, cuts = strip(data, start, end, _FIELD_SPECS[number], threshold)
         if not cuts:
             return stripped, None
@@ -233,8 +235,8 @@ def graph_from_graph_def(
             if node is None:
                 raise ParseError(f"{where}: graph input {input_name!r} names tensor {tensor!r}, but no node is named {node_name!r}")
             graph_inputs.append(GraphInput(input_name, node_name, _dtype(node.attrs.get("dtype")), _shape(node.attrs.get("shape")), i))
+    graph_outputs: list[GraphOutput] = []  # given ones; the sinks are found once the graph is made
     if outputs is not None:
-        graph_outputs = []
         for item in outputs:
             output_name, text = (item, item) if isinstance(item, str) else item
             out_node, index = parse_tensor_name(text)
@@ -243,12 +245,11 @@ def graph_from_graph_def(
         assign_output_names(nodes, library.signatures, ((o.node, o.index) for o in graph_outputs))
     else:
         assign_output_names(nodes, library.signatures)
-        graph_outputs = list(_sink_outputs(nodes))
     metadata = dict(metadata or {})
     if graph_def.HasField("versions"):
         metadata["producer"] = graph_def.versions.producer
         metadata["min_consumer"] = graph_def.versions.min_consumer
-    return SourceGraph(
+    graph = SourceGraph(
         nodes,
         inputs=graph_inputs,
         outputs=graph_outputs,
@@ -258,15 +259,17 @@ def graph_from_graph_def(
         name=name or os.path.basename(where),
         metadata=metadata,
     )
+    if outputs is None:  # the sinks, found from the graph's edges (they name existing nodes: nothing to check)
+        graph.outputs = list(_sink_outputs(nodes, graph.out_edges))
+    return graph
 
 
-def _sink_outputs(nodes: Iterable[SourceNode]) -> Iterable[GraphOutput]:
-    nodes = list(nodes)
-    consumed = {p for n in nodes for p, _ in n.inputs}
-    consumed.update(p for n in nodes for p in n.control_inputs)
+def _sink_outputs(nodes: list[SourceNode], out_edges: Mapping[str, Mapping[str, Any]]) -> Iterable[GraphOutput]:
+    """The outputs of the nodes, in ``nodes`` order, that nothing reads (no edge in ``out_edges``, the
+    graph's: data or control), constants, placeholders, ``NoOp`` and the nodes inside a TF1 loop excepted."""
     depth = _frame_depths(nodes) if "Enter" in {n.op_type for n in nodes} else {}
     for node in nodes:
-        if node.name in consumed or node.op_type in NON_OUTPUT_OPS:
+        if out_edges[node.name] or node.op_type in NON_OUTPUT_OPS:
             continue
         if depth.get(node.name, 0) > 0:
             continue  # inside a loop (an invariant's Enter included): it runs once per iteration, no single value

@@ -17,8 +17,8 @@ messages, or the caller makes them so. The library of functions and the versions
 ``decode_graph_def`` decodes them (function bodies are decoded by :mod:`.tf_functions`).
 
 Given the GraphDef not stripped yet and a way to strip one field, the same walk strips the few large fields
-as it meets them (see :func:`decode_graph_def_nodes`), so a small model's fields are walked once, not once
-to strip them and once to decode them.
+as it meets them (see :func:`decode_graph_def_nodes`), so the fields of a model read whole are walked once,
+not once to strip them and once to decode them.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import numpy as np
 
 from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, NodeDef
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
-from .source_graph import SourceNode
+from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node, split_inputs
+from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
@@ -80,6 +80,7 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
     large fields first stripped by ``strip_field``, when given)."""
     values: dict[str, Any] = {"_raw": data}
     nodes: list[SourceNode] = []
+    shared: dict[bytes, dict[str, Any]] = {}  # _node's attribute dicts by their bytes (see _node)
     pos, end = 0, len(data)
     while pos < end:
         tag = data[pos]
@@ -88,6 +89,9 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
         length = data[pos + 1]
         if length < 0x80:
             pos += 2
+        elif pos + 2 < end and data[pos + 2] < 0x80:  # a two-byte length (most nodes), read without a call
+            length = (length & 0x7F) | (data[pos + 2] << 7)
+            pos += 3
         else:
             length, pos = varint(data, pos + 1, end)
         field_start, pos = pos, pos + length
@@ -96,9 +100,9 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
         if tag == 0x0A:
             if strip_field is not None and length >= threshold:
                 stripped, views = strip_field(1, len(nodes), field_start, pos)
-                nodes.append(_node(stripped, 0, len(stripped), views))
+                nodes.append(_node(stripped, 0, len(stripped), views, shared))
             else:
-                nodes.append(_node(data, field_start, pos, node_views.get(len(nodes))))
+                nodes.append(_node(data, field_start, pos, node_views.get(len(nodes)), shared))
             continue
         name, cls = _GRAPH_MESSAGES[tag]
         if name in values:
@@ -115,38 +119,68 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
     return graph, nodes
 
 
-def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> SourceNode:
+def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
+          shared: dict[bytes, dict[str, Any]]) -> SourceNode:
     """The SourceNode ``decode_node_def`` makes of the NodeDef in ``data[pos:end]``; raises _Fallback where
     ``graph_def_decoder._decode_node_def`` would leave the node to ``decode`` or ``decode_node_def`` would
-    raise."""
+    raise.
+
+    The nodes of a graph that end in the same attributes (every ``Identity`` of one dtype, most ``Conv2D``)
+    share one attribute dict: ``shared`` keeps the dict of each run of immutable attributes that ends a node
+    (the bytes from the first attribute to the node's end, nothing else among them) by those bytes, and a
+    node ending in the same bytes takes that dict without decoding them: they decode to the same attributes."""
     name = op = device = ""
-    input_texts: list[str] = []
+    inputs: list[tuple[str, int]] = []
+    controls: list[str] = []
     pairs: list[tuple[str, Any]] = []
     decoded_entries = _DECODED_ENTRIES
+    attrs: dict[str, Any] | None = None
+    run: bytes | None = None  # the bytes from the first attribute to the end, while they may be shared
     while pos < end:
         tag = data[pos]
         if tag not in _NODE_TAGS or pos + 1 >= end:
             pos = _skip_unknown(data, pos, end)
+            run = None
             continue
+        field = pos
         length = data[pos + 1]
         if length < 0x80:
             pos += 2
+        elif pos + 2 < end and data[pos + 2] < 0x80:  # a two-byte length, as in _decode
+            length = (length & 0x7F) | (data[pos + 2] << 7)
+            pos += 3
         else:
             length, pos = varint(data, pos + 1, end)
         field_start, pos = pos, pos + length
         if pos > end:
             raise _Fallback
         if tag == 0x2A:
+            if not pairs and op not in CONST_OPS:  # the first attribute (a constant's tensor is never shared)
+                run = data[field:end]
+                attrs = shared.get(run)
+                if attrs is not None:
+                    break
             entry = data[field_start:pos]
             known = decoded_entries.get(entry)
-            pairs.append(known if known is not None else _attr(data, field_start, pos, entry, views))
+            if known is None:
+                known = _attr(data, field_start, pos, entry, views)
+                if entry not in decoded_entries:  # a value that is not immutable
+                    run = None
+            pairs.append(known)
             continue
+        run = None
         try:
             text = data[field_start:pos].decode("utf-8")
         except UnicodeDecodeError:
             raise _Fallback from None
-        if tag == 0x1A:  # an input, parsed with the others as decode_node_def parses them
-            input_texts.append(text)
+        if tag == 0x1A:  # an input, parsed as split_inputs parses it (written out: most fields are inputs)
+            if text[:1] == "^":
+                controls.append(text[1:])
+            elif ":" in text:
+                producer, _, index = text.rpartition(":")
+                inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
+            else:
+                inputs.append((text, 0))
         elif tag == 0x0A:
             name = text
         elif tag == 0x12:
@@ -156,11 +190,14 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> Source
     if not name or not op:
         raise _Fallback  # decode_node_def's error
     # decode_attrs's order (by name); a name given twice is left to protobuf, as _decode_node_def leaves it.
-    if len(pairs) > 1:
-        pairs.sort(key=_BY_NAME)
-    attrs = dict(pairs)
-    if len(attrs) != len(pairs):
-        raise _Fallback
+    if attrs is None:
+        if len(pairs) > 1:
+            pairs.sort(key=_BY_NAME)
+        attrs = dict(pairs)
+        if len(attrs) != len(pairs):
+            raise _Fallback
+        if run is not None:
+            shared[run] = attrs
     value = frame = None
     if op in CONST_OPS:
         value = attrs.get("value")
@@ -170,8 +207,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None) -> Source
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    inputs, controls = split_inputs(input_texts)
-    return framework_node(name, op, inputs, controls, attrs, value, frame, device)
+    return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, device)
 
 
 def _skip_unknown(data: bytes, pos: int, end: int) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ParseError
 from .op_signatures import OpSignatures
-from .source_graph import SourceNode
+from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs
 from .tf_tensors import TensorDecodeError
 
@@ -77,8 +77,10 @@ def decode_node_def(
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    inputs, controls = split_inputs(node_def.input) if resolve_inputs else ([], [])
-    return framework_node(name, op, inputs, controls, attrs, value, frame, node_def.device)
+    if resolve_inputs:
+        inputs, controls = split_inputs(node_def.input)
+        return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, node_def.device)
+    return framework_node(name, op, [], [], attrs, value, frame, node_def.device)  # lists the caller fills
 
 
 def split_inputs(texts: Iterable[str]) -> tuple[list[tuple[str, int]], list[str]]:

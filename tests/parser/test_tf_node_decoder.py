@@ -10,6 +10,7 @@ from scopefusion.errors import ModelLoadError, ParseError
 from scopefusion.parser import load
 from scopefusion.parser import tf_graphdef as tg_def
 from scopefusion.parser.proto import tf_framework_pb2 as tfpb
+from scopefusion.parser.source_graph import NO_INPUTS
 from scopefusion.parser.tf_node_decoder import decode_graph_def_nodes
 from scopefusion.parser.tf_nodes import decode_node_def
 
@@ -91,6 +92,18 @@ def test_real_models_decode_in_one_pass_to_the_same_nodes(fixture, request):
     assert check_same_nodes(data, threshold=64)  # many more nodes and function bodies stripped in the one walk
 
 
+def test_nodes_ending_in_the_same_attributes_share_one_dict(tf_mobilenet_pb):
+    data = tf_mobilenet_pb.read_bytes()
+    graph_def, nodes = one_pass(data)
+    small, cuts = tg_def._strip_graph_def(data, "g.pb", 1024, None)
+    _, expected = two_step(small, data, cuts)
+    assert all(a.attrs == b.attrs for a, b in zip(expected, nodes) if a.value is None)  # constants: see check_same_nodes
+    identities = [n for n in nodes if n.op_type == "Identity"]
+    shared = {id(n.attrs) for n in identities}
+    assert len(identities) > 10 and len(shared) < len(identities) / 10
+    assert len({id(n.attrs) for n in nodes if n.op_type == "Const"}) == len([n for n in nodes if n.op_type == "Const"])
+
+
 def _loadable(data: bytes, debug_info: bool = False) -> bytes:
     """The decoder tests' graph of every kind of field, its int tensor given the shape its values need (and
     without the debug info of its first node, unless ``debug_info``)."""
@@ -150,3 +163,20 @@ def test_mutated_bytes_decode_to_the_same_nodes_or_go_to_the_two_steps(change):
 
 
 _LOADABLE_SEED = _loadable(SEED)
+
+
+def test_nodes_without_inputs_share_one_unchangeable_empty_list(tf_mobilenet_pb):
+    graph = load(tf_mobilenet_pb)
+    assert all(n.control_inputs is NO_INPUTS for n in graph.nodes if not n.control_inputs)
+    assert all(n.inputs is NO_INPUTS for n in graph.nodes if not n.inputs)
+    assert NO_INPUTS == [] and list(NO_INPUTS) == []
+    with pytest.raises(TypeError, match="assign a new list"):
+        graph.nodes[0].control_inputs.append("x")
+    with pytest.raises(TypeError):
+        graph.nodes[0].control_inputs += ["x"]
+    assert NO_INPUTS == []
+    # function bodies fill their nodes' lists: each node its own
+    graph_def = tfpb.GraphDef.FromString(_loadable(SEED))
+    body = decode_node_def(graph_def.node[0], "g.pb", resolve_inputs=False)
+    body.control_inputs.append("c")
+    assert body.control_inputs == ["c"] and NO_INPUTS == []
