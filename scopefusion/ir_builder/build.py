@@ -96,7 +96,7 @@ def _mark_tf1_frames(graph: Graph) -> None:
     edge, so one fixed arena slot per value does not describe it; the memory plan leaves these values to
     run time, like dynamic ones.
     """
-    stack = [n for n in graph.nodes if n.op_type in ("Enter", "RefEnter")]
+    stack = [n for n in graph.nodes if n._op_type in _ENTER_OPS]
     seen: set[int] = set()
     while stack:
         node = stack.pop()
@@ -106,8 +106,12 @@ def _mark_tf1_frames(graph: Graph) -> None:
         for value in node.outputs:
             value.meta["in_frame"] = True
             for user, _ in value._uses:
-                if user.op_type not in ("Exit", "RefExit") and id(user) not in seen:
+                if user._op_type not in _EXIT_OPS and id(user) not in seen:
                     stack.append(user)
+
+
+_ENTER_OPS = frozenset({"Enter", "RefEnter"})
+_EXIT_OPS = frozenset({"Exit", "RefExit"})
 
 
 def _body_builder(context: IRContext, registry: OpRegistry, parsers: OpParserRegistry):

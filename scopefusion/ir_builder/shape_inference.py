@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -133,7 +135,7 @@ def infer_graph(
     # By the types a node reads (see _types_read): the nodes inferred with them whose keys are not made yet.
     unkeyed: dict[tuple, list[tuple[Node, tuple[list[Type | None], list[np.ndarray | None], bool]]]] = {}
     identity = _identity_kernel()
-    collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
+    collect = _reads_names(graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
             progress(position, total)
@@ -287,6 +289,7 @@ def infer_graph(
             unkeyed[types_read].append((node, ([value.type for value in node.outputs], arrays, folded is not None)))
     if progress is not None:
         progress(total, total)
+    dynamic_values = result.dynamic_values
     for node in graph.nodes:
         if node.op == CONST_OP:
             continue
@@ -295,8 +298,20 @@ def infer_graph(
             dynamic = not (isinstance(t, TensorType) and t.is_static)
             value.meta["dynamic"] = dynamic
             if dynamic:
-                result.dynamic_values.append(value.ref)
+                dynamic_values.append(f"{node.name}:{value.index}")  # value.ref
     return result
+
+
+def _reads_names(nodes: list[Node]) -> bool:
+    """Whether a node of ``nodes`` has bodies, or is a ``ge.Data`` node with an ``_outer_name``: then bodies or
+    outer-name inputs read tensors by name. The scans over every node run in C (``map``, ``compress``)."""
+    if any(map(_SUBGRAPHS, nodes)):
+        return True
+    return any("_outer_name" in node.attrs for node in compress(nodes, map(DATA_OP.__eq__, map(_OP, nodes))))
+
+
+_SUBGRAPHS = attrgetter("subgraphs")
+_OP = attrgetter("op")
 
 
 def _type_outputs(node: Node, inferred: list | None, folded: list[np.ndarray | None] | None, direct: list[TensorType] | None,
