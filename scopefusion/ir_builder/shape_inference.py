@@ -444,6 +444,10 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
             return None
         parts.append((value.type, data.dtype.str, data.shape, data.tobytes()))
     attrs = node.attrs._attrs
+    if "_original_nodes" in attrs:
+        # Left out here already: a fused node's names are its own (a fresh value), and would key a new entry
+        # for every fused node, which no later node finds (and which kept its values alive).
+        attrs = {name: attr for name, attr in attrs.items() if name != "_original_nodes"}
     values = tuple(attrs.values())
     # The attribute values of most nodes are shared objects (see source_attrs): a map's names and the
     # identities of its values find its stand-in; the entry keeps the values alive, so no identity is reused.
@@ -456,8 +460,6 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
     memo = _plain_memo
     stand_ins = []
     for name, attr in attrs.items():
-        if name == "_original_nodes":
-            continue
         known_attr = memo.get(id(attr))
         if known_attr is not None and known_attr[0] is attr:
             plain = known_attr[1]
