@@ -16,6 +16,7 @@ fusions, ties broken by source order, so the output is deterministic.
 from __future__ import annotations
 
 import heapq
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import FusionError
@@ -96,6 +97,8 @@ def _mark_tf1_frames(graph: Graph) -> None:
     edge, so one fixed arena slot per value does not describe it; the memory plan leaves these values to
     run time, like dynamic ones.
     """
+    if _ENTER_OPS.isdisjoint(map(_OP_TYPE, graph.nodes)):  # the usual case, found without a loop in Python
+        return
     stack = [n for n in graph.nodes if n._op_type in _ENTER_OPS]
     seen: set[int] = set()
     while stack:
@@ -111,6 +114,7 @@ def _mark_tf1_frames(graph: Graph) -> None:
 
 
 _ENTER_OPS = frozenset({"Enter", "RefEnter"})
+_OP_TYPE = attrgetter("_op_type")
 _EXIT_OPS = frozenset({"Exit", "RefExit"})
 
 

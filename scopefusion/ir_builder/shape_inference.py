@@ -153,8 +153,9 @@ def infer_graph(
             continue
         if op == CONST_OP:
             array = node.attrs.get("value")
-            known_values[id(node.outputs[0])] = array
-            node.outputs[0].type = context.array_type(array)
+            out = node.outputs[0]
+            known_values[id(out)] = array
+            out.type = context.array_type(array)
             continue
         if node.subgraphs:
             for body in node.subgraphs.values():
@@ -219,7 +220,7 @@ def infer_graph(
                     if array is not None:
                         known_values[id(value)] = array
                 result.folded += was_folded
-                result.outcomes[id(node)] = (was_folded, None)
+                result.outcomes[id(node)] = _UNNOTED[was_folded]
                 continue
         unfolded = len(result.unfolded)
         inferred: list | None = None
@@ -282,7 +283,7 @@ def infer_graph(
         if folded is not None:
             result.folded += 1
         note = result.unfolded[-1] if len(result.unfolded) > unfolded else None
-        result.outcomes[id(node)] = (folded is not None, note)
+        result.outcomes[id(node)] = _UNNOTED[folded is not None] if note is None else (folded is not None, note)
         if key is not None and note is None:
             repeated[key] = ([value.type for value in node.outputs], arrays, folded is not None)
         elif types_read is not None and note is None:
@@ -364,6 +365,9 @@ def _folded_as_typed(direct: list[TensorType], folded: list[np.ndarray | None], 
             return False
     return True
 
+
+# A node's outcome without a note, one tuple for every such node: by whether it folded.
+_UNNOTED: dict[bool, tuple[bool, str | None]] = {True: (True, None), False: (False, None)}
 
 _CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads
 

@@ -1,7 +1,7 @@
 """Framework nodes converted one to one are added through ``Graph._add_converted``, without ``add_node``'s
 general steps: the graphs (attribute maps in order, uses in order, control inputs) and the converted bytes
 are exactly what ``add_node`` gives, on TF and ONNX models, and the general steps still refuse what they
-refused."""
+refused. Values inside TF1 loop frames are marked as such, and only those."""
 
 from __future__ import annotations
 
@@ -84,3 +84,20 @@ def test_the_shortcut_declines_what_add_node_decides():
     assert made is not None and list(made.attrs.names()) == ["_note", "factor"]
     assert [(user.name, slot) for user, slot in x._uses] == [("a", 0), ("c", 0)]
     graph.verify()
+
+
+@pytest.mark.parametrize("name", ["tf_rnn_pb", "tf1_cond_pb", "tf_mobilenet_pb"])
+def test_values_computed_inside_a_tf1_loop_frame_are_marked(name, request):
+    """From each Enter up to its Exit every value is marked ``in_frame`` (the memory plan leaves them to run
+    time); a graph without an Enter has no such value."""
+    graph = convert(request.getfixturevalue(name)).graph
+    marked = {value.ref for value in graph.values() if value.meta.get("in_frame")}
+    enters = [node for node in graph.nodes if node.op_type in ("Enter", "RefEnter")]
+    assert bool(marked) == bool(enters)
+    for node in graph.nodes:
+        if node.op_type in ("Enter", "RefEnter"):
+            assert all(value.ref in marked for value in node.outputs)
+            assert all(user.op_type in ("Exit", "RefExit") or user.outputs[0].ref in marked
+                       for value in node.outputs for user, _ in value._uses if user.outputs)
+        if node.op_type in ("Exit", "RefExit"):
+            assert not any(value.ref in marked for value in node.outputs)
