@@ -96,7 +96,7 @@ class Node:
         attrs = self.attrs = _new(Attributes)
         attrs._owner = (name, dialect, op_type)
         attrs._attrs = {}
-        self.control_inputs: list[Node] = []
+        self.control_inputs: Sequence[Node] = ()  # the empty tuple (shared) until the node has control inputs
         self.subgraphs: dict[str, Graph] = {}
         self.opdef: OpDef | None = None
         self.meta: dict[str, Any] = {}
@@ -218,8 +218,8 @@ class Graph:
         ``attrs_of_declared_kinds``: the caller vouches that ``attrs`` maps non-empty ``str`` names to
         :class:`AttrValue` objects, each of its declared kind where the definition declares its name (as
         ``convert_attrs(..., declared_kinds_only=True)`` makes them). Where the definition accepts
-        undeclared names too (``open_attrs``, a framework op) or there is none, each of them would be
-        stored as it is: they are, without a look at each one.
+        undeclared names too (``open_attrs``, a framework op) or there is none, or where every name is declared
+        or private, each of them would be stored as it is: they are, without a look at each one.
         """
         dialect, _, op_type = op.rpartition(".")
         opdef = self.registry.lookup(op)
@@ -241,11 +241,12 @@ class Graph:
         node_attrs._owner = (base, dialect, op_type)
         stored: dict[str, AttrValue] = {}
         node_attrs._attrs = stored
-        node.control_inputs = []
+        node.control_inputs = ()
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
-        if attrs and attrs_of_declared_kinds and (opdef is None or opdef.open_attrs) and "" not in attrs:
+        if attrs and attrs_of_declared_kinds and "" not in attrs and (
+                opdef is None or opdef.open_attrs or _declared_or_private(attrs, opdef.attrs)):
             stored.update(attrs)
         elif attrs:
             specs = opdef.attrs if opdef is not None else None
@@ -311,6 +312,52 @@ class Graph:
         self.nodes.append(node)
         return node
 
+    def _add_converted(self, op: str, dialect: str, op_type: str, opdef: OpDef | None, inputs: list[Value | None],
+                       name: str, attrs: dict[str, AttrValue], num_outputs: int) -> Node | None:
+        """The node ``add_node(op, inputs, name=name, attrs=attrs, num_outputs=num_outputs, allow_unknown=True,
+        attrs_of_declared_kinds=True)`` would add, added without its general steps (most of a model's nodes
+        come this way), or None, adding nothing, where those steps decide something: a taken or empty name, an
+        empty or undeclared public attribute name on a definition that refuses such names, or input and output
+        counts the definition has not accepted before. ``op`` is ``f"{dialect}.{op_type}"``, ``opdef`` what
+        the registry gives for it; ``inputs`` are values of this graph (or None), which the node keeps, as it
+        keeps ``attrs`` (the caller's vouch as for add_node, and a map nothing else holds)."""
+        if not name or name in self._names or "" in attrs:
+            return None
+        if opdef is not None:
+            if ("node", len(inputs), num_outputs) not in opdef._bindings:
+                return None
+            if not _complete_as_given(opdef, attrs):
+                if not (opdef.open_attrs or _declared_or_private(attrs, opdef.attrs)):
+                    return None
+                try:
+                    opdef.complete_attrs(attrs, name)
+                except ValueError as e:
+                    raise GraphError(f"graph {self.name!r}: {e}") from None
+        # Node.__init__ spelled out, as add_node does.
+        node = _new(Node)
+        node.graph = self
+        node.name = name
+        node._dialect = dialect
+        node._op_type = op_type
+        node.op = op if dialect else op_type
+        node_attrs = node.attrs = _new(Attributes)
+        node_attrs._owner = (name, dialect, op_type)
+        node_attrs._attrs = attrs
+        node.control_inputs = ()
+        node.subgraphs = {}
+        node.opdef = opdef
+        node.meta = {}
+        node.outputs = _one_output(node) if num_outputs == 1 else [Value(node, i, None) for i in range(num_outputs)]
+        node.inputs = inputs
+        slot = 0
+        for value in inputs:
+            if value is not None:
+                value._uses[(node, slot)] = None
+            slot += 1
+        self._names[name] = node
+        self.nodes.append(node)
+        return node
+
     def add_input(self, name: str, type: Type | None) -> Value:
         """Adds a graph input (a ``ge.Data`` node named ``name``) and returns its value."""
         # The index as the INT value set_attr would make of it; the one output made as add_node makes it, typed.
@@ -365,7 +412,7 @@ class Graph:
         node_attrs = node.attrs = _new(Attributes)
         node_attrs._owner = (name, _CONST_DIALECT, _CONST_TYPE)
         node_attrs._attrs = stored
-        node.control_inputs = []
+        node.control_inputs = ()
         node.subgraphs = {}
         node.opdef = opdef
         node.meta = {}
@@ -449,7 +496,7 @@ class Graph:
                 out.meta = dict(v.meta)
                 outputs.append(out)
                 mapping[id(v)] = out
-            new.control_inputs = [nodes[id(c)] for c in node.control_inputs] if node.control_inputs else []
+            new.control_inputs = [nodes[id(c)] for c in node.control_inputs] if node.control_inputs else ()
             new.subgraphs = {k: g.clone() for k, g in node.subgraphs.items()} if node.subgraphs else {}
             new.meta = dict(node.meta)
             nodes[id(node)] = new
@@ -517,6 +564,27 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.nodes)} nodes)"
+
+
+def _declared_or_private(attrs: Mapping[str, Any], specs: Mapping[str, Any]) -> bool:
+    """Whether every name of ``attrs`` is declared in ``specs`` or private (``_name``). :meth:`Graph.add_node`
+    stores an attribute value of its declared kind, or under a private name, as it is; only an undeclared
+    public name of a definition that does not accept such names needs its general path (which refuses it)."""
+    if attrs.keys() <= specs.keys():
+        return True
+    return all(name[0] == "_" for name in attrs.keys() - specs.keys())
+
+
+def _complete_as_given(opdef: OpDef, attrs: Mapping[str, Any]) -> bool:
+    """Whether every name of ``attrs`` is declared by ``opdef`` or private and every declared name is there:
+    :meth:`Graph.add_node` then stores a vouched map as it is and ``complete_attrs`` adds nothing. Remembered
+    with the definition's bindings by the tuple of names (a definition that changes forgets its bindings)."""
+    key = ("complete", tuple(attrs))
+    found = opdef._bindings.get(key)
+    if found is None:
+        declared = opdef.attrs
+        found = opdef._bindings[key] = _declared_or_private(attrs, declared) and attrs.keys() >= declared.keys()
+    return found
 
 
 def _one_output(node: Node) -> list[Value]:

@@ -16,6 +16,7 @@ fusions, ties broken by source order, so the output is deterministic.
 from __future__ import annotations
 
 import heapq
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import FusionError
@@ -96,7 +97,9 @@ def _mark_tf1_frames(graph: Graph) -> None:
     edge, so one fixed arena slot per value does not describe it; the memory plan leaves these values to
     run time, like dynamic ones.
     """
-    stack = [n for n in graph.nodes if n.op_type in ("Enter", "RefEnter")]
+    if _ENTER_OPS.isdisjoint(map(_OP_TYPE, graph.nodes)):  # the usual case, found without a loop in Python
+        return
+    stack = [n for n in graph.nodes if n._op_type in _ENTER_OPS]
     seen: set[int] = set()
     while stack:
         node = stack.pop()
@@ -106,8 +109,13 @@ def _mark_tf1_frames(graph: Graph) -> None:
         for value in node.outputs:
             value.meta["in_frame"] = True
             for user, _ in value._uses:
-                if user.op_type not in ("Exit", "RefExit") and id(user) not in seen:
+                if user._op_type not in _EXIT_OPS and id(user) not in seen:
                     stack.append(user)
+
+
+_ENTER_OPS = frozenset({"Enter", "RefEnter"})
+_OP_TYPE = attrgetter("_op_type")
+_EXIT_OPS = frozenset({"Exit", "RefExit"})
 
 
 def _body_builder(context: IRContext, registry: OpRegistry, parsers: OpParserRegistry):

@@ -74,7 +74,7 @@ class BuildContext(Record):
         _nodes: dict[str, Node] | None = None,
         _fusions: dict[str, list[Node]] | None = None,
         _back_edges: list[tuple[str, int, str, int]] | None = None,
-        _ops: dict[tuple[str, str], tuple[str, Any]] | None = None,
+        _ops: dict[tuple[str, str], tuple[str, Any, str, str]] | None = None,
     ) -> None:
         self.source = source
         self.graph = graph
@@ -85,7 +85,7 @@ class BuildContext(Record):
         self._nodes = {} if _nodes is None else _nodes
         self._fusions = {} if _fusions is None else _fusions
         self._back_edges = [] if _back_edges is None else _back_edges
-        self._ops = {} if _ops is None else _ops  # (domain, op type) -> (op, its definition)
+        self._ops = {} if _ops is None else _ops  # (domain, op type) -> (op, its definition, op's dialect and type)
 
     def bind(self, source_name: str, index: int, value: Value) -> None:
         self._values[(source_name, index)] = value
@@ -211,8 +211,9 @@ class OpParserRegistry:
         found = ctx._ops.get((node.domain, node.op_type))
         if found is None:
             op = f"{dialect_of(framework, node.domain)}.{node.op_type}"
-            found = ctx._ops[(node.domain, node.op_type)] = (op, graph.registry.lookup(op))
-        op, opdef = found
+            dialect, _, op_type = op.rpartition(".")
+            found = ctx._ops[(node.domain, node.op_type)] = (op, graph.registry.lookup(op), dialect, op_type)
+        op, opdef, dialect, op_type = found
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
@@ -232,12 +233,17 @@ class OpParserRegistry:
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
         # An op whose output count no attribute decides (most TF ops) has it in the table _num_outputs keeps.
         fixed = self._fixed_outputs.get(node.op_type) if framework == FRAMEWORK_TENSORFLOW else None
+        n_out = fixed if fixed is not None else self._num_outputs(framework, node, opdef)
+        if not controls and not bodies:
+            made = graph._add_converted(op, dialect, op_type, opdef, inputs, node.name, attrs, n_out)
+            if made is not None:
+                return made
         return graph.add_node(
             op,
             inputs,
             name=node.name,
             attrs=attrs,
-            num_outputs=fixed if fixed is not None else self._num_outputs(framework, node, opdef),
+            num_outputs=n_out,
             control_inputs=controls,
             subgraphs=bodies,
             allow_unknown=True,

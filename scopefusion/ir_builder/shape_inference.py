@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -133,7 +135,7 @@ def infer_graph(
     # By the types a node reads (see _types_read): the nodes inferred with them whose keys are not made yet.
     unkeyed: dict[tuple, list[tuple[Node, tuple[list[Type | None], list[np.ndarray | None], bool]]]] = {}
     identity = _identity_kernel()
-    collect = any(n.subgraphs or (n.op == DATA_OP and "_outer_name" in n.attrs) for n in graph.nodes)
+    collect = _reads_names(graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
             progress(position, total)
@@ -151,8 +153,9 @@ def infer_graph(
             continue
         if op == CONST_OP:
             array = node.attrs.get("value")
-            known_values[id(node.outputs[0])] = array
-            node.outputs[0].type = context.array_type(array)
+            out = node.outputs[0]
+            known_values[id(out)] = array
+            out.type = context.array_type(array)
             continue
         if node.subgraphs:
             for body in node.subgraphs.values():
@@ -217,7 +220,7 @@ def infer_graph(
                     if array is not None:
                         known_values[id(value)] = array
                 result.folded += was_folded
-                result.outcomes[id(node)] = (was_folded, None)
+                result.outcomes[id(node)] = _UNNOTED[was_folded]
                 continue
         unfolded = len(result.unfolded)
         inferred: list | None = None
@@ -280,13 +283,14 @@ def infer_graph(
         if folded is not None:
             result.folded += 1
         note = result.unfolded[-1] if len(result.unfolded) > unfolded else None
-        result.outcomes[id(node)] = (folded is not None, note)
+        result.outcomes[id(node)] = _UNNOTED[folded is not None] if note is None else (folded is not None, note)
         if key is not None and note is None:
             repeated[key] = ([value.type for value in node.outputs], arrays, folded is not None)
         elif types_read is not None and note is None:
             unkeyed[types_read].append((node, ([value.type for value in node.outputs], arrays, folded is not None)))
     if progress is not None:
         progress(total, total)
+    dynamic_values = result.dynamic_values
     for node in graph.nodes:
         if node.op == CONST_OP:
             continue
@@ -295,8 +299,20 @@ def infer_graph(
             dynamic = not (isinstance(t, TensorType) and t.is_static)
             value.meta["dynamic"] = dynamic
             if dynamic:
-                result.dynamic_values.append(value.ref)
+                dynamic_values.append(f"{node.name}:{value.index}")  # value.ref
     return result
+
+
+def _reads_names(nodes: list[Node]) -> bool:
+    """Whether a node of ``nodes`` has bodies, or is a ``ge.Data`` node with an ``_outer_name``: then bodies or
+    outer-name inputs read tensors by name. The scans over every node run in C (``map``, ``compress``)."""
+    if any(map(_SUBGRAPHS, nodes)):
+        return True
+    return any("_outer_name" in node.attrs for node in compress(nodes, map(DATA_OP.__eq__, map(_OP, nodes))))
+
+
+_SUBGRAPHS = attrgetter("subgraphs")
+_OP = attrgetter("op")
 
 
 def _type_outputs(node: Node, inferred: list | None, folded: list[np.ndarray | None] | None, direct: list[TensorType] | None,
@@ -349,6 +365,9 @@ def _folded_as_typed(direct: list[TensorType], folded: list[np.ndarray | None], 
             return False
     return True
 
+
+# A node's outcome without a note, one tuple for every such node: by whether it folded.
+_UNNOTED: dict[bool, tuple[bool, str | None]] = {True: (True, None), False: (False, None)}
 
 _CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads
 
@@ -429,6 +448,10 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
             return None
         parts.append((value.type, data.dtype.str, data.shape, data.tobytes()))
     attrs = node.attrs._attrs
+    if "_original_nodes" in attrs:
+        # Left out here already: a fused node's names are its own (a fresh value), and would key a new entry
+        # for every fused node, which no later node finds (and which kept its values alive).
+        attrs = {name: attr for name, attr in attrs.items() if name != "_original_nodes"}
     values = tuple(attrs.values())
     # The attribute values of most nodes are shared objects (see source_attrs): a map's names and the
     # identities of its values find its stand-in; the entry keeps the values alive, so no identity is reused.
@@ -441,8 +464,6 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
     memo = _plain_memo
     stand_ins = []
     for name, attr in attrs.items():
-        if name == "_original_nodes":
-            continue
         known_attr = memo.get(id(attr))
         if known_attr is not None and known_attr[0] is attr:
             plain = known_attr[1]

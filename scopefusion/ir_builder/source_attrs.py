@@ -9,7 +9,7 @@ TF's resource, a placeholder left in a function body) are dropped and listed, ne
 
 NOTE: most attribute values repeat from node to node (``T``, ``padding``, ``strides``, ``epsilon``...). The
 conversions of plain values whose equality is exact (str, int, bool, DType, floats with their sign, since
-``0.0 == -0.0``, empty tuples and tuples of ints or strs; not tuples of floats or bools, where ``True == 1``)
+``0.0 == -0.0``, empty tuples and tuples of ints, strs or dtypes; not tuples of floats or bools, where ``True == 1``)
 are remembered once per process, keyed by the declared type id, the value's type and the value, in a table
 of bounded size (:data:`CONVERTED_LIMIT`).
 An :class:`AttrValue` is immutable, so nodes share it.
@@ -155,6 +155,6 @@ def _key(value: Any, declared: AttrType | None) -> tuple[Any, ...] | None:
         return (declared, kind, value)
     if kind is tuple:
         first = type(value[0])
-        if (first is int or first is str) and all(type(v) is first for v in value):
+        if (first is int or first is str or first is _dt.DType) and all(type(v) is first for v in value):
             return (declared, first, value)
     return None

@@ -228,3 +228,14 @@ def test_identity_reads_of_weights_take_their_inputs_types_as_folding_gives_them
     taken = _same_with_and_without(monkeypatch, "_folded_as_typed", False, graph, shapes)
     if model_path.suffix == ".pb" and ("mobilenet" in model_path.name or "bert" in model_path.name):
         assert any(taken)  # Keras and TF1 models read their weights through Identity nodes
+
+
+def test_converting_again_adds_no_remembered_attribute_maps(tf_mobilenet_pb):
+    """A fused node's ``_original_nodes`` (its own value) is no part of the attribute maps remembered for keys:
+    a model converted again finds every map it keyed the first time, so the tables (which keep their values
+    alive) do not grow with each conversion."""
+    convert(tf_mobilenet_pb)
+    maps, plain = len(shape_inference._attrs_memo), len(shape_inference._plain_memo)
+    model = convert(tf_mobilenet_pb)
+    assert any(n.op.startswith("fused.") for n in model.graph.nodes)
+    assert (len(shape_inference._attrs_memo), len(shape_inference._plain_memo)) == (maps, plain)

@@ -1,0 +1,103 @@
+"""Framework nodes converted one to one are added through ``Graph._add_converted``, without ``add_node``'s
+general steps: the graphs (attribute maps in order, uses in order, control inputs) and the converted bytes
+are exactly what ``add_node`` gives, on TF and ONNX models, and the general steps still refuse what they
+refused. Values inside TF1 loop frames are marked as such, and only those."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from scopefusion.convert import convert
+from scopefusion.ir.attrs import FLOAT, AttrValue
+from scopefusion.ir.compare import first_difference
+from scopefusion.ir.core_ops import core_ops
+from scopefusion.ir.graph import Graph, GraphError
+from scopefusion.ir.opdef import OpDef, OpRegistry
+from scopefusion.ir.types import IRContext
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf2_control_flow_pb", "torch_opset17"]
+
+
+@pytest.fixture(params=MODELS)
+def model_path(request) -> Path:
+    if request.param.startswith("torch_opset"):
+        return REPO / "testdata" / f"torch_encoder_opset{request.param[-2:]}.onnx"
+    return request.getfixturevalue(request.param)
+
+
+def _layout(graph: Graph) -> list:
+    """What graph comparison leaves out: attribute order, uses in order, control inputs by name, bodies too."""
+    out: list = []
+    for node in graph.nodes:
+        uses = [[(user.name, slot) for user, slot in value._uses] for value in node.outputs]
+        out.append((node.name, list(node.attrs.names()), uses, [c.name for c in node.control_inputs]))
+        for key, body in node.subgraphs.items():
+            out.append((key, _layout(body)))
+    return out
+
+
+def test_converted_nodes_are_what_add_node_makes(model_path, monkeypatch):
+    added: Counter = Counter()
+    original = Graph._add_converted
+
+    def counted(self, *args):
+        node = original(self, *args)
+        added[node is not None] += 1
+        return node
+
+    monkeypatch.setattr(Graph, "_add_converted", counted)
+    fast = convert(model_path)
+    assert added[True] > added[False], "most one-to-one nodes take the shortcut"
+    monkeypatch.setattr(Graph, "_add_converted", lambda self, *args: None)
+    slow = convert(model_path)
+    assert first_difference(fast.graph, slow.graph) is None
+    assert _layout(fast.graph) == _layout(slow.graph)
+    for fmt in ("ge", "ge-text", "onnx"):
+        assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
+
+
+def _graph() -> tuple[Graph, OpDef]:
+    op = OpDef("Scale", "t").input("x").output("y").attr("factor", FLOAT, default=2.0)
+    graph = Graph("g", IRContext(), OpRegistry([*core_ops(), op]))
+    return graph, op
+
+
+def test_the_shortcut_declines_what_add_node_decides():
+    graph, op = _graph()
+    x = graph.add_input("x", None)
+    # Counts the definition has not accepted yet: add_node checks them first.
+    assert graph._add_converted("t.Scale", "t", "Scale", op, [x], "a", {}, 1) is None
+    first = graph.add_node("t.Scale", [x], name="a", attrs={}, allow_unknown=True, attrs_of_declared_kinds=True)
+    assert first.attrs.get("factor") == 2.0
+    # A taken name, an undeclared public name: add_node's answer (an error) is left to it.
+    assert graph._add_converted("t.Scale", "t", "Scale", op, [x], "a", {}, 1) is None
+    assert graph._add_converted("t.Scale", "t", "Scale", op, [x], "b", {"other": AttrValue.of(1)}, 1) is None
+    with pytest.raises(GraphError, match="no attribute 'other'"):
+        graph.add_node("t.Scale", [x], name="b", attrs={"other": AttrValue.of(1)}, allow_unknown=True,
+                       attrs_of_declared_kinds=True)
+    # A missing optional attribute gets its default, a private one is kept, in add_node's order.
+    made = graph._add_converted("t.Scale", "t", "Scale", op, [x], "c", {"_note": AttrValue.of("n")}, 1)
+    assert made is not None and list(made.attrs.names()) == ["_note", "factor"]
+    assert [(user.name, slot) for user, slot in x._uses] == [("a", 0), ("c", 0)]
+    graph.verify()
+
+
+@pytest.mark.parametrize("name", ["tf_rnn_pb", "tf1_cond_pb", "tf_mobilenet_pb"])
+def test_values_computed_inside_a_tf1_loop_frame_are_marked(name, request):
+    """From each Enter up to its Exit every value is marked ``in_frame`` (the memory plan leaves them to run
+    time); a graph without an Enter has no such value."""
+    graph = convert(request.getfixturevalue(name)).graph
+    marked = {value.ref for value in graph.values() if value.meta.get("in_frame")}
+    enters = [node for node in graph.nodes if node.op_type in ("Enter", "RefEnter")]
+    assert bool(marked) == bool(enters)
+    for node in graph.nodes:
+        if node.op_type in ("Enter", "RefEnter"):
+            assert all(value.ref in marked for value in node.outputs)
+            assert all(user.op_type in ("Exit", "RefExit") or user.outputs[0].ref in marked
+                       for value in node.outputs for user, _ in value._uses if user.outputs)
+        if node.op_type in ("Exit", "RefExit"):
+            assert not any(value.ref in marked for value in node.outputs)
