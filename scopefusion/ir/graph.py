@@ -230,21 +230,8 @@ class Graph:
             if not unique:
                 raise GraphError(f"graph {self.name!r}: a node named {base!r} already exists ({self._names[base].op})")
             base = self.unique_name(base)
-        # Node.__init__ spelled out, the containers it would replace below left out.
-        node = _new(Node)
-        node.graph = self
-        node.name = base
-        node._dialect = dialect
-        node._op_type = op_type
-        node.op = op if dialect else op_type
-        node_attrs = node.attrs = _new(Attributes)
-        node_attrs._owner = (base, dialect, op_type)
         stored: dict[str, AttrValue] = {}
-        node_attrs._attrs = stored
-        node.control_inputs = ()
-        node.subgraphs = {}
-        node.opdef = opdef
-        node.meta = {}
+        node = _bare_node(self, base, dialect, op_type, op if dialect else op_type, stored, opdef)
         if attrs and attrs_of_declared_kinds and "" not in attrs and (
                 opdef is None or opdef.open_attrs or _declared_or_private(attrs, opdef.attrs)):
             stored.update(attrs)
@@ -333,20 +320,7 @@ class Graph:
                     opdef.complete_attrs(attrs, name)
                 except ValueError as e:
                     raise GraphError(f"graph {self.name!r}: {e}") from None
-        # Node.__init__ spelled out, as add_node does.
-        node = _new(Node)
-        node.graph = self
-        node.name = name
-        node._dialect = dialect
-        node._op_type = op_type
-        node.op = op if dialect else op_type
-        node_attrs = node.attrs = _new(Attributes)
-        node_attrs._owner = (name, dialect, op_type)
-        node_attrs._attrs = attrs
-        node.control_inputs = ()
-        node.subgraphs = {}
-        node.opdef = opdef
-        node.meta = {}
+        node = _bare_node(self, name, dialect, op_type, op if dialect else op_type, attrs, opdef)
         node.outputs = _one_output(node) if num_outputs == 1 else [Value(node, i, None) for i in range(num_outputs)]
         node.inputs = inputs
         slot = 0
@@ -402,20 +376,7 @@ class Graph:
             opdef.complete_attrs(stored, name)
         except ValueError as e:
             raise GraphError(f"graph {self.name!r}: {e}") from None
-        # Node.__init__ spelled out, as add_node does.
-        node = _new(Node)
-        node.graph = self
-        node.name = name
-        node._dialect = _CONST_DIALECT
-        node._op_type = _CONST_TYPE
-        node.op = CONST_OP
-        node_attrs = node.attrs = _new(Attributes)
-        node_attrs._owner = (name, _CONST_DIALECT, _CONST_TYPE)
-        node_attrs._attrs = stored
-        node.control_inputs = ()
-        node.subgraphs = {}
-        node.opdef = opdef
-        node.meta = {}
+        node = _bare_node(self, name, _CONST_DIALECT, _CONST_TYPE, CONST_OP, stored, opdef)
         node.outputs = _one_output(node)
         node.inputs = []
         self._names[name] = node
@@ -585,6 +546,26 @@ def _complete_as_given(opdef: OpDef, attrs: Mapping[str, Any]) -> bool:
         declared = opdef.attrs
         found = opdef._bindings[key] = _declared_or_private(attrs, declared) and attrs.keys() >= declared.keys()
     return found
+
+
+def _bare_node(graph: Graph, name: str, dialect: str, op_type: str, op: str, attrs: dict[str, AttrValue],
+               opdef: OpDef | None) -> Node:
+    """A node of ``graph`` as ``Node.__init__`` makes it, without inputs or outputs yet, keeping ``attrs`` as its
+    attribute map (the caller fills or has checked it): written out, as the graph adds one per node it builds."""
+    node = _new(Node)
+    node.graph = graph
+    node.name = name
+    node._dialect = dialect
+    node._op_type = op_type
+    node.op = op
+    node_attrs = node.attrs = _new(Attributes)
+    node_attrs._owner = (name, dialect, op_type)
+    node_attrs._attrs = attrs
+    node.control_inputs = ()
+    node.subgraphs = {}
+    node.opdef = opdef
+    node.meta = {}
+    return node
 
 
 def _one_output(node: Node) -> list[Value]:
