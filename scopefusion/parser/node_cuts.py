@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .wire import encode_varint
+from .wire import WireError, encode_varint, read_varint
 
 __all__ = ["cut_node"]
 
@@ -27,16 +27,12 @@ _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """The length varint at ``pos`` (at most four bytes: 256 MiB) and the position after it; ``(-1, pos)``
-    when it is longer or runs past ``end``."""
-    result = shift = 0
-    for k in range(pos, min(pos + 4, end)):
-        b = data[k]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, k + 1
-        shift += 7
-    return -1, pos
+    """The length varint at ``pos`` and the position after it (:func:`.wire.read_varint`); ``(-1, pos)`` where
+    that finds no varint before ``end``, so that the caller leaves the node to ``strip``."""
+    try:
+        return read_varint(data, pos, end)
+    except WireError:
+        return -1, pos
 
 
 def _varint(value: int) -> bytes:
