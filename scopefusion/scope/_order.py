@@ -292,42 +292,20 @@ class ContractedOrder:
         """``(top, low)``: the highest number among the vertices holding ``producers`` and the lowest among those
         holding ``consumers`` (-inf and inf for none), as :meth:`_find_cycle_of_unclaimed` finds them while
         walking the members' edges; here the neighbours outside the members are given, so no edge is walked
-        and no neighbour is tested for membership, and with no back edge none is skipped. Each neighbour's
-        number is read as there: its fusion's, else its own (in the overrides once nodes were renumbered),
-        else its position."""
-        group_at = self._group_at
-        override, base = self._override, self._base
-        renumbered = self._nodes_renumbered
-        top = -math.inf
-        low = math.inf
-        value: float | None
-        for producer in producers:
-            at = base[producer]
-            group = group_at[at]
-            if group is not None:
-                value = override.get(group)
-                if value is None:
-                    value = base[group]  # type: ignore[index]
-            else:
-                value = override.get(producer) if renumbered else None
-                if value is None:
-                    value = at
-            if value > top:
-                top = value
-        for consumer in consumers:
-            at = base[consumer]
-            group = group_at[at]
-            if group is not None:
-                value = override.get(group)
-                if value is None:
-                    value = base[group]  # type: ignore[index]
-            else:
-                value = override.get(consumer) if renumbered else None
-                if value is None:
-                    value = at
-            if value < low:
-                low = value
-        return top, low
+        and no neighbour is tested for membership, and with no back edge none is skipped."""
+        number = self._number_of_node
+        return max(map(number, producers), default=-math.inf), min(map(number, consumers), default=math.inf)
+
+    def _number_of_node(self, name: str) -> float:
+        """The number of the vertex holding node ``name``: its fusion's, else its own (in the overrides once
+        nodes were renumbered), else its position."""
+        at = self._base[name]
+        group = self._group_at[at]
+        if group is not None:
+            value = self._override.get(group)
+            return self._base[group] if value is None else value  # type: ignore[index]
+        value = self._override.get(name) if self._nodes_renumbered else None
+        return at if value is None else value
 
     def _search_region(
         self, name: str, nodes: list[str], group_vertices: set[Hashable], top: float, low: float, numbers: list[int]
