@@ -32,7 +32,7 @@ from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, 
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
 from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
+from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node, split_inputs
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
@@ -130,8 +130,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
     (the bytes from the first attribute to the node's end, nothing else among them) by those bytes, and a
     node ending in the same bytes takes that dict without decoding them: they decode to the same attributes."""
     name = op = device = ""
-    inputs: list[tuple[str, int]] = []
-    controls: list[str] = []
+    input_texts: list[str] = []
     pairs: list[tuple[str, Any]] = []
     decoded_entries = _DECODED_ENTRIES
     attrs: dict[str, Any] | None = None
@@ -173,14 +172,8 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
             text = data[field_start:pos].decode("utf-8")
         except UnicodeDecodeError:
             raise _Fallback from None
-        if tag == 0x1A:  # an input, parsed as split_inputs parses it (written out: most fields are inputs)
-            if text[:1] == "^":
-                controls.append(text[1:])
-            elif ":" in text:
-                producer, _, index = text.rpartition(":")
-                inputs.append((producer, int(index)) if index.isdigit() else (text, 0))
-            else:
-                inputs.append((text, 0))
+        if tag == 0x1A:
+            input_texts.append(text)
         elif tag == 0x0A:
             name = text
         elif tag == 0x12:
@@ -207,6 +200,9 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
+    if not input_texts:
+        return framework_node(name, op, NO_INPUTS, NO_INPUTS, attrs, value, frame, device)
+    inputs, controls = split_inputs(input_texts)
     return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, device)
 
 
