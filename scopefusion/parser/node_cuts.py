@@ -35,6 +35,20 @@ def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
         return -1, pos
 
 
+def _delimited(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
+    """``(payload start, payload end)`` of the length-delimited field whose one-byte tag is at ``pos``; None
+    where its length is no varint or runs past ``end``. Most lengths are one byte, read without a call."""
+    length = data[pos + 1] if pos + 1 < end else 0x80
+    if length < 0x80:
+        payload = pos + 2
+    else:
+        length, payload = _length(data, pos + 1, end)
+    nxt = payload + length
+    if length < 0 or nxt > end:
+        return None
+    return payload, nxt
+
+
 def _varint(value: int) -> bytes:
     return _ONE_BYTE[value] if value < 0x80 else encode_varint(value)
 
@@ -52,15 +66,11 @@ def cut_node(data: bytes, start: int, end: int, threshold: int,
         tag = data[pos]
         if tag >= 0x80 or tag & 7 != 2 or tag < 8:
             return None  # a field of another wire type, a long tag or field number 0: left to strip
-        length = data[pos + 1] if pos + 1 < end else 0x80
-        if length < 0x80:  # most fields: a one-byte length, read without a call
-            payload = pos + 2
-        else:
-            length, payload = _length(data, pos + 1, end)
-        nxt = payload + length
-        if length < 0 or nxt > end:
+        field = _delimited(data, pos, end)
+        if field is None:
             return None
-        if tag == _ATTR_TAG and length >= threshold:
+        payload, nxt = field
+        if tag == _ATTR_TAG and nxt - payload >= threshold:
             cut = _cut_entry(data, payload, nxt, threshold)
             if cut is None:
                 return None
@@ -119,14 +129,10 @@ def _find_content(data: bytes, pos: int, end: int) -> tuple[int, int, int] | Non
             return None
         wire_type = tag & 7
         if wire_type == 2:
-            length = data[pos + 1] if pos + 1 < end else 0x80
-            if length < 0x80:
-                payload = pos + 2
-            else:
-                length, payload = _length(data, pos + 1, end)
-            nxt = payload + length
-            if length < 0 or nxt > end:
+            field = _delimited(data, pos, end)
+            if field is None:
                 return None
+            payload, nxt = field
             if tag == _CONTENT_TAG:
                 if found is not None:
                     return None
