@@ -52,11 +52,13 @@ from .onnx_proto import (
     make_tensor_value_info,
     tensor_dtype_to_np_dtype,
 )
+from .onnx_prune import all_nodes, drop_stale_value_info, prune_body
 from .onnx_shapes import constant_reshapes
 from .onnx_transposes import push_transposes
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
+_IDENTITY_SWEEP, _DEAD_SWEEP = 0, 6  # the numbers of the identity and dead-node sweeps in optimize_nodes
 _FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
@@ -233,7 +235,7 @@ class GraphIndex:
         names.update(chain.from_iterable([node.output for node in nodes]))
         names.update([node.name for node in nodes])
         update, add = names.update, names.add
-        for node in _all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
+        for node in all_nodes([n for n in self.nodes if n.body_reads is not None]):  # and their bodies' nodes
             update(node.input)
             update(node.output)
             add(node.name)
@@ -252,7 +254,7 @@ class GraphIndex:
         node.input[slot] = name
         if old and old not in node.input:
             self.readers[old] = _without(self.readers[old], node)
-        if name and not any(r is node for r in self.readers[name]):
+        if name and node not in self.readers[name]:  # a Node has no __eq__: ``in`` tests identity
             self.readers[name].append(node)
 
     def set_output(self, node: Node, k: int, name: str) -> None:
@@ -286,7 +288,7 @@ class GraphIndex:
                 if name == old:
                     node.input[k] = new
         known = self.readers[new]
-        known.extend(n for n in moved if not any(n is r for r in known))
+        known.extend([n for n in moved if n not in known])  # ``in`` tests identity (see set_input)
 
 
 def optimize_graph(graph: GraphProto, opset: int = 23) -> None:
@@ -313,21 +315,31 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
     state = 0
     idle: dict[int, int] = {}
+    # NOTE: ``dead_free`` is the count at which the graph last held no dead node and no unread initializer, as a
+    # sweep of dead nodes leaves it; removing identities keeps that (an Identity the sweep kept is reachable, so
+    # a free one has a reader, which reads its input instead; one writing a graph output gives its name to its
+    # input's producer; each initializer read stays read), any other change ends it. Until then the next sweep
+    # of dead nodes would find nothing: it counts as run and idle.
+    dead_free = -1
 
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
-        nonlocal state
-        if idle.get(k) == state:
+        nonlocal state, dead_free
+        if idle.get(k) == state or (k == _DEAD_SWEEP and _dead_free(dead_free, state)):
+            idle[k] = state
             return False
-        if sweep(index):
+        found = sweep(index)
+        if found:
             state += 1
-            return True
-        idle[k] = state
-        return False
+        if k == _DEAD_SWEEP or (found and k == _IDENTITY_SWEEP and dead_free == state - 1):
+            dead_free = state
+        if not found:
+            idle[k] = state
+        return found
 
     rounds = 0
     while rounds < 100:
         rounds += 1
-        changed = run(0, _remove_identities)
+        changed = run(_IDENTITY_SWEEP, _remove_identities)
         changed |= run(1, _merge_duplicates)
         if run(2, push_transposes):
             toposort(index)
@@ -336,7 +348,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         changed |= run(3, constant_reshapes)
         changed |= run(4, _remove_neutral_ops)
         changed |= run(5, _fold_initializer_ops)
-        if run(6, _remove_dead):
+        if run(_DEAD_SWEEP, _remove_dead):
             if not changed and index.only_unread_removed and rounds < 100:
                 # The next round would find nothing either: it would see what this one saw less unread
                 # initializers, which no pass reads, through the same index. It counts, each pass left idle.
@@ -358,7 +370,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
             index.rebuild()
     index.write_back()
     present = {name for node in index.nodes for name in node.output}
-    _drop_stale_value_info(graph, present=present)
+    drop_stale_value_info(graph, present=present)
     if value_infos:
         append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
     if all(node.body_reads is None for node in index.nodes):
@@ -367,43 +379,18 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         if node.body_reads is not None:
             for attr in proto.attribute:
                 for body in ([attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)):
-                    _prune_body(body)
+                    prune_body(body)
 
 
-def _prune_body(body: GraphProto) -> None:
-    """Removes a body's nodes whose outputs nothing reads and its unread initializers (bodies inside first)."""
-    for node in body.node:
-        for attr in node.attribute:
-            for inner in ([attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)):
-                _prune_body(inner)
-    outputs = {o.name for o in body.output}
-    while True:
-        read = {name for node in _all_nodes(body.node) for name in node.input} | outputs
-        keep = [n for n in body.node if any(name and name in read for name in n.output)]
-        if len(keep) == len(body.node):
-            break
-        _set_nodes_of(body, keep)
-    unread = [k for k, t in enumerate(body.initializer) if t.name not in read]
-    for k in reversed(unread):
-        del body.initializer[k]
-    _drop_stale_value_info(body)
-
-
-def _set_nodes_of(graph: GraphProto, nodes: list[NodeProto]) -> None:
-    copies = [NodeProto() for _ in nodes]
-    for copy, node in zip(copies, nodes):
-        copy.CopyFrom(node)
-    del graph.node[:]
-    graph.node.extend(copies)
+def _dead_free(dead_free: int, state: int) -> bool:
+    """True when the graph holds no dead node and no unread initializer (see the NOTE in :func:`optimize_nodes`)."""
+    return dead_free == state
 
 
 def _shapes_from_types(index: GraphIndex) -> None:
     """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
     transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    settled = index.settled
-    for name, dims in index.shapes.items():
-        if dims.count(None) <= 1:
-            settled.add(name)
+    index.settled.update([name for name, dims in index.shapes.items() if dims.count(None) <= 1])
     for node in index.nodes:
         if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
             continue
@@ -669,32 +656,3 @@ def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> No
     index.nodes = list(nodes)
     if rebuild:
         index.rebuild()
-
-
-def _drop_stale_value_info(graph: GraphProto, present: set[str] | None = None) -> None:
-    """Drops the value infos of tensors no node of ``graph`` makes (``present``: the names they make)."""
-    if not len(graph.value_info):
-        return
-    if present is None:
-        present = {name for node in graph.node for name in node.output}
-    kept = [v for v in graph.value_info if v.name in present]
-    if len(kept) != len(graph.value_info):
-        del graph.value_info[:]
-        graph.value_info.extend(kept)
-
-
-def _all_nodes(nodes):
-    """``nodes`` (:class:`Node` or ``NodeProto``) and the nodes of their bodies, recursively."""
-    for node in nodes:
-        yield node
-        if isinstance(node, Node):
-            if node.body_reads is not None:
-                for body in node.bodies():
-                    yield from _all_nodes(body.node)
-            continue
-        for attr in node.attribute:
-            if attr.type == AttributeProto.GRAPH:
-                yield from _all_nodes(attr.g.node)
-            elif attr.type == AttributeProto.GRAPHS:
-                for body in attr.graphs:
-                    yield from _all_nodes(body.node)

@@ -330,6 +330,22 @@ def test_the_round_the_clean_up_skips_after_a_sweep_of_unread_initializers_would
     assert with_skips == every_round
 
 
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb"])
+def test_the_sweeps_of_dead_nodes_the_clean_up_skips_after_identities_alone_would_find_nothing(
+        fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    real = onnx_optimize._remove_dead
+    found: list[bool] = []
+    monkeypatch.setattr(onnx_optimize, "_remove_dead", lambda index: found.append(real(index)) or found[-1])
+    with_skips, swept = _written_and_cleaned(model, leave_out_unread=True)[0], list(found)
+    found.clear()
+    monkeypatch.setattr(onnx_optimize, "_dead_free", lambda dead_free, state: False)
+    every_sweep = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert len(found) > len(swept)  # the model has such a sweep (after its transposes cancel into identities)
+    assert found.count(True) == swept.count(True)  # each one skipped finds nothing
+    assert with_skips == every_sweep
+
+
 @pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb"])
 def test_the_input_and_output_shapes_the_writer_hands_the_clean_up_are_those_its_messages_say(fixture, request):
     model = convert(request.getfixturevalue(fixture))
