@@ -275,6 +275,9 @@ class ScopeTree:
             if parent is None:
                 continue
             into = parent._counts
+            if not into:  # nothing counted there yet: the sums are this scope's counts, in the same order
+                parent._counts = scope._counts.copy()
+                continue
             for op, n in scope._counts.items():
                 into[op] = into.get(op, 0) + n
 

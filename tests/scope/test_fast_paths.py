@@ -51,6 +51,22 @@ def test_each_scope_has_its_direct_nodes_whether_kept_in_a_list_or_not(source):
     assert listed < len(tree) / 2, "most scopes keep no list of their own"
 
 
+def test_subtree_counts_are_summed_in_order(source):
+    """Each scope counts its own nodes' op types, then adds its children's sums, the last child made first."""
+    tree = ScopeTree.from_nodes(source.nodes, positions=source.positions)
+    expected = _nodes_by_scope(tree, source.nodes)
+    sums: dict[str, dict[str, int]] = {}
+    for scope in reversed(list(tree)):
+        counts: dict[str, int] = {}
+        for node in expected[scope.name]:
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        for child in reversed(scope.children):
+            for op, n in sums[child.name].items():
+                counts[op] = counts.get(op, 0) + n
+        sums[scope.name] = counts
+        assert list(scope.op_counts.items()) == list(counts.items()), scope.name
+
+
 def test_a_scope_whose_nodes_come_apart_lists_them(mk):
     graph = mk.graph(*mk.ops(("a/x", "Const"), ("b/y", "Const"), ("a/z", "Const"), ("a//w", "Const")), sort=False)
     tree = ScopeTree.from_nodes(graph.nodes, positions=graph.positions)
