@@ -125,3 +125,22 @@ def test_a_result_said_to_keep_nothing_keeps_nothing(fixture, request, monkeypat
     model = convert(path)
     assert model.fusion_run.accepted
     assert False in checked, "some results skip the walk"
+
+
+@pytest.mark.parametrize("fixture", ["tf_bert_pb", "tf_convnet_pb"])
+def test_a_match_answers_for_the_first_region_holding_one_of_its_nodes(fixture, request):
+    """``_home`` (which looks up each scope-name prefix of a match's nodes once) gives the region a plain
+    search gives: the first candidate region, in the order given, whose subtree holds one of the nodes."""
+    from scopefusion.fusion_rules.base.scoped_dataflow import _home
+    from scopefusion.fusion_rules.layer_norm import PASS as LAYER_NORM
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    matches = LAYER_NORM._matches_in_graph(graph)
+    assert matches
+    listed = list(graph.tree)[1:][::-1]  # every scope but the root, inner ones before the scopes holding them
+    rank = {s.name: i for i, s in enumerate(listed)}
+    shared: dict = {}
+    for match in matches:
+        plain = next((s for s in listed if any(s.contains(graph.tree.scope_of(n.name)) for n in match.nodes)), None)
+        assert _home(graph, match, rank, listed, shared) is plain
+        assert _home(graph, match, rank, listed, {}) is plain
