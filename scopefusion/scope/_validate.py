@@ -174,11 +174,12 @@ def _claims(
         index = positions.get(node_name) if isinstance(node_name, str) else None
         if index is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
-        wanted[node_name] = graph_nodes[index]
         position_of[node_name] = index
-    if not wanted:
+    if not position_of:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
     if scopes or len(nodes) == 1:
+        for node_name in nodes:
+            wanted[node_name] = graph_nodes[position_of[node_name]]
         if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
             wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
         return wanted, position_of, {n: out_edges[position_of[n]] for n in wanted}
