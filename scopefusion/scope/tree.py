@@ -72,12 +72,12 @@ class Scope:
         "_start",
     )
 
-    def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
+    def __init__(self, name: str, parent: Scope | None, tree: ScopeTree, index: int = 0) -> None:
         self.name = name
         self.sub_type = ""
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
-        self.index = 0  # place in the tree's creation order (the root is 0)
+        self.index = index  # place in the tree's creation order (the root is 0)
         self._children: dict[str, Scope] = _NO_CHILDREN
         # The direct nodes: None while they are the graph's nodes _first.._last (most scopes: a layer's nodes
         # sit together), a list of them once one came apart from the others (see ScopeTree._build).
@@ -321,8 +321,7 @@ class ScopeTree:
             above = above[:-1].rpartition("/")[0]
         order = self._order
         for name in reversed(missing):
-            scope = Scope(name, parent, self)
-            scope.index = len(order)
+            scope = Scope(name, parent, self, len(order))
             if parent._children is _NO_CHILDREN:
                 parent._children = {}
             parent._children[name] = scope
