@@ -86,7 +86,7 @@ def validate_result(
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
-    kept = _kept_nodes(candidates, uses, anchored, port_of_input) if len(anchored) < len(candidates) else set()
+    kept = _kept_nodes(candidates, uses, anchored, port_of_input) if _may_keep(candidates, anchored, port_of_input) else set()
     claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
     for item in inputs:
@@ -174,11 +174,12 @@ def _claims(
         index = positions.get(node_name) if isinstance(node_name, str) else None
         if index is None:
             raise Refused(f"the result claims node {node_name!r}, which is not in the graph")
-        wanted[node_name] = graph_nodes[index]
         position_of[node_name] = index
-    if not wanted:
+    if not position_of:
         raise Refused("the result claims no nodes (its scopes are empty and it names no nodes)")
     if scopes or len(nodes) == 1:
+        for node_name in nodes:
+            wanted[node_name] = graph_nodes[position_of[node_name]]
         if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
             wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
         return wanted, position_of, {n: out_edges[position_of[n]] for n in wanted}
@@ -281,6 +282,19 @@ def _fused_output_ports(out_ports: dict[int, Tensor], candidates: dict[str, Sour
 
 
 # ------------------------------------------------------------------------------------- kept and claimed
+def _may_keep(candidates: dict[str, SourceNode], anchored: set[str], port_of_input: dict[Tensor, int]) -> bool:
+    """False when :func:`_kept_nodes` would keep nothing, told without its walk: the first node it keeps (it
+    keeps a node only when the node feeds a port, and before any other is kept that means through an edge
+    whose tensor a fused input port reads) produces a fused input and is a candidate that no port maps. A
+    dataflow rule's inputs come from outside the nodes it claims, so most results have no such node."""
+    if len(anchored) >= len(candidates):  # every candidate is mapped by a port (and claimed)
+        return False
+    for producer, _ in port_of_input:
+        if producer in candidates and producer not in anchored:
+            return True
+    return False
+
+
 def _kept_nodes(
     candidates: dict[str, SourceNode],
     uses: Mapping[str, Mapping[str, Mapping[int, int]]],

@@ -185,7 +185,7 @@ class NodeAttrFeature(ScopeFeatureBase):
 
     def _scan(self, scope: Scope) -> tuple[bool, str]:
         seen = 0
-        for node in scope._nodes:
+        for node in scope._direct_nodes():
             if node.op_type != self.op_type:
                 continue
             seen += 1
@@ -292,7 +292,8 @@ class ScopePattern:
     then attribute features, then scope features, then the implicit "no ``_Retval`` node in the scope".
     """
 
-    __slots__ = ("sub_type", "_op_features", "_attr_features", "_scope_features", "_ordered", "_required")
+    __slots__ = ("sub_type", "_op_features", "_attr_features", "_scope_features", "_ordered", "_required", "_counted",
+                 "_suffixes", "_rest")
 
     def __init__(self, sub_type: str = "", *features: ScopeFeatureBase) -> None:
         if not isinstance(sub_type, str):
@@ -303,6 +304,9 @@ class ScopePattern:
         self._scope_features: list[ScopeFeature] = []
         self._ordered: tuple[ScopeFeatureBase, ...] = ()
         self._required: frozenset[str] = frozenset()
+        self._counted: tuple[tuple[str, int], ...] = ()
+        self._suffixes: tuple[str, ...] = ()
+        self._rest: tuple[ScopeFeatureBase, ...] = ()
         self.add(*features)
 
     def add(self, *features: ScopeFeatureBase) -> ScopePattern:
@@ -323,7 +327,28 @@ class ScopePattern:
         self._required = frozenset(
             f.op_type for f in self._op_features if type(f) is NodeOpTypeFeature and f.num != -1
         )
+        self._split_for_matches()
         return self
+
+    def _split_for_matches(self) -> None:
+        """Splits the features for :meth:`matches`: exact op-type counts as ``(op type, count)`` pairs, scope
+        features that only name a suffix as that suffix, and the rest as they are. ``matches`` then reads a
+        scope's counts and last name without a call per feature; the answer is the same AND of the same
+        tests, whose order only :meth:`check` (which names the first failing feature) depends on."""
+        counted: list[tuple[str, int]] = []
+        suffixes: list[str] = []
+        rest: list[ScopeFeatureBase] = []
+        for feature in self._ordered:
+            if type(feature) is NodeOpTypeFeature and feature.step == 0:
+                counted.append((feature.op_type, feature.num))
+            elif (type(feature) is ScopeFeature and feature.suffix and not feature.sub_type
+                  and not feature.sub_scope_mask):
+                suffixes.append(feature.suffix)
+            else:
+                rest.append(feature)
+        self._counted = tuple(counted)
+        self._suffixes = tuple(suffixes)
+        self._rest = tuple(rest)
 
     @property
     def required_op_types(self) -> frozenset[str]:
@@ -339,10 +364,17 @@ class ScopePattern:
     def matches(self, scope: Scope) -> bool:
         if scope.parent is None:
             return False
-        for feature in self._ordered:
+        counts = scope._counts
+        for op_type, num in self._counted:  # NodeOpTypeFeature.matches with step 0
+            if counts.get(op_type, -1) != num:
+                return False
+        for suffix in self._suffixes:  # ScopeFeature.matches with a suffix only
+            if suffix != scope.last_name:
+                return False
+        for feature in self._rest:
             if not feature.matches(scope):
                 return False
-        return RETVAL_OP not in scope._counts
+        return RETVAL_OP not in counts
 
     def check(self, scope: Scope) -> str | None:
         """``None`` on a match, else the first failing feature and why."""

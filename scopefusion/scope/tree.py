@@ -72,19 +72,21 @@ class Scope:
         "_start",
     )
 
-    def __init__(self, name: str, parent: Scope | None, tree: ScopeTree) -> None:
+    def __init__(self, name: str, parent: Scope | None, tree: ScopeTree, index: int = 0) -> None:
         self.name = name
         self.sub_type = ""
         self.parent = parent
         self.depth: int = 0 if parent is None else parent.depth + 1
-        self.index = 0  # place in the tree's creation order (the root is 0)
+        self.index = index  # place in the tree's creation order (the root is 0)
         self._children: dict[str, Scope] = _NO_CHILDREN
-        self._nodes: list[SourceNode] = []
+        # The direct nodes: None while they are the graph's nodes _first.._last (most scopes: a layer's nodes
+        # sit together), a list of them once one came apart from the others (see ScopeTree._build).
+        self._nodes: list[SourceNode] | None = None
         self._counts: dict[str, int] = {}
         self._all_nodes: tuple[SourceNode, ...] | None = None
         self._tree = tree
         self._last_name: str | None = None if parent is not None else ""
-        self._first = -1  # graph index of the first and the last of _nodes (-1: none)
+        self._first = -1  # graph index of the first and the last of its direct nodes (-1: none)
         self._last = -1
         self._start = -1  # see all_nodes_start (set with _all_nodes)
 
@@ -109,7 +111,17 @@ class Scope:
     @property
     def nodes(self) -> tuple[SourceNode, ...]:
         """Nodes directly in this scope, in graph order."""
-        return tuple(self._nodes)
+        return tuple(self._direct_nodes())
+
+    def _direct_nodes(self) -> Sequence[SourceNode]:
+        """The nodes directly in this scope, in graph order: the list kept for them, or the graph's nodes
+        from the first to the last of them when they are consecutive (no list kept)."""
+        listed = self._nodes
+        if listed is not None:
+            return listed
+        if self._first < 0:
+            return ()
+        return self._tree._graph_nodes[self._first : self._last + 1]
 
     @property
     def op_counts(self) -> Mapping[str, int]:
@@ -125,10 +137,9 @@ class Scope:
         """Nodes of the whole subtree (direct and in every descendant), in graph order; cached."""
         if self._all_nodes is None:
             if not self._children:
-                nodes = self._nodes
-                self._all_nodes = tuple(nodes)
-                # _first and _last bound distinct indexes: as many nodes as indexes in between are all of them
-                self._start = self._first if nodes and self._last - self._first + 1 == len(nodes) else -1
+                self._all_nodes = tuple(self._direct_nodes())
+                # No list kept: the nodes are the graph's from _first on (a kept list never fills its range)
+                self._start = self._first if self._nodes is None else -1
             else:
                 self._all_nodes, self._start = self._tree._subtree_nodes(self)
         return self._all_nodes
@@ -232,16 +243,23 @@ class ScopeTree:
         previous_raw: str | None = None  # so that the first node sets its scope's _first
         scope = self.root
         self._graph_nodes = nodes
+        # A scope's direct nodes are listed only once they stop being consecutive (Scope._nodes): most scopes
+        # then need no list of their own, and the graph's nodes from _first to _last stand for them.
+        listed: list[SourceNode] | None = None  # the list of the current scope's nodes, if it has one
         for i, node in enumerate(nodes):
             name = node.name
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
             if raw != previous_raw:
                 scope = self._holder_of_raw(raw, by_raw)
                 previous_raw = raw
-                if not scope._nodes:
+                if scope._first < 0:
                     scope._first = i
+                elif scope._nodes is None and scope._last != i - 1:  # not next to its earlier nodes
+                    scope._nodes = list(nodes[scope._first : scope._last + 1])
+                listed = scope._nodes
             scope._last = i
-            scope._nodes.append(node)
+            if listed is not None:
+                listed.append(node)
             counts = scope._counts
             op = node.op_type
             counts[op] = counts.get(op, 0) + 1
@@ -257,6 +275,9 @@ class ScopeTree:
             if parent is None:
                 continue
             into = parent._counts
+            if not into:  # nothing counted there yet: the sums are this scope's counts, in the same order
+                parent._counts = scope._counts.copy()
+                continue
             for op, n in scope._counts.items():
                 into[op] = into.get(op, 0) + n
 
@@ -300,8 +321,7 @@ class ScopeTree:
             above = above[:-1].rpartition("/")[0]
         order = self._order
         for name in reversed(missing):
-            scope = Scope(name, parent, self)
-            scope.index = len(order)
+            scope = Scope(name, parent, self, len(order))
             if parent._children is _NO_CHILDREN:
                 parent._children = {}
             parent._children[name] = scope
@@ -322,8 +342,8 @@ class ScopeTree:
         count = 0
         first = last = -1
         for sub in subtree:
-            if sub._nodes:
-                count += len(sub._nodes)
+            if sub._first >= 0:
+                count += len(sub._nodes) if sub._nodes is not None else sub._last - sub._first + 1
                 if first < 0 or sub._first < first:
                     first = sub._first
                 if sub._last > last:
@@ -332,7 +352,7 @@ class ScopeTree:
             return tuple(self._graph_nodes[first : last + 1]), first
         gathered: list[SourceNode] = []
         for sub in subtree:
-            gathered.extend(sub._nodes)
+            gathered.extend(sub._direct_nodes())
         position = self._position
         by_position = {position[n.name]: n for n in gathered}  # positions are unique: graph order
         return tuple(map(by_position.__getitem__, sorted(by_position))), -1  # not consecutive (tested above)

@@ -287,8 +287,14 @@ def _home(
         return None
     scope_of = graph.tree.scope_of
     first: int | None = None
-    for name in match.node_names:
+    previous: str | None = None  # the last prefix looked at: a match's nodes mostly share one
+    for node in match.nodes:
+        name = node.name
         prefix = name[: name.rfind("/") + 1] if name[-1:] != "/" else None  # a name ending in "/": no key
+        if prefix is not None:
+            if prefix == previous:
+                continue  # the rank of the node before, which ``first`` holds already
+            previous = prefix
         here = first_rank.get(prefix, _UNSEEN) if prefix is not None else _UNSEEN
         if here is _UNSEEN:
             here = None

@@ -1,0 +1,146 @@
+"""The scope layer's shortcuts give what the general code gives, on real graphs: the scope tree's direct nodes
+kept without a list when they are consecutive, ``ScopePattern.matches`` without a call per feature, and the
+validator's test that a result keeps no node (no walk of ``_kept_nodes``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scopefusion.convert import convert, fusion_setup
+from scopefusion.parser import load
+from scopefusion.scope import (
+    NodeAttrFeature,
+    NodeOpTypeFeature,
+    ScopeFeature,
+    ScopeGraph,
+    ScopePattern,
+    ScopeTree,
+    _validate,
+)
+from scopefusion.scope.features import RETVAL_OP
+
+MODELS = ["tf_convnet_pb", "tf_mobilenet_pb", "tf_bert_pb"]
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def source(request):
+    return load(request.getfixturevalue(request.param))
+
+
+def _nodes_by_scope(tree: ScopeTree, nodes) -> dict[str, list]:
+    """Each scope's direct nodes, found the plain way: every node put in the scope holding it, in graph order."""
+    found: dict[str, list] = {scope.name: [] for scope in tree}
+    for node in nodes:
+        found[tree.scope_of(node.name).name].append(node)
+    return found
+
+
+def test_each_scope_has_its_direct_nodes_whether_kept_in_a_list_or_not(source):
+    tree = ScopeTree.from_nodes(source.nodes, positions=source.positions)
+    expected = _nodes_by_scope(tree, source.nodes)
+    listed = 0
+    for scope in tree:
+        assert list(scope.nodes) == expected[scope.name], scope.name
+        listed += scope._nodes is not None
+        subtree = [n for s in [scope, *scope.descendants()] for n in expected[s.name]]
+        in_order = sorted(subtree, key=lambda n: source.positions[n.name])
+        assert list(scope.all_nodes) == in_order, scope.name
+        start = scope.all_nodes_start
+        if start >= 0:
+            assert list(source.nodes[start : start + len(in_order)]) == in_order
+    assert listed < len(tree) / 2, "most scopes keep no list of their own"
+
+
+def test_subtree_counts_are_summed_in_order(source):
+    """Each scope counts its own nodes' op types, then adds its children's sums, the last child made first."""
+    tree = ScopeTree.from_nodes(source.nodes, positions=source.positions)
+    expected = _nodes_by_scope(tree, source.nodes)
+    sums: dict[str, dict[str, int]] = {}
+    for scope in reversed(list(tree)):
+        counts: dict[str, int] = {}
+        for node in expected[scope.name]:
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        for child in reversed(scope.children):
+            for op, n in sums[child.name].items():
+                counts[op] = counts.get(op, 0) + n
+        sums[scope.name] = counts
+        assert list(scope.op_counts.items()) == list(counts.items()), scope.name
+
+
+def test_a_scope_whose_nodes_come_apart_lists_them(mk):
+    graph = mk.graph(*mk.ops(("a/x", "Const"), ("b/y", "Const"), ("a/z", "Const"), ("a//w", "Const")), sort=False)
+    tree = ScopeTree.from_nodes(graph.nodes, positions=graph.positions)
+    a = tree["a/"]
+    assert [n.name for n in a.nodes] == ["a/x", "a/z", "a//w"]
+    assert a._nodes is not None and a.all_nodes_start == -1
+    assert [n.name for n in tree["b/"].nodes] == ["b/y"] and tree["b/"]._nodes is None
+
+
+def _builtin_scope_patterns() -> list[ScopePattern]:
+    found = []
+    registry, _ = fusion_setup(entry_points=False)
+    for entry in registry.enabled_passes():
+        for batches in entry.rule.pattern_sets():
+            for batch in batches:
+                found.extend(batch)
+    return found
+
+
+def test_pattern_matches_agrees_with_each_feature_checked(source):
+    graph = ScopeGraph.build(source)
+    patterns = _builtin_scope_patterns() + [
+        ScopePattern("attr", NodeOpTypeFeature("Conv2D", 1, step=2), NodeAttrFeature("Conv2D", "padding", "SAME")),
+        ScopePattern("tagged", ScopeFeature("layer", 1, suffix="encoder"), ScopeFeature("", 0, sub_scope_mask="attention")),
+        ScopePattern("absent", NodeOpTypeFeature("Rsqrt", -1), ScopeFeature("", 0, suffix="batchnorm")),
+        ScopePattern("retval", NodeOpTypeFeature(RETVAL_OP, -1)),
+    ]
+    assert len(patterns) > 6
+    matched = 0
+    for pattern in patterns:
+        for scope in graph.tree:
+            by_feature = pattern.check(scope) is None
+            assert pattern.matches(scope) == by_feature, (pattern, scope)
+            matched += by_feature
+    assert matched > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_a_result_said_to_keep_nothing_keeps_nothing(fixture, request, monkeypatch):
+    """Wherever the validator skips the walk for kept nodes, the walk finds none; every fusion is checked."""
+    checked = []
+    real_may_keep = _validate._may_keep
+
+    def may_keep(candidates, anchored, port_of_input):
+        answer = real_may_keep(candidates, anchored, port_of_input)
+        if not answer:
+            # _kept_nodes needs each candidate's consumers: read them as the validator does
+            uses = {name: graph_source.out_edges[name] for name in candidates}
+            assert _validate._kept_nodes(candidates, uses, anchored, port_of_input) == set()
+        checked.append(answer)
+        return answer
+
+    path = request.getfixturevalue(fixture)
+    graph_source = load(path)
+    monkeypatch.setattr(_validate, "_may_keep", may_keep)
+    model = convert(path)
+    assert model.fusion_run.accepted
+    assert False in checked, "some results skip the walk"
+
+
+@pytest.mark.parametrize("fixture", ["tf_bert_pb", "tf_convnet_pb"])
+def test_a_match_answers_for_the_first_region_holding_one_of_its_nodes(fixture, request):
+    """``_home`` (which looks up each scope-name prefix of a match's nodes once) gives the region a plain
+    search gives: the first candidate region, in the order given, whose subtree holds one of the nodes."""
+    from scopefusion.fusion_rules.base.scoped_dataflow import _home
+    from scopefusion.fusion_rules.layer_norm import PASS as LAYER_NORM
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    matches = LAYER_NORM._matches_in_graph(graph)
+    assert matches
+    listed = list(graph.tree)[1:][::-1]  # every scope but the root, inner ones before the scopes holding them
+    rank = {s.name: i for i, s in enumerate(listed)}
+    shared: dict = {}
+    for match in matches:
+        plain = next((s for s in listed if any(s.contains(graph.tree.scope_of(n.name)) for n in match.nodes)), None)
+        assert _home(graph, match, rank, listed, shared) is plain
+        assert _home(graph, match, rank, listed, {}) is plain
