@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NoReturn, Sequence
 
 import numpy as np
 
@@ -23,11 +23,28 @@ from .core_ops import CONST_OP, DATA_OP, core_ops
 from .opdef import OpDef, OpRegistry
 from .types import IRContext, Type
 
-__all__ = ["CONST_OP", "DATA_OP", "Graph", "GraphError", "Node", "Value"]
+__all__ = ["CONST_OP", "DATA_OP", "NO_VALUES", "Graph", "GraphError", "Node", "Value"]
 
 _new = object.__new__
 _CONST_DIALECT, _, _CONST_TYPE = CONST_OP.rpartition(".")
 
+
+
+class _UnchangeableEmptyList(list[Any]):
+    """An empty list that refuses to grow (a ``TypeError``): :data:`NO_VALUES`."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("this empty list is shared by many nodes and must not change; assign a new list instead")
+
+    append = extend = insert = __setitem__ = __iadd__ = __imul__ = _refuse
+
+
+#: The ``inputs`` of the nodes a graph adds without any (constants, graph inputs): one list equal to ``[]``,
+#: shared and unchangeable, instead of one empty list per node for the garbage collector to walk. Rewiring
+#: (``replace_input_with``) only replaces existing slots, which such a node has none of.
+NO_VALUES: list[Any] = _UnchangeableEmptyList()
 
 
 class GraphError(ScopeFusionError):
@@ -290,7 +307,7 @@ class Graph:
                     value._uses[(node, slot)] = None
                 slot += 1
         else:
-            node.inputs = []
+            node.inputs = NO_VALUES
         if control_inputs:
             node.control_inputs = list(control_inputs)
         if subgraphs:
@@ -306,8 +323,8 @@ class Graph:
         come this way), or None, adding nothing, where those steps decide something: a taken or empty name, an
         empty or undeclared public attribute name on a definition that refuses such names, or input and output
         counts the definition has not accepted before. ``op`` is ``f"{dialect}.{op_type}"``, ``opdef`` what
-        the registry gives for it; ``inputs`` are values of this graph (or None), which the node keeps, as it
-        keeps ``attrs`` (the caller's vouch as for add_node, and a map nothing else holds)."""
+        the registry gives for it; ``inputs`` are values of this graph (or None), which the node keeps (an empty
+        list: :data:`NO_VALUES` instead), as it keeps ``attrs`` (the caller's vouch as for add_node, and a map nothing else holds)."""
         if not name or name in self._names or "" in attrs:
             return None
         if opdef is not None:
@@ -322,7 +339,7 @@ class Graph:
                     raise GraphError(f"graph {self.name!r}: {e}") from None
         node = _bare_node(self, name, dialect, op_type, op if dialect else op_type, attrs, opdef)
         node.outputs = _one_output(node) if num_outputs == 1 else [Value(node, i, None) for i in range(num_outputs)]
-        node.inputs = inputs
+        node.inputs = inputs if inputs else NO_VALUES
         slot = 0
         for value in inputs:
             if value is not None:
@@ -378,7 +395,7 @@ class Graph:
             raise GraphError(f"graph {self.name!r}: {e}") from None
         node = _bare_node(self, name, _CONST_DIALECT, _CONST_TYPE, CONST_OP, stored, opdef)
         node.outputs = _one_output(node)
-        node.inputs = []
+        node.inputs = NO_VALUES
         self._names[name] = node
         self.nodes.append(node)
         return node

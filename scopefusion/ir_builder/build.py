@@ -169,8 +169,16 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
     order: list[Any] = []
     get = rank_of.get
     pop, push = heapq.heappop, heapq.heappush
+    # With every edge running forward, an unclaimed node's producers all have lower ranks: while no unit
+    # waits, every unit of lower rank is out, so the node goes out at once, its inputs not looked at.
+    forward = source.edges_run_forward
+    held = 0  # units that wait and are not out yet
     for rank, unit in enumerate(units):
         if unit is None:
+            continue
+        if forward and not held and rank not in claimed:
+            order.append(unit)
+            out[rank] = True
             continue
         missing: dict[int, None] | None = None  # the predecessors not out, once each
         for node in claimed.get(rank) or (unit,):
@@ -188,6 +196,7 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
                     missing[src] = None
         if missing is not None:
             waiting[rank] = len(missing)
+            held += 1
             for src in missing:
                 waiters.setdefault(src, []).append(rank)
             continue
@@ -202,6 +211,7 @@ def _schedule(source: SourceGraph, fusions: Sequence["AcceptedFusion"], claimed_
             if not ready:
                 break
             rank = pop(ready)
+            held -= 1
     if len(order) < count:
         _raise_cycle(source, units, rank_of, loop_sources, out)
     return order

@@ -152,6 +152,9 @@ class BuildContext(Record):
         return node
 
 
+_BUILTIN_FIXED_OUTPUTS: dict[str, int | None] = {}  # see OpParserRegistry.__init__
+
+
 class OpParserRegistry:
     """Parsers by framework op type and by fused op type; an ordinary object, fresh per use."""
 
@@ -159,7 +162,9 @@ class OpParserRegistry:
         self._node_parsers: dict[tuple[str, str], NodeParser] = {}
         self._fused_parsers: dict[str, FusedParser] = {}
         self._signatures: OpSignatures | None = None
-        self._fixed_outputs: dict[str, int | None] = {}  # TF op type -> its output count when attributes cannot change it
+        # TF op type -> its output count when attributes cannot change it: the builtin signature table's
+        # answers, which never change, so every registry shares them (made once per process and op type).
+        self._fixed_outputs: dict[str, int | None] = _BUILTIN_FIXED_OUTPUTS
 
     def register(self, framework: str, op_type: str, parser: NodeParser) -> None:
         key = (framework, op_type)

@@ -128,3 +128,23 @@ def test_schedule_is_the_contracted_graphs_least_rank_order(case, kept_as_given)
         return
     got = _schedule(source, fusions, claimed_by)
     assert [u.name for u in got] == want
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb", "tf_bert_pb"])
+def test_forward_source_schedule_equals_the_checked_one(request, fixture):
+    """On a source whose edges run forward, unclaimed nodes go out without their inputs being looked at while
+    no fusion waits: the order is the one the full check of every unit's producers gives."""
+    from scopefusion.convert import convert
+
+    model = convert(request.getfixturevalue(fixture))
+    source = model.source
+    fusions = model.fusion_run.accepted
+    assert source.edges_run_forward and fusions
+    claimed_by = {name: f for f in fusions for name in f.claimed}
+    fast = _schedule(source, fusions, claimed_by)
+    source.edges_run_forward = False  # every unit's producers checked
+    try:
+        checked = _schedule(source, fusions, claimed_by)
+    finally:
+        source.edges_run_forward = True
+    assert [id(u) for u in fast] == [id(u) for u in checked]

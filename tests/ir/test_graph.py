@@ -213,3 +213,22 @@ def test_attributes_of_declared_kinds_are_stored_as_the_checks_would_store_them(
     assert list(vouched_graph.node("open").attrs._attrs) == ["axis", "extra", "_class"]
     assert vouched_graph.node("bare").attrs._attrs == {"axis": AttrValue(INT, 0)}
     assert format_graph(checked) == format_graph(vouched_graph)
+
+
+def test_nodes_without_inputs_share_one_unchangeable_empty_list(tf_convnet_pb):
+    from scopefusion.convert import convert
+    from scopefusion.ir.graph import NO_VALUES
+
+    graph = convert(tf_convnet_pb).graph
+    no_inputs = [n for n in graph.nodes if not n.inputs]
+    assert {n.op for n in no_inputs} >= {"ge.Const", "ge.Data"}
+    assert all(n.inputs is NO_VALUES for n in no_inputs)
+    assert NO_VALUES == [] and list(NO_VALUES) == []
+    with pytest.raises(TypeError, match="assign a new list"):
+        no_inputs[0].inputs.append(None)
+    with pytest.raises(TypeError):
+        no_inputs[0].inputs += [None]
+    assert NO_VALUES == []
+    clone = graph.clone()  # a copy's nodes have lists of their own
+    clone.nodes[0].inputs.append(None)
+    assert NO_VALUES == []
