@@ -237,6 +237,7 @@ class OpDef:
             if value.type_id is not type_id:
                 raise ValueError(f"{self.qualified_name}: default of {name!r} is {value.type_id.name}, not {type_id.name}")
             self.attrs[name] = AttrSpec(name, type_id, False, value)
+        self._bindings = {}  # what was remembered of the attributes (whether a map is complete) may change
         return self
 
     def set_infer_shape(self, fn: ShapeFn) -> "OpDef":

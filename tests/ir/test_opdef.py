@@ -274,3 +274,17 @@ def test_defaults_and_required_attributes_follow_declarations_made_after_first_u
     done = {"a": A.AttrValue(A.INT, 2), "b": A.AttrValue(A.INT, 3)}
     op.complete_attrs(done, "n3")  # the original has no 'c'
     assert list(done) == ["a", "b"]
+
+
+def test_converted_nodes_get_defaults_declared_after_first_use():
+    reg = OpRegistry(builtin_ops())
+    op = reg.define("Scale", "t").input("x").output("y", follow="x").attr("a", A.INT, default=1)
+    g = Graph("g4", IRContext(), reg)
+    x = g.add_input("x", None)
+    g.add_node("t.Scale", [x], attrs={"a": A.AttrValue(A.INT, 2)}, name="first")
+    fast = g._add_converted("t.Scale", "t", "Scale", op, [x], "second", {"a": A.AttrValue(A.INT, 2)}, 1)
+    assert fast is not None and list(fast.get_all_attrs()) == ["a"]
+    op.attr("b", A.INT, default=3)  # a later declaration: what was remembered of complete maps no longer holds
+    g.add_node("t.Scale", [x], attrs={"a": A.AttrValue(A.INT, 2)}, name="third")
+    late = g._add_converted("t.Scale", "t", "Scale", op, [x], "fourth", {"a": A.AttrValue(A.INT, 2)}, 1)
+    assert late is not None and late.attrs.get("b") == 3
