@@ -29,9 +29,11 @@ from .onnx_node import Node
 if TYPE_CHECKING:  # pragma: no cover
     from .onnx_optimize import GraphIndex
 
-__all__ = ["fuse_for_runtime"]
+__all__ = ["FUSED_OP_TYPES", "fuse_for_runtime"]
 
 _GLOBAL = {"ReduceMean": "GlobalAveragePool", "ReduceMax": "GlobalMaxPool"}
+# The op types :func:`fuse_for_runtime` starts a rewrite at: a graph without any of them gives it nothing to do.
+FUSED_OP_TYPES = frozenset(_GLOBAL) | {"Pad", "BatchNormalization", "Clip"}
 _FLOAT32 = np.dtype(np.float32)
 
 
@@ -44,7 +46,8 @@ def _set(node, name: str, value) -> None:
 
 
 def fuse_for_runtime(index: "GraphIndex") -> bool:
-    """One sweep of the rewrites above; True when something changed."""
+    """One sweep of the rewrites above; True when something changed. The index's producers and readers follow
+    each rewrite (a node that stops reading a tensor leaves its readers); new nodes are appended."""
     changed = False
     for node in list(index.nodes):
         if node.domain not in ("", "ai.onnx"):
@@ -76,13 +79,13 @@ def _global_pool(index: "GraphIndex", node) -> bool:
     out = node.output[0]
     if keep:
         node.clear_attrs()
-        del node.input[1:]
+        index.set_inputs(node, node.input[:1])
         node.op_type = op
         return True
     pooled = index.fresh(out + "_pooled")
     index.derive_shape(pooled, list(shape[:2]) + [1] * (rank - 2), node.input[0])
     node.clear_attrs()
-    del node.input[1:]
+    index.set_inputs(node, node.input[:1])
     node.op_type = op
     index.set_output(node, 0, pooled)
     axes_name = index.add_initializer(np.arange(2, rank, dtype=np.int64), index.fresh(out + "_axes"))
@@ -192,8 +195,7 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
         return False
     factor = index.add_initializer(scale.reshape((channels,) + (1,) * (rank - 2)), index.fresh(node.name + "_scale"))
     node.op_type = "Mul"
-    node.input = [x, factor]
-    index.readers[factor].append(node)
+    index.set_inputs(node, [x, factor])
     del node.output[1:]
     node.clear_attrs()
     return True
@@ -253,8 +255,7 @@ def _hard_sigmoid(index: "GraphIndex", clip) -> bool:
             and _other_input(index, scale, "Div", 6.0, False) != clip.output[0]):
         return False
     scale.op_type = "HardSigmoid"  # the Add and the Clip, read no more, go as dead nodes
-    scale.input = [x]
-    index.readers[x].append(scale)
+    index.set_inputs(scale, [x])
     scale.clear_attrs()
     scale.set_attr("alpha", float(np.float32(1 / 6)))
     scale.set_attr("beta", 0.5)

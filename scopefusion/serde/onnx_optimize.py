@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 
 from .onnx_attrs import initializer_array
-from .onnx_fuse_ops import fuse_for_runtime
+from .onnx_fuse_ops import FUSED_OP_TYPES, fuse_for_runtime
 from .onnx_graph import IOShapes, ValueType, append_value_infos
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
 from .onnx_order import toposort
@@ -59,7 +59,12 @@ from .onnx_transposes import push_transposes
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
 _IDENTITY_SWEEP, _DEAD_SWEEP = 0, 6  # the numbers of the identity and dead-node sweeps in optimize_nodes
-_FOLDABLE = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"}
+_FOLDABLE = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"})
+_NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, False)}  # value, either side
+# The op types the sweeps of optimize_nodes (by number) rewrite: a graph without any of them gives them nothing
+# to find. The others (duplicates, transposes, dead nodes) may find something whatever the op types.
+_REWRITES: dict[int, frozenset[str]] = {_IDENTITY_SWEEP: frozenset({"Identity"}), 3: frozenset({"Reshape"}),
+                                        4: frozenset(_NEUTRAL), 5: _FOLDABLE}
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
 
@@ -257,6 +262,34 @@ class GraphIndex:
         if name and node not in self.readers[name]:  # a Node has no __eq__: ``in`` tests identity
             self.readers[name].append(node)
 
+    def set_inputs(self, node: Node, names: list[str]) -> None:
+        """Makes ``node`` read ``names`` (a new list), keeping the readers index current."""
+        old = node.input
+        node.input = names
+        readers = self.readers
+        for name in old:
+            if name and name not in names:
+                found = readers.get(name)
+                if found:
+                    readers[name] = _without(found, node)
+        for name in names:
+            if name and name not in old:
+                readers[name].append(node)
+
+    def drop_nodes(self, kept: list[Node], dropped: "list[Node] | set[Node]") -> None:
+        """Keeps only the nodes ``kept`` (in that order), ``dropped`` being the others: what :meth:`rebuild`
+        would index of ``kept`` without rebuilding it (the entries of the nodes dropped go)."""
+        self.nodes = kept
+        producer, readers = self.producer, self.readers
+        for node in dropped:
+            for name in node.output:
+                if name and producer.get(name) is node:
+                    del producer[name]
+            for name in node.input:
+                found = readers.get(name) if name else None
+                if found:
+                    readers[name] = _without(found, node)
+
     def set_output(self, node: Node, k: int, name: str) -> None:
         """Renames ``node``'s output ``k`` to ``name``, keeping the producers index current."""
         old = node.output[k]
@@ -321,12 +354,22 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     # input's producer; each initializer read stays read), any other change ends it. Until then the next sweep
     # of dead nodes would find nothing: it counts as run and idle.
     dead_free = -1
+    # The op types in the graph at count ``typed_at`` (every change of the graph counts one).
+    types: set[str] = set()
+    typed_at = -1
 
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
-        nonlocal state, dead_free
+        nonlocal state, dead_free, types, typed_at
         if idle.get(k) == state or (k == _DEAD_SWEEP and _dead_free(dead_free, state)):
             idle[k] = state
             return False
+        rewrites = _REWRITES.get(k)
+        if rewrites is not None and _skips_absent_types():
+            if typed_at != state:
+                types, typed_at = _op_types(index), state
+            if rewrites.isdisjoint(types):
+                idle[k] = state  # the sweep would look at every node and find none of its op types
+                return False
         found = sweep(index)
         if found:
             state += 1
@@ -363,11 +406,12 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
                 state += 1
                 index.rebuild()
                 continue
-            if not fuse_for_runtime(index):
+            if typed_at != state:
+                types, typed_at = _op_types(index), state
+            if (_skips_absent_types() and FUSED_OP_TYPES.isdisjoint(types)) or not fuse_for_runtime(index):
                 break
             state += 1
-            toposort(index)
-            index.rebuild()
+            toposort(index)  # the rewrites keep the index (see fuse_for_runtime); new nodes come last
     index.write_back()
     present = {name for node in index.nodes for name in node.output}
     drop_stale_value_info(graph, present=present)
@@ -380,6 +424,16 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
             for attr in proto.attribute:
                 for body in ([attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)):
                     prune_body(body)
+
+
+def _op_types(index: GraphIndex) -> set[str]:
+    return {node.op_type for node in index.nodes}
+
+
+def _skips_absent_types() -> bool:
+    """True: a sweep is not run when the graph has none of the op types it rewrites (:data:`_REWRITES`). A function
+    of its own so that a test can turn the skip off and compare the outputs."""
+    return True
 
 
 def _dead_free(dead_free: int, state: int) -> bool:
@@ -418,6 +472,7 @@ def _shapes_for_transposes(index: GraphIndex, opset: int) -> bool:
 
 
 def _remove_identities(index: GraphIndex) -> bool:
+    """Removes identities (see the module docstring); the index follows each removal."""
     changed = False
     keep = []
     for node in list(index.nodes):
@@ -428,6 +483,8 @@ def _remove_identities(index: GraphIndex) -> bool:
         if index.free(y):
             index.replace_uses(y, x)
             index.readers[x] = _without(index.readers.get(x, []), node)
+            if index.producer.get(y) is node:
+                del index.producer[y]
             changed = True
             continue
         producer = index.producer.get(x)
@@ -441,7 +498,7 @@ def _remove_identities(index: GraphIndex) -> bool:
             continue
         keep.append(node)
     if changed:
-        _set_nodes(index, keep)
+        index.nodes = keep
     return changed
 
 
@@ -477,9 +534,6 @@ def _merge_duplicates(index: GraphIndex) -> bool:
                 index.replace_uses(name, kept)
                 changed = True
     return changed
-
-
-_NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, False)}  # value, either side
 
 
 def _remove_neutral_ops(index: GraphIndex) -> bool:
@@ -530,7 +584,9 @@ def _holds_only(index: GraphIndex, t: Initializer, neutral: int) -> bool:
 
 
 def _fold_initializer_ops(index: GraphIndex) -> bool:
-    changed = False
+    """Replaces nodes that rearrange or cast initializers only by their result (a new initializer of the
+    output's name); the index follows."""
+    folded: list[Node] = []
     keep = []
     constant = index.constant
     for node in list(index.nodes):
@@ -547,12 +603,12 @@ def _fold_initializer_ops(index: GraphIndex) -> bool:
                 out = _fold(node, values)
                 if out is not None and index.free(node.output[0]):
                     index.add_initializer(out, node.output[0])
-                    changed = True
+                    folded.append(node)
                     continue
         keep.append(node)
-    if changed:
-        _set_nodes(index, keep)
-    return changed
+    if folded:
+        index.drop_nodes(keep, folded)
+    return bool(folded)
 
 
 def _fold(node: Node, values: list) -> np.ndarray | None:
@@ -607,7 +663,7 @@ def _remove_dead(index: GraphIndex) -> bool:
                 pending.append(found)
     changed = nodes_removed = len(live) != len(index.nodes)
     if changed:
-        _set_nodes(index, [n for n in index.nodes if n in live], rebuild=False)
+        index.drop_nodes([n for n in index.nodes if n in live], [n for n in index.nodes if n not in live])
     initializers = index.inits
     if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
         # Some initializer is unread (when the index holds every one's name, no two alike, all are read).
@@ -624,26 +680,9 @@ def _remove_dead(index: GraphIndex) -> bool:
     if index.left_out is not None:  # the unread initializers the writer left out would go now
         index.left_out = None
         changed = True
-    index.only_unread_removed = False
-    if changed:
-        before = None if nodes_removed else (index.producer, index.readers)
-        index.rebuild()
-        index.only_unread_removed = before is not None and _same_index(*before, index)
+    # Initializers alone removed leave the index as it was: no pass reads an unread initializer.
+    index.only_unread_removed = changed and not nodes_removed
     return changed
-
-
-def _same_index(producer: dict[str, Node], readers: dict[str, list[Node]], index: GraphIndex) -> bool:
-    """True when ``index``'s producers and readers are ``producer`` and ``readers`` (lists alike, in order)."""
-    if producer != index.producer:
-        return False
-    rebuilt = index.readers
-    kept = 0
-    for name, found in readers.items():
-        if found:
-            kept += 1
-            if rebuilt.get(name) != found:
-                return False
-    return kept == len(rebuilt)
 
 
 def _without(readers: list[Node], node: Node) -> list[Node]:
@@ -651,9 +690,3 @@ def _without(readers: list[Node], node: Node) -> list[Node]:
     if len(readers) == 1 and readers[0] is node:
         return []
     return [r for r in readers if r is not node]
-
-
-def _set_nodes(index: GraphIndex, nodes: list[Node], rebuild: bool = True) -> None:
-    index.nodes = list(nodes)
-    if rebuild:
-        index.rebuild()

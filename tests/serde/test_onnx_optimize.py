@@ -323,8 +323,15 @@ def test_the_round_the_clean_up_skips_after_a_sweep_of_unread_initializers_would
     model = convert(tf_convnet_pb)
     with_skips = _written_and_cleaned(model, leave_out_unread=True)[0]
     skipped = []
-    real = onnx_optimize._same_index
-    monkeypatch.setattr(onnx_optimize, "_same_index", lambda *a: skipped.append(real(*a)) and False)
+    real = onnx_optimize._remove_dead
+
+    def every_round_run(index):  # a sweep that says it removed more than unread initializers
+        found = real(index)
+        skipped.append(index.only_unread_removed)
+        index.only_unread_removed = False
+        return found
+
+    monkeypatch.setattr(onnx_optimize, "_remove_dead", every_round_run)
     every_round = _written_and_cleaned(model, leave_out_unread=True)[0]
     assert True in skipped  # the model has such a round (its batch norm's parameters left unread)
     assert with_skips == every_round
@@ -357,3 +364,41 @@ def test_the_input_and_output_shapes_the_writer_hands_the_clean_up_are_those_its
     read_back = onnx_optimize.GraphIndex(graph, list(nodes), value_infos, initializers, writer.left_out)
     handed = onnx_optimize.GraphIndex(graph, list(nodes), value_infos, initializers, writer.left_out, writer.io_shapes)
     assert handed.shapes == read_back.shapes
+
+
+_ZOO = ["tf_convnet_pb", "tf_mobilenet_pb", "tf_bert_pb", "tf_rnn_pb"]
+
+
+@pytest.mark.parametrize("fixture", _ZOO)
+def test_sweeps_skipped_for_want_of_their_op_types_would_find_nothing(fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    with_skips = _written_and_cleaned(model, leave_out_unread=True)[0]
+    monkeypatch.setattr(onnx_optimize, "_skips_absent_types", lambda: False)
+    every_sweep = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert with_skips == every_sweep
+
+
+def _indexed(index) -> tuple[dict, dict]:
+    """The producers and readers of ``index`` by identity, readers as sets (what the passes ask of them)."""
+    return ({name: id(node) for name, node in index.producer.items()},
+            {name: {id(n) for n in found} for name, found in index.readers.items() if found})
+
+
+@pytest.mark.parametrize("fixture", _ZOO)
+def test_the_index_the_sweeps_keep_is_the_one_a_rebuild_makes(fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    kept_up = _written_and_cleaned(model, leave_out_unread=True)[0]
+    checked = []
+    for name in ("_remove_identities", "_merge_duplicates", "constant_reshapes", "_remove_neutral_ops",
+                 "_fold_initializer_ops", "_remove_dead", "fuse_for_runtime"):
+        def checking(index, real=getattr(onnx_optimize, name), name=name):
+            found = real(index)
+            kept = _indexed(index)
+            index.rebuild()
+            assert kept == _indexed(index), name
+            checked.append(found)
+            return found
+        monkeypatch.setattr(onnx_optimize, name, checking)
+    rebuilt = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert True in checked  # some sweep changed the graph
+    assert kept_up == rebuilt
