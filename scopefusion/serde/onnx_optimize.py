@@ -92,11 +92,18 @@ class GraphIndex:
         self.inputs = {i.name for i in graph.input}
         self.pinned = {name for node in self.nodes if node.body_reads is not None for name in node.body_reads}
         self.initializers: dict[str, Initializer] = {t.name: t for t in self.inits}
-        self.shapes: dict[str, list[int | None]] = {}  # known tensor shapes, None for an unknown dim
+        # Known tensor shapes, None for an unknown dim. No pass changes a shape's list in place (each records a
+        # new one): tensors of one type share one list (types are interned, many tensors share one).
+        self.shapes: dict[str, list[int | None]] = {}
+        by_type: dict[object, list[int | None]] = {}
         for name, t in value_infos or ():
-            if t.rank is not None:
+            found = by_type.get(t)
+            if found is None:
+                if t.rank is None:
+                    continue
                 dims = t.shape
-                self.shapes[name] = list(dims) if not dims or min(dims) >= 0 else [d if d >= 0 else None for d in dims]
+                found = by_type[t] = list(dims) if not dims or min(dims) >= 0 else [d if d >= 0 else None for d in dims]
+            self.shapes[name] = found
         written = io_shapes if io_shapes is not None else {}
         for infos in (graph.value_info, graph.input, graph.output):
             for info in infos:
@@ -167,6 +174,10 @@ class GraphIndex:
         """Replaces the graph's nodes by :attr:`nodes` and its initializers by :attr:`inits`."""
         del self.graph.node[:]
         append_nodes(self.graph, self.nodes)
+        if not self._in_graph:  # the export's case: every initializer is still to be written
+            append_initializers(self.graph, self.inits)
+            self._in_graph = list(self.inits)
+            return
         kept = set(self.inits)  # initializers hash by identity
         initializers = self.graph.initializer
         for k in reversed(range(len(self._in_graph))):  # in place: no copy of the weights
@@ -276,7 +287,7 @@ class GraphIndex:
             if name and name not in old:
                 readers[name].append(node)
 
-    def drop_nodes(self, kept: list[Node], dropped: "list[Node] | set[Node]") -> None:
+    def drop_nodes(self, kept: list[Node], dropped: list[Node]) -> None:
         """Keeps only the nodes ``kept`` (in that order), ``dropped`` being the others: what :meth:`rebuild`
         would index of ``kept`` without rebuilding it (the entries of the nodes dropped go)."""
         self.nodes = kept
@@ -408,10 +419,12 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
                 continue
             if typed_at != state:
                 types, typed_at = _op_types(index), state
+            count = len(index.nodes)
             if (_skips_absent_types() and FUSED_OP_TYPES.isdisjoint(types)) or not fuse_for_runtime(index):
                 break
             state += 1
-            toposort(index)  # the rewrites keep the index (see fuse_for_runtime); new nodes come last
+            if len(index.nodes) != count:  # new nodes come last (a rewrite only reads what its node's inputs read)
+                toposort(index)
     index.write_back()
     present = {name for node in index.nodes for name in node.output}
     drop_stale_value_info(graph, present=present)
@@ -445,12 +458,13 @@ def _dead_free(dead_free: int, state: int) -> bool:
 def _shapes_from_types(index: GraphIndex) -> None:
     """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
     transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    index.settled.update([name for name, dims in index.shapes.items() if dims.count(None) <= 1])
+    shapes = index.shapes
+    index.settled.update([name for name, dims in shapes.items() if None not in dims or dims.count(None) == 1])
     for node in index.nodes:
-        if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in index.shapes:
+        if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in shapes:
             continue
-        shape = index.shapes.get(node.output[0])
-        perm = node.attr("perm")
+        shape = shapes.get(node.output[0])
+        perm = node.ints_view("perm")
         if shape is None or perm is None or len(perm) != len(shape):
             continue
         before: list[int | None] = [None] * len(shape)
