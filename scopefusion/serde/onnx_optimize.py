@@ -53,7 +53,7 @@ from .onnx_proto import (
     tensor_dtype_to_np_dtype,
 )
 from .onnx_prune import all_nodes, drop_stale_value_info, prune_body
-from .onnx_shapes import constant_reshapes
+from .onnx_shapes import constant_reshapes, shapes_for_transposes, shapes_from_types
 from .onnx_transposes import push_transposes
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
@@ -354,7 +354,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     ``graph.initializer`` and then ``initializers`` (those two not yet in the graph), less the unread ones
     ``left_out`` names (see :class:`GraphIndex`, also for ``io_shapes``); writes what is left into the graph."""
     index = GraphIndex(graph, nodes, value_infos, initializers, left_out, io_shapes)
-    _shapes_from_types(index)
+    shapes_from_types(index)
     # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
     # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
     state = 0
@@ -411,7 +411,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
             else:
                 changed = True
         if not changed:
-            if _shapes_for_transposes(index, opset):
+            if shapes_for_transposes(index, opset):
                 state += 1  # new shapes: every pass may find more
             if push_transposes(index, to_reshapes=True):
                 state += 1
@@ -453,36 +453,6 @@ def _dead_free(dead_free: int, state: int) -> bool:
     """True when the graph holds no dead node and no unread initializer (see the NOTE in :func:`optimize_nodes`).
     A function of its own so that a test can turn the skip off and compare the output of every sweep run."""
     return dead_free == state
-
-
-def _shapes_from_types(index: GraphIndex) -> None:
-    """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
-    transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
-    shapes = index.shapes
-    index.settled.update([name for name, dims in shapes.items() if None not in dims or dims.count(None) == 1])
-    for node in index.nodes:
-        if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in shapes:
-            continue
-        shape = shapes.get(node.output[0])
-        perm = node.ints_view("perm")
-        if shape is None or perm is None or len(perm) != len(shape):
-            continue
-        before: list[int | None] = [None] * len(shape)
-        for i, d in enumerate(perm):
-            before[d] = shape[i]
-        index.derive_shape(node.input[0], before, node.output[0])
-
-
-def _shapes_for_transposes(index: GraphIndex, opset: int) -> bool:
-    """Runs shape inference when a transpose's input has no fully known shape, or a mean's or max's input no
-    known rank, and inference has not seen it (see :meth:`GraphIndex.infer_shapes`); True when it ran."""
-    shapes, settled = index.shapes, index.settled
-    if any(n.input[0] not in settled and (None in shapes.get(n.input[0], [None]) if n.op_type == "Transpose"
-                                          else n.input[0] not in shapes)
-           for n in index.nodes if n.op_type in ("Transpose", "ReduceMean", "ReduceMax")):
-        index.infer_shapes(opset)
-        return True
-    return False
 
 
 def _remove_identities(index: GraphIndex) -> bool:

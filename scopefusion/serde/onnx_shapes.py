@@ -8,6 +8,9 @@ tensor y" — through ``Shape``, ``Cast``, ``Slice`` (constant, step 1, axis 0),
 known ints and int initializers. A
 ``Reshape(x, s)`` whose every entry of ``s`` is a known int or dim k of ``x`` itself at position k (0: copy),
 with at most one other entry (−1: the rest), gets the constant shape; the computation then dies.
+
+Also the shapes the clean-up starts from (:func:`shapes_from_types`) and the test of when it asks ONNX's shape
+inference for more (:func:`shapes_for_transposes`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from .onnx_optimize import GraphIndex
 
-__all__ = ["constant_reshapes"]
+__all__ = ["constant_reshapes", "shapes_for_transposes", "shapes_from_types"]
 
 Entry = Union[int, tuple[str, int], None]  # an int, (tensor, dim), or None: unknown
 _DEPTH = 12
@@ -167,3 +170,33 @@ def _compute(index: "GraphIndex", name: str, cache: dict, depth: int) -> list[En
     if index.shapes.get(name) in ([], [1]):
         return [None]  # one computed entry: unknown, usable as -1 once
     return None
+
+
+def shapes_from_types(index: "GraphIndex") -> None:
+    """Takes the written tensor types as settled (they come from the model's own shape inference) and gives a
+    transpose's input the shape its output has, permuted back (the lowering's channels-first intermediates)."""
+    shapes = index.shapes
+    index.settled.update([name for name, dims in shapes.items() if None not in dims or dims.count(None) == 1])
+    for node in index.nodes:
+        if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.input[0] in shapes:
+            continue
+        shape = shapes.get(node.output[0])
+        perm = node.ints_view("perm")
+        if shape is None or perm is None or len(perm) != len(shape):
+            continue
+        before: list[int | None] = [None] * len(shape)
+        for i, d in enumerate(perm):
+            before[d] = shape[i]
+        index.derive_shape(node.input[0], before, node.output[0])
+
+
+def shapes_for_transposes(index: "GraphIndex", opset: int) -> bool:
+    """Runs shape inference when a transpose's input has no fully known shape, or a mean's or max's input no
+    known rank, and inference has not seen it (see :meth:`.GraphIndex.infer_shapes`); True when it ran."""
+    shapes, settled = index.shapes, index.settled
+    if any(n.input[0] not in settled and (None in shapes.get(n.input[0], [None]) if n.op_type == "Transpose"
+                                          else n.input[0] not in shapes)
+           for n in index.nodes if n.op_type in ("Transpose", "ReduceMean", "ReduceMax")):
+        index.infer_shapes(opset)
+        return True
+    return False
