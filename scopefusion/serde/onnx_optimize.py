@@ -147,7 +147,7 @@ class GraphIndex:
         self.settled = set(self.inputs) | set(self.initializers)
         self.settled.update(name for node in self.nodes for name in node.output)
         try:
-            inferred = infer_shapes(model, data_prop=True)
+            inferred = infer_shapes(model, data_prop=True, own=False)  # its shapes are only read
         except Exception:  # inference is only a hint here
             return
         if inferred is None:
@@ -369,13 +369,15 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     types: set[str] = set()
     typed_at = -1
 
+    skips_types = _skips_absent_types()
+
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
         nonlocal state, dead_free, types, typed_at
         if idle.get(k) == state or (k == _DEAD_SWEEP and _dead_free(dead_free, state)):
             idle[k] = state
             return False
-        rewrites = _REWRITES.get(k)
-        if rewrites is not None and _skips_absent_types():
+        rewrites = _REWRITES.get(k) if skips_types else None
+        if rewrites is not None:
             if typed_at != state:
                 types, typed_at = _op_types(index), state
             if rewrites.isdisjoint(types):
@@ -420,7 +422,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
             if typed_at != state:
                 types, typed_at = _op_types(index), state
             count = len(index.nodes)
-            if (_skips_absent_types() and FUSED_OP_TYPES.isdisjoint(types)) or not fuse_for_runtime(index):
+            if (skips_types and FUSED_OP_TYPES.isdisjoint(types)) or not fuse_for_runtime(index):
                 break
             state += 1
             if len(index.nodes) != count:  # new nodes come last (a rewrite only reads what its node's inputs read)

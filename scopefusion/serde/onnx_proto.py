@@ -393,13 +393,14 @@ def onnx_errors() -> tuple[type[BaseException], ...]:
     return (onnx.checker.ValidationError, onnx.shape_inference.InferenceError)
 
 
-def infer_shapes(model: ModelProto, data_prop: bool = False) -> ModelProto | None:
+def infer_shapes(model: ModelProto, data_prop: bool = False, own: bool = True) -> Any:
     """ONNX's shape inference (``onnx.shape_inference.infer_shapes``, imports onnx) of ``model``, or None
-    when it fails."""
+    when it fails. The model it returns is this module's message, or with ``own=False`` the onnx package's as
+    inference gives it (the same fields, for reading only: not converted)."""
     import onnx
 
     try:
         inferred = onnx.shape_inference.infer_shapes(model.SerializeToString(), data_prop=data_prop)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError):
         return None
-    return from_onnx(inferred)
+    return from_onnx(inferred) if own else inferred
