@@ -23,7 +23,10 @@ NOTE: speed. The passes work on :class:`~.onnx_node.Node`, the plain-Python node
 (:func:`optimize_nodes` takes them as written; :func:`optimize_graph` reads a ``GraphProto``'s once):
 reading and rewriting protobuf messages node by node cost more than the rewrites themselves. The nodes
 become ``NodeProto`` messages once, at the end. Initializers stay the graph's own ``TensorProto`` messages
-(never copied); new ones are appended as they are made.
+(never copied); new ones are appended as they are made. The producers and readers of :class:`GraphIndex` are
+made once and kept current by the sweeps that remove or rewire nodes (rebuilt only after the transposes'
+sweep), and a sweep is not run when the graph has none of the op types it rewrites or nothing changed since
+it last found nothing.
 """
 
 from __future__ import annotations
