@@ -498,17 +498,22 @@ _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLi
 def _merge_duplicates(index: GraphIndex) -> bool:
     """A default-domain node computing what an earlier one computes (same op, inputs and attributes; no body,
     nothing random) is read no more: its readers read the earlier node's outputs (it dies unread)."""
-    seen: dict[tuple, list[Node]] = {}
+    # The nodes alike so far, by (op type, output count, inputs...): the first one alone, more in a list.
+    seen: dict[tuple, "Node | list[Node]"] = {}
     changed = False
     for node in index.nodes:
         if node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM or node.body_reads is not None:
             continue
         # Nodes alike but for their attributes are rare: their attributes are compared only then.
-        alike = (node.op_type, tuple(node.input), len(node.output))
-        group = seen.get(alike)
-        if group is None:
-            seen[alike] = [node]
+        alike = (node.op_type, len(node.output), *node.input)
+        found = seen.get(alike)
+        if found is None:
+            seen[alike] = node
             continue
+        if isinstance(found, list):
+            group = found
+        else:
+            group = seen[alike] = [found]
         key = node.attr_key()
         first = next((g for g in group if g.attr_key() == key), None)
         if first is None:
