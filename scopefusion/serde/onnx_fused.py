@@ -17,7 +17,7 @@ The builtin exporters, their ONNX forms and the attribute names they read are in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from ..ir.graph import Node
 from ..ir.types import TensorType
 from .onnx_node import Initializer
 from .onnx_node import Node as OnnxNode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .onnx_lowering.layout import LayoutTracker
 
 __all__ = [
     "FusedEmitter",
@@ -152,6 +155,11 @@ class FusedEmitter:
         self.nodes: list[OnnxNode] = []
         self.initializers: list[Initializer] = []
         self.domains: dict[str, int] = {}
+        # Layout tracking (:mod:`.onnx_lowering.layout`): the tracker of the graph written, or None; what this node
+        # leaves held channels first (output index, name) and the channels-first forms it wrote (input, name).
+        self.layout: LayoutTracker | None = None
+        self.held: list[tuple[int, str]] | None = None
+        self.noted: list[tuple[int, str]] | None = None
 
     @property
     def where(self) -> str:
@@ -234,6 +242,35 @@ class FusedEmitter:
         if d < 0:
             self.decline(f"dim {axis} of input {i} is not static")
         return d
+
+    # ------------------------------------------------------------------ layouts
+    def channels_first(self, i: int = 0) -> str:
+        """Input ``i`` (channels last, ``[N, spatial…, C]``) as channels first (``[N, C, spatial…]``): the form the
+        layout tracking holds of it, else a new ``Transpose`` (which the tracking then keeps for its other
+        readers)."""
+        layout = self.layout
+        if layout is not None:
+            found = layout.first.get(self.node.inputs[i])  # type: ignore[arg-type]
+            if found is not None:
+                return found
+        rank = self.rank(i)
+        name = self.op("Transpose", [self.input(i)], perm=[0, rank - 1, *range(1, rank - 1)])[0]
+        if layout is not None:
+            if self.noted is None:
+                self.noted = []
+            self.noted.append((i, name))
+        return name
+
+    def hold_channels_first(self, name: str, index: int = 0) -> bool:
+        """Leaves output ``index`` as its channels-first form ``name`` when the layout is tracked (its own,
+        channels-last name is then written only where something reads it) and returns True; returns False when
+        it is not (the caller writes the output itself)."""
+        if self.layout is None:
+            return False
+        if self.held is None:
+            self.held = []
+        self.held.append((index, name))
+        return True
 
     # ------------------------------------------------------------------ writing ONNX
     def op(self, op_type: str, inputs: Sequence[str], *, outputs: int | Sequence[str | None] = 1, domain: str = "",

@@ -28,8 +28,9 @@ DynamicGRU          GRU (7), Transpose/Squeeze around        hidden_size, w_inpu
 
 * LayerNorm: ``gamma`` / ``beta`` broadcast numpy-style; when one is not exactly the normalized shape
   ([1, 1, D] for D) it is reshaped, or applied after a ``LayerNormalization`` with unit scale (Mul, Add).
-* InstanceNorm / BatchNorm: ``data_format="NHWC"`` puts the ONNX op (channels first) between two
-  Transposes; each parameter becomes the ``[C]`` vector ONNX wants when its layout provably is one value
+* InstanceNorm / BatchNorm: ``data_format="NHWC"`` runs the ONNX op (channels first) on its input's
+  channels-first form and leaves the result held so where the lowering tracks layouts
+  (:meth:`~.onnx_fused.FusedEmitter.channels_first`), else puts it between two Transposes; each parameter becomes the ``[C]`` vector ONNX wants when its layout provably is one value
   per channel (or one value for all), else the node declines.
 * MultiHeadAttention: ``"BSH"`` projects query, key and value with their weights (MatMul, Add), runs
   ``Attention`` on ``[batch, length, heads·size]`` and projects the output; a rank-2 (flattened) query is
@@ -178,9 +179,9 @@ def _channel_op(e: FusedEmitter, op_type: str, vector_on_channel: bool, **attrs)
     if not last:
         e.op(op_type, [x, *params], outputs=[e.outputs[0]], **attrs)
         return
-    x = e.op("Transpose", [x], perm=[0, rank - 1, *range(1, rank - 1)])[0]
-    y = e.op(op_type, [x, *params], **attrs)[0]
-    e.op("Transpose", [y], outputs=[e.outputs[0]], perm=[0, *range(2, rank), 1])
+    y = e.op(op_type, [e.channels_first(0), *params], **attrs)[0]
+    if not e.hold_channels_first(y):
+        e.op("Transpose", [y], outputs=[e.outputs[0]], perm=[0, *range(2, rank), 1])
 
 
 def instance_norm(e: FusedEmitter) -> None:
