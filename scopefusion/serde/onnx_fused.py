@@ -17,7 +17,7 @@ The builtin exporters, their ONNX forms and the attribute names they read are in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 import numpy as np
 
@@ -44,6 +44,7 @@ __all__ = [
 FusedExporter = Callable[["FusedEmitter"], None]
 
 _REQUIRED = object()
+_NO_SCALARS: Mapping[tuple[str, bytes], str] = {}
 
 # Reduce ops whose ``axes`` moved from an attribute to an input, by the opset where it moved.
 _AXES_INPUT_SINCE = {"ReduceSum": 13}
@@ -160,6 +161,10 @@ class FusedEmitter:
         self.layout: LayoutTracker | None = None
         self.held: list[tuple[int, str]] | None = None
         self.noted: list[tuple[int, str]] | None = None
+        # Scalar constants of the graph written, by (dtype, bytes): those of earlier nodes (set by the writer),
+        # and those this node made (the writer keeps them once the node is written).
+        self.scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS
+        self.scalars_made: dict[tuple[str, bytes], str] | None = None
 
     @property
     def where(self) -> str:
@@ -315,7 +320,22 @@ class FusedEmitter:
 
     def scalar(self, value: float, hint: str, like: int = 0) -> str:
         """A scalar constant of input ``like``'s dtype."""
-        return self.const(np.asarray(value, dtype=self.dtype(like).numpy), hint)
+        return self.shared_scalar(np.asarray(value, dtype=self.dtype(like).numpy), hint)
+
+    def shared_scalar(self, array: np.ndarray, hint: str) -> str:
+        """An initializer holding the 0-d ``array``: the one an earlier node of the graph made for the same value
+        and dtype, else a new one. A scalar is read, never changed: one initializer serves every reader (as
+        ``Relu6``'s bounds, each model's few epsilons and ones), where one each would all be written."""
+        key = (array.dtype.str, array.tobytes())
+        found = self.scalars.get(key)
+        if found is None:
+            made = self.scalars_made
+            if made is None:
+                made = self.scalars_made = {}
+            found = made.get(key)
+            if found is None:
+                found = made[key] = self.const(array, hint)
+        return found
 
     def reduce(self, op_type: str, x: str, axes: Sequence[int], keepdims: int = 1) -> str:
         """A ``Reduce*`` node over ``axes``, with axes as an attribute or an input as the opset wants."""

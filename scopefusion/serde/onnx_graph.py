@@ -83,7 +83,8 @@ class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
-    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout")
+    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout",
+                 "scalars")
 
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
@@ -96,6 +97,7 @@ class _Scope:
         self.output_ids: set[Value] | None = None  # the graph's outputs, once asked for
         self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
+        self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -491,6 +493,7 @@ class GraphWriter:
                                           write_body=lambda g: self.write(g, parent=scope), names=scope.names,
                                           overrides=plan.overrides if plan is not None else None)
             emitter.layout = tracker
+            emitter.scalars = scope.scalars
             if plan is not None:
                 emitter.initializers.extend(plan.initializers)
             try:
@@ -528,6 +531,8 @@ class GraphWriter:
             for domain, version in emitter.domains.items():
                 self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
+        if emitter.scalars_made is not None:
+            scope.scalars.update(emitter.scalars_made)
         if tracker is not None and (plan is not None or held is not None or emitter.noted is not None):
             self._track(node, tracker, emitter, plan, outputs, own)
         return emitted, ""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 
 from scopefusion.convert import convert
@@ -130,3 +131,13 @@ def test_ops_the_layout_passes_through_and_those_it_does_not_compute_what_tensor
     rng = np.random.default_rng(3)
     feeds = [{"in0": rng.standard_normal((b, 5, 5, 4)).astype(np.float32)} for b in (1, 3)]
     assert_runs_like_source(model, proto, feeds, "layout mix", rtol=1e-5, atol=1e-5)
+
+
+def test_the_scalar_constants_lowerings_make_are_one_initializer_per_value_and_dtype(tf_mobilenet_pb):
+    model = convert(tf_mobilenet_pb)
+    proto = model_to_onnx(model)
+    scalars = [onnx.numpy_helper.to_array(t) for t in proto.graph.initializer if not t.dims]
+    keys = [(a.dtype.str, a.tobytes()) for a in scalars]
+    assert len(keys) == len(set(keys))
+    clips = [n for n in proto.graph.node if n.op_type == "Clip"]
+    assert len(clips) == 35 and len({tuple(n.input[1:]) for n in clips}) == 1  # every ReLU6 reads one 0 and one 6

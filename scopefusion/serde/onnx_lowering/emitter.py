@@ -172,7 +172,7 @@ class LoweringEmitter(FusedEmitter):
 
     def typed_scalar(self, value: Any, dtype: DType | np.dtype, hint: str = "scalar") -> str:
         numpy = dtype.numpy if isinstance(dtype, DType) else np.dtype(dtype)
-        return self.const(np.asarray(value, dtype=numpy), hint)
+        return self.shared_scalar(np.asarray(value, dtype=numpy), hint)
 
 
 def _rename_reads(graph: GraphProto, renames: Mapping[str, str]) -> None:
