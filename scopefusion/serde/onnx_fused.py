@@ -24,7 +24,7 @@ import numpy as np
 from ..dialects.fused.declared import declared_ops_of
 from ..dtypes import DType
 from ..errors import SerdeError
-from ..ir.graph import Node
+from ..ir.graph import CONST_OP, Node, Value
 from ..ir.types import TensorType
 from .onnx_node import Initializer
 from .onnx_node import Node as OnnxNode
@@ -165,6 +165,8 @@ class FusedEmitter:
         # and those this node made (the writer keeps them once the node is written).
         self.scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS
         self.scalars_made: dict[tuple[str, bytes], str] | None = None
+        # The values of the graph computed from constants when the writer lowers ``tf`` ops (set by it), else None.
+        self.folded: Mapping[Value, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -219,6 +221,21 @@ class FusedEmitter:
         extra = [i for i, used in enumerate(self._used) if i >= count and used]
         if extra:
             self.decline(f"its output {extra[0]} is in use and the ONNX form computes only {count} output(s)")
+
+    def const_input(self, i: int) -> np.ndarray | None:
+        """The value of input ``i`` when the export writes it as a constant (a ``ge.Const``, or a value the
+        writer folds) and the writer lowers ``tf`` ops, else None: an exporter may then write what it computes
+        from it as a new constant, instead of nodes that the clean-up would fold into one."""
+        folded = self.folded
+        value = self.node.inputs[i] if folded is not None and i < len(self.node.inputs) else None
+        if value is None:
+            return None
+        found = folded.get(value)  # type: ignore[union-attr]
+        if found is not None:
+            return np.asarray(found)
+        if value.producer.op == CONST_OP:
+            return np.asarray(value.producer.attrs.as_tensor("value"))
+        return None
 
     def input_type(self, i: int) -> TensorType | None:
         value = self.node.inputs[i] if i < len(self.node.inputs) else None

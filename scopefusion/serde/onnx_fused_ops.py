@@ -112,6 +112,9 @@ def _as_normalized(e: FusedEmitter, i: int, normalized: tuple[int, ...]) -> str 
         return None
     if len(shape) == n:
         return e.inputs[i]
+    value = e.const_input(i)
+    if value is not None:  # the reshaped value itself, rather than a Reshape the clean-up would fold
+        return e.const(value.reshape(normalized), f"shape{i}")
     return e.op("Reshape", [e.inputs[i], e.const(np.asarray(normalized, np.int64), f"shape{i}")])[0]
 
 
@@ -154,6 +157,9 @@ def _per_channel(e: FusedEmitter, i: int, channel_axis: int, channels: int, vect
         per_channel = shape[channel_axis - offset] if channel_axis >= offset else 1
     if per_channel not in (1, channels):
         e.decline(f"input {i} holds {per_channel} values for {channels} channels")
+    value = e.const_input(i)
+    if value is not None:  # the vector itself, rather than nodes the clean-up would fold into it
+        return e.const(np.ascontiguousarray(np.broadcast_to(value.reshape(-1), (channels,))), "per_channel")
     name = e.inputs[i]
     if len(shape) != 1:
         name = e.op("Reshape", [name, e.const(np.asarray([-1], np.int64), "flat")])[0]

@@ -494,6 +494,8 @@ class GraphWriter:
                                           overrides=plan.overrides if plan is not None else None)
             emitter.layout = tracker
             emitter.scalars = scope.scalars
+            if self.lowerings is not None and len(self.lowerings):
+                emitter.folded = scope.folded
             if plan is not None:
                 emitter.initializers.extend(plan.initializers)
             try:

@@ -141,3 +141,15 @@ def test_the_scalar_constants_lowerings_make_are_one_initializer_per_value_and_d
     assert len(keys) == len(set(keys))
     clips = [n for n in proto.graph.node if n.op_type == "Clip"]
     assert len(clips) == 35 and len({tuple(n.input[1:]) for n in clips}) == 1  # every ReLU6 reads one 0 and one 6
+
+
+def test_constant_parameters_of_fused_ops_are_written_in_the_form_onnx_wants(tf_convnet_pb):
+    # The convnet's LayerNorm reads gamma and beta reshaped by TF ([1, 4]): the export writes them as the [4]
+    # vectors LayerNormalization wants, not as Reshape nodes of the constants for the clean-up to fold.
+    model = convert(tf_convnet_pb)
+    nodes, _ = _lowered(model, True)
+    assert "Reshape" not in {n.op_type for n in nodes}
+    proto = model_to_onnx(model)
+    initializers = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
+    (norm,) = [n for n in proto.graph.node if n.op_type == "LayerNormalization"]
+    assert [initializers[name].shape for name in norm.input[1:]] == [(4,), (4,)]
