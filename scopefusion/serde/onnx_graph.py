@@ -476,6 +476,10 @@ class GraphWriter:
         if tracker is not None and tracker.first and node.op_type in CANDIDATES:
             plan = tracker.pass_through(node, inputs, folded)
         own = outputs
+        if plan is not None and plan.alias is not None:  # it gives held inputs back: nothing to write
+            for k, name in zip(plan.held, plan.alias):
+                tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
+            return [], ""
         while True:
             if plan is not None:
                 inputs = plan.inputs

@@ -54,10 +54,10 @@ def test_the_lowering_of_an_nhwc_cnn_writes_one_transpose_where_its_input_meets_
     convs = plain_ops["Conv"]
     assert convs >= 1 and plain_ops["Transpose"] >= 2 * convs  # each channels-last op between two transposes
     assert [n.input[0] for n in tracked if n.op_type == "Transpose"] == inputs  # the NHWC input's, only
-    # Only the transposes are gone: every other node is still written.
-    assert tracked_ops - collections.Counter(Transpose=1) == plain_ops - collections.Counter(
-        Transpose=plain_ops["Transpose"])
-    assert len(tracked) == len(plain) - plain_ops["Transpose"] + 1
+    # The transposes are gone, and identities of held values and their zero-bias adds: nothing else changes.
+    assert not tracked_ops - plain_ops and tracked_ops["Conv"] == convs
+    gone = plain_ops - tracked_ops
+    assert set(gone) <= {"Transpose", "Identity", "Add"} and gone["Transpose"] == plain_ops["Transpose"] - 1
 
 
 @pytest.mark.parametrize("name,fixture", CNNS)
@@ -153,3 +153,13 @@ def test_constant_parameters_of_fused_ops_are_written_in_the_form_onnx_wants(tf_
     initializers = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
     (norm,) = [n for n in proto.graph.node if n.op_type == "LayerNormalization"]
     assert [initializers[name].shape for name in norm.input[1:]] == [(4,), (4,)]
+
+
+def test_a_zero_bias_or_identity_of_a_value_held_channels_first_writes_nothing(request):
+    # The convnet's convolution has a zero bias (Keras initializes biases to zero); the activation CNN's Swish
+    # outputs go through IdentityN (Keras' custom gradient): none of them is a node of the lowered graph.
+    for fixture, gone in (("tf_convnet_pb", {"Add": 1}), ("keras_activation_cnn_pb", {"Add": 2, "Identity": 1})):
+        model = convert(request.getfixturevalue(fixture))
+        (plain, _), (tracked, _) = _lowered(model, False), _lowered(model, True)
+        removed = collections.Counter(n.op_type for n in plain) - collections.Counter(n.op_type for n in tracked)
+        assert removed - collections.Counter(Transpose=removed["Transpose"]) == collections.Counter(gone), fixture

@@ -62,6 +62,11 @@ CANDIDATES = _ELEMENTWISE_TF | _BIAS_TF | _PAD_TF | _REDUCE_TF | _ELEMENTWISE_FU
 # Ops that pass their input on as it is, looked through when weighing a move (to at most _DEPTH of them in a row).
 _IDENTITIES = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient"})
 _DEPTH = 4
+# Ops that give their one input back, and ops that do with a neutral constant operand: (the value, either side).
+_ALIASES = frozenset({"Identity", "Snapshot", "StopGradient"})
+_NEUTRAL = {"Add": (0, True), "AddV2": (0, True), "BiasAdd": (0, False), "BiasAddV1": (0, False), "Sub": (0, False),
+            "Mul": (1, True), "RealDiv": (1, False), "Div": (1, False)}
+_NEUTRAL_ELEMENTS = 4096  # the largest neutral operand looked at
 # Ops whose lowering reads a channels-last input channels first (FusedEmitter.channels_first), ``tf`` and fused.
 _CHANNELS_FIRST_READERS = frozenset({
     "Conv2D", "Conv3D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D", "MaxPoolV2",
@@ -99,16 +104,19 @@ class PassThrough:
 
     ``inputs``: the ONNX names it reads instead; ``overrides``: the constant inputs' values as re-laid out,
     by slot (what the lowering reads of them); ``initializers``: those values' new initializers; ``held``:
-    the outputs held channels first, by index (the others are written plain)."""
+    the outputs held channels first, by index (the others are written plain). ``alias``: for a node that gives
+    held inputs back unchanged, the channels-first names its held outputs take, in the order of ``held`` (then
+    nothing is written for it), else None."""
 
-    __slots__ = ("inputs", "overrides", "initializers", "held")
+    __slots__ = ("inputs", "overrides", "initializers", "held", "alias")
 
     def __init__(self, inputs: list[str], overrides: dict[int, np.ndarray], initializers: list[Initializer],
-                 held: tuple[int, ...]) -> None:
+                 held: tuple[int, ...], alias: tuple[str, ...] | None = None) -> None:
         self.inputs = inputs
         self.overrides = overrides
         self.initializers = initializers
         self.held = held
+        self.alias = alias
 
 
 class LayoutTracker:
@@ -142,12 +150,14 @@ class LayoutTracker:
             self.first[value] = name
             self._info(value, name)
 
-    def hold(self, value: Value, name: str, own: str) -> None:
-        """Records ``name`` as the channels-first form of ``value``, whose own name ``own`` is not written."""
+    def hold(self, value: Value, name: str, own: str, alias: bool = False) -> None:
+        """Records ``name`` as the channels-first form of ``value``, whose own name ``own`` is not written; with
+        ``alias``, ``name`` is another value's form (which has its value info)."""
         self.first[value] = name
         self.pending[value] = own
         self.by_name[own] = value
-        self._info(value, name)
+        if not alias:
+            self._info(value, name)
 
     def _info(self, value: Value, name: str) -> None:
         t = value.type
@@ -261,6 +271,10 @@ class LayoutTracker:
             return self._identities(node, inputs)
         if len(node.outputs) != 1 or folded is None:
             return None
+        if op in _ALIASES or op in _NEUTRAL:
+            alias = self._alias(node, folded)
+            if alias is not None:
+                return alias
         if op in _ELEMENTWISE_TF:
             return self._elementwise(node, inputs, folded)
         if op in _BIAS_TF or op in _PAD_TF or op in _REDUCE_TF:
@@ -316,15 +330,53 @@ class LayoutTracker:
         return PassThrough(names, overrides, initializers, _FIRST) if held else None
 
     def _identities(self, node: Node, inputs: Sequence[str]) -> PassThrough | None:
-        """``IdentityN``: each output held channels first whose input is."""
+        """``IdentityN``: each output held channels first whose input is; when that is every output in use, the
+        outputs are the inputs' forms themselves (nothing is written)."""
         names = list(inputs)
         held = []
+        every = True
         for k, value in enumerate(node.inputs):
+            if k >= len(node.outputs) or not (node.outputs[k].uses or node.outputs[k] in self._outputs):
+                continue
             found = self.first.get(value) if value is not None else None
-            if found is not None and k < len(node.outputs) and node.outputs[k].uses:
+            if found is not None:
                 names[k] = found
                 held.append(k)
-        return PassThrough(names, {}, [], tuple(held)) if held else None
+            else:
+                every = False
+        if not held:
+            return None
+        return PassThrough(names, {}, [], tuple(held), tuple(names[k] for k in held) if every else None)
+
+    def _alias(self, node: Node, folded: Mapping[Value, Any]) -> PassThrough | None:
+        """An identity of a held value, or an op with a neutral constant operand (``x + 0``, ``x - 0``, ``x · 1``,
+        ``x / 1`` with a small constant of that value everywhere that broadcasts ``x`` to no larger shape, as the
+        clean-up removes them): its output is the held input's channels-first form itself."""
+        op = node.op_type
+        if op in _ALIASES:
+            x = node.inputs[0] if len(node.inputs) == 1 else None
+            found = self.first.get(x) if x is not None else None
+            return PassThrough([], {}, [], _FIRST, (found,)) if found is not None else None
+        neutral, either = _NEUTRAL[op]
+        if len(node.inputs) != 2:
+            return None
+        for data, const in ((0, 1), (1, 0)) if either else ((0, 1),):
+            x, c = node.inputs[data], node.inputs[const]
+            found = self.first.get(x) if x is not None else None
+            if found is None:
+                continue
+            value = _constant(c, folded)
+            if value is None or value.size > _NEUTRAL_ELEMENTS or value.dtype.kind not in "iuf":
+                continue
+            if value.size and value.reshape(-1).item(0) != neutral:
+                continue
+            if np.count_nonzero(value if neutral == 0 else value != neutral):
+                continue
+            shape = x.type.shape  # type: ignore[union-attr]
+            if value.ndim > len(shape) or any(d != 1 and d != s for d, s in zip(value.shape[::-1], shape[::-1])):
+                continue  # it could broadcast x to a larger shape
+            return PassThrough([], {}, [], _FIRST, (found,))
+        return None
 
     def _bias(self, node: Node, inputs: Sequence[str], found: str, rank: int,
               bias: np.ndarray) -> PassThrough | None:
