@@ -21,7 +21,8 @@ input and output names.
 NOTE: layouts. Lowering a graph without bodies, the writer keeps a :class:`~.onnx_lowering.layout.LayoutTracker`:
 channels-last ops and the layout-agnostic ops after them work on channels-first forms, and a value's own
 (channels-last) name is written, by a Transpose, only before a node that reads it or for a graph output. The
-channels-first forms get value infos of their own (the clean-up reads their shapes).
+channels-first forms get value infos of their own (the clean-up reads their shapes). An identity or an op with a
+neutral constant operand (a zero bias) is written as nothing there: its output takes its input's name.
 
 NOTE: what ONNX cannot hold is kept as attributes of the non-standard ops that have it: a TF control input
 as ``_control_inputs`` (node names), a TF1 loop back edge (``NextIteration`` → ``Merge``, a cycle ONNX does
@@ -473,8 +474,14 @@ class GraphWriter:
             outputs.append(name)
         tracker = scope.layout
         plan: PassThrough | None = None
-        if tracker is not None and tracker.first and node.op_type in CANDIDATES:
-            plan = tracker.pass_through(node, inputs, folded)
+        if tracker is not None and node.op_type in CANDIDATES:
+            if tracker.first:
+                plan = tracker.pass_through(node, inputs, folded)
+            if plan is None:
+                same = tracker.same_value(node, folded)
+                if same is not None and same in names:  # it gives its input back: named so, nothing written
+                    names[node.outputs[0]] = names[same]
+                    return [], ""
         own = outputs
         if plan is not None and plan.alias is not None:  # it gives held inputs back: nothing to write
             for k, name in zip(plan.held, plan.alias):

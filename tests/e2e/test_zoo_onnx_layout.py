@@ -155,10 +155,11 @@ def test_constant_parameters_of_fused_ops_are_written_in_the_form_onnx_wants(tf_
     assert [initializers[name].shape for name in norm.input[1:]] == [(4,), (4,)]
 
 
-def test_a_zero_bias_or_identity_of_a_value_held_channels_first_writes_nothing(request):
-    # The convnet's convolution has a zero bias (Keras initializes biases to zero); the activation CNN's Swish
-    # outputs go through IdentityN (Keras' custom gradient): none of them is a node of the lowered graph.
-    for fixture, gone in (("tf_convnet_pb", {"Add": 1}), ("keras_activation_cnn_pb", {"Add": 2, "Identity": 1})):
+def test_a_zero_bias_or_an_identity_writes_nothing(request):
+    # The convnet's convolution and dense layer have zero biases (Keras initializes biases to zero), one added to
+    # a value held channels first, one to a plain one; the activation CNN's Swish outputs go through IdentityN
+    # (Keras' custom gradient): none of them is a node of the lowered graph (the graph output's Identity stays).
+    for fixture, gone in (("tf_convnet_pb", {"Add": 2}), ("keras_activation_cnn_pb", {"Add": 4, "Identity": 1})):
         model = convert(request.getfixturevalue(fixture))
         (plain, _), (tracked, _) = _lowered(model, False), _lowered(model, True)
         removed = collections.Counter(n.op_type for n in plain) - collections.Counter(n.op_type for n in tracked)

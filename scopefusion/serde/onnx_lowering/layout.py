@@ -18,6 +18,9 @@ form (``[N, C, spatial…]``) where one exists:
   and the fused element-wise ops (``HardSwish``, ``Swish``, ``Clip``, ``Gelu``).
 * A held value's own (channels-last) name is written, by one ``Transpose`` (:meth:`LayoutTracker.materialize`),
   only where something reads it: an op the layout cannot be carried through, or a graph output.
+* An op that gives its input back (an identity; ``x + 0``, ``x · 1``… with a neutral constant, as a Keras
+  layer's zero bias) writes nothing: its output is the input's channels-first form, or, for a plain input,
+  the input's own name (:meth:`LayoutTracker.same_value`); what the clean-up would make of it.
 * A layout-agnostic op goes channels first only when that writes no more transposes than lowering it as it
   is (:meth:`LayoutTracker._worth_it`): an op whose held input is read channels last anyway (a graph output,
   a reshape) and whose result is too runs as it is, on the channels-last form.
@@ -348,22 +351,30 @@ class LayoutTracker:
             return None
         return PassThrough(names, {}, [], tuple(held), tuple(names[k] for k in held) if every else None)
 
-    def _alias(self, node: Node, folded: Mapping[Value, Any]) -> PassThrough | None:
-        """An identity of a held value, or an op with a neutral constant operand (``x + 0``, ``x - 0``, ``x · 1``,
-        ``x / 1`` with a small constant of that value everywhere that broadcasts ``x`` to no larger shape, as the
-        clean-up removes them): its output is the held input's channels-first form itself."""
+    def same_value(self, node: Node, folded: Mapping[Value, Any] | None) -> Value | None:
+        """The input ``node`` gives back unchanged when it is an identity or has a neutral constant operand (see
+        :meth:`_alias`), its output no graph output and the input held in no other form: the writer then names
+        the output as the input and writes nothing (what the clean-up would make of it). Else None."""
+        op = node.op_type
+        if (folded is None or node.dialect != "tf" or (op not in _ALIASES and op not in _NEUTRAL)
+                or len(node.outputs) != 1 or node.outputs[0] in self._outputs):
+            return None
+        found = self._neutral_input(node, folded, held=False)
+        return found if found is not None and found not in self.first else None
+
+    def _neutral_input(self, node: Node, folded: Mapping[Value, Any], held: bool = True) -> Value | None:
+        """The input of identity or neutral op ``node`` (see :meth:`_alias`) that it gives back, held channels
+        first when ``held``; else None."""
         op = node.op_type
         if op in _ALIASES:
             x = node.inputs[0] if len(node.inputs) == 1 else None
-            found = self.first.get(x) if x is not None else None
-            return PassThrough([], {}, [], _FIRST, (found,)) if found is not None else None
+            return x if x is not None and (not held or x in self.first) else None
         neutral, either = _NEUTRAL[op]
         if len(node.inputs) != 2:
             return None
         for data, const in ((0, 1), (1, 0)) if either else ((0, 1),):
             x, c = node.inputs[data], node.inputs[const]
-            found = self.first.get(x) if x is not None else None
-            if found is None:
+            if x is None or (held and x not in self.first) or x.type != node.outputs[0].type:
                 continue
             value = _constant(c, folded)
             if value is None or value.size > _NEUTRAL_ELEMENTS or value.dtype.kind not in "iuf":
@@ -372,11 +383,21 @@ class LayoutTracker:
                 continue
             if np.count_nonzero(value if neutral == 0 else value != neutral):
                 continue
-            shape = x.type.shape  # type: ignore[union-attr]
+            t = x.type
+            if not isinstance(t, TensorType) or t.rank is None or _constant(x, folded) is not None:
+                continue
+            shape = t.shape
             if value.ndim > len(shape) or any(d != 1 and d != s for d, s in zip(value.shape[::-1], shape[::-1])):
                 continue  # it could broadcast x to a larger shape
-            return PassThrough([], {}, [], _FIRST, (found,))
+            return x
         return None
+
+    def _alias(self, node: Node, folded: Mapping[Value, Any]) -> PassThrough | None:
+        """An identity of a held value, or an op with a neutral constant operand (``x + 0``, ``x - 0``, ``x · 1``,
+        ``x / 1`` with a small constant of that value everywhere that broadcasts ``x`` to no larger shape, as the
+        clean-up removes them): its output is the held input's channels-first form itself."""
+        x = self._neutral_input(node, folded)
+        return PassThrough([], {}, [], _FIRST, (self.first[x],)) if x is not None else None
 
     def _bias(self, node: Node, inputs: Sequence[str], found: str, rank: int,
               bias: np.ndarray) -> PassThrough | None:
