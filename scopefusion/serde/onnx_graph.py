@@ -22,7 +22,8 @@ NOTE: layouts. Lowering a graph without bodies, the writer keeps a :class:`~.onn
 channels-last ops and the layout-agnostic ops after them work on channels-first forms, and a value's own
 (channels-last) name is written, by a Transpose, only before a node that reads it or for a graph output. The
 channels-first forms get value infos of their own (the clean-up reads their shapes). An identity or an op with a
-neutral constant operand (a zero bias) is written as nothing there: its output takes its input's name.
+neutral constant operand (a zero bias) is written as nothing there: its output takes its input's name (for a graph
+output, TF's final Identity, the node computing its input, which nothing else reads, writes the output's name).
 
 NOTE: what ONNX cannot hold is kept as attributes of the non-standard ops that have it: a TF control input
 as ``_control_inputs`` (node names), a TF1 loop back edge (``NextIteration`` → ``Merge``, a cycle ONNX does
@@ -85,7 +86,7 @@ class _Scope:
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
     __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout",
-                 "scalars")
+                 "scalars", "written")
 
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
@@ -99,6 +100,7 @@ class _Scope:
         self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
         self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
+        self.written: list[OnnxNode] = []  # its nodes written so far
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -168,6 +170,7 @@ class GraphWriter:
         name goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
+        scope.written = nodes
         proto = into if into is not None else GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
@@ -480,8 +483,13 @@ class GraphWriter:
             if plan is None:
                 same = tracker.same_value(node, folded)
                 if same is not None and same in names:  # it gives its input back: named so, nothing written
-                    names[node.outputs[0]] = names[same]
-                    return [], ""
+                    out = node.outputs[0]
+                    if out not in graph_outputs:
+                        names[out] = names[same]
+                        return [], ""
+                    if _rename_output(scope.written, names[same], names[out]):  # its producer writes the output
+                        names[same] = names[out]
+                        return [], ""
         own = outputs
         if plan is not None and plan.alias is not None:  # it gives held inputs back: nothing to write
             for k, name in zip(plan.held, plan.alias):
@@ -565,6 +573,16 @@ class GraphWriter:
         if emitter.held is not None:
             for k, name in emitter.held:
                 tracker.hold(node.outputs[k], name, own[k])
+
+
+def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
+    """Renames output ``old`` of the last of ``nodes`` that writes it to ``new``; False when none does."""
+    for node in reversed(nodes):
+        output = node.output
+        if old in output:
+            output[output.index(old)] = new
+            return True
+    return False
 
 
 def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:

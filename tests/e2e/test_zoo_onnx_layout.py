@@ -158,9 +158,13 @@ def test_constant_parameters_of_fused_ops_are_written_in_the_form_onnx_wants(tf_
 def test_a_zero_bias_or_an_identity_writes_nothing(request):
     # The convnet's convolution and dense layer have zero biases (Keras initializes biases to zero), one added to
     # a value held channels first, one to a plain one; the activation CNN's Swish outputs go through IdentityN
-    # (Keras' custom gradient): none of them is a node of the lowered graph (the graph output's Identity stays).
-    for fixture, gone in (("tf_convnet_pb", {"Add": 2}), ("keras_activation_cnn_pb", {"Add": 4, "Identity": 1})):
+    # (Keras' custom gradient); each graph output is TF's Identity of the last op: none of them is a node of the
+    # lowered graph (the node before a graph output's Identity writes the output itself).
+    for fixture, gone in (("tf_convnet_pb", {"Add": 2, "Identity": 1}),
+                          ("keras_activation_cnn_pb", {"Add": 4, "Identity": 2})):
         model = convert(request.getfixturevalue(fixture))
         (plain, _), (tracked, _) = _lowered(model, False), _lowered(model, True)
         removed = collections.Counter(n.op_type for n in plain) - collections.Counter(n.op_type for n in tracked)
         assert removed - collections.Counter(Transpose=removed["Transpose"]) == collections.Counter(gone), fixture
+        outputs = {o.name for o in model_to_onnx(model).graph.output}
+        assert outputs <= {name for n in tracked for name in n.output}, fixture

@@ -20,7 +20,8 @@ form (``[N, C, spatial…]``) where one exists:
   only where something reads it: an op the layout cannot be carried through, or a graph output.
 * An op that gives its input back (an identity; ``x + 0``, ``x · 1``… with a neutral constant, as a Keras
   layer's zero bias) writes nothing: its output is the input's channels-first form, or, for a plain input,
-  the input's own name (:meth:`LayoutTracker.same_value`); what the clean-up would make of it.
+  the input's own name (:meth:`LayoutTracker.same_value`; for a graph output, the node computing the input
+  writes the output's name); what the clean-up would make of it.
 * A layout-agnostic op goes channels first only when that writes no more transposes than lowering it as it
   is (:meth:`LayoutTracker._worth_it`): an op whose held input is read channels last anyway (a graph output,
   a reshape) and whose result is too runs as it is, on the channels-last form.
@@ -36,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...ir.graph import CONST_OP, Node, Value
+from ...ir.graph import CONST_OP, DATA_OP, Node, Value
 from ...ir.types import TensorType
 from ..onnx_attrs import onnx_elem_type
 from ..onnx_node import Initializer
@@ -353,14 +354,20 @@ class LayoutTracker:
 
     def same_value(self, node: Node, folded: Mapping[Value, Any] | None) -> Value | None:
         """The input ``node`` gives back unchanged when it is an identity or has a neutral constant operand (see
-        :meth:`_alias`), its output no graph output and the input held in no other form: the writer then names
-        the output as the input and writes nothing (what the clean-up would make of it). Else None."""
+        :meth:`_alias`) and the input is held in no other form: the writer then names the output as the input
+        and writes nothing (what the clean-up would make of it). When the output is a graph output, only an input
+        that node alone reads, computed by a node (whose output the writer renames to the graph output's name).
+        Else None."""
         op = node.op_type
-        if (folded is None or node.dialect != "tf" or (op not in _ALIASES and op not in _NEUTRAL)
-                or len(node.outputs) != 1 or node.outputs[0] in self._outputs):
+        if folded is None or node.dialect != "tf" or (op not in _ALIASES and op not in _NEUTRAL) or len(node.outputs) != 1:
             return None
         found = self._neutral_input(node, folded, held=False)
-        return found if found is not None and found not in self.first else None
+        if found is None or found in self.first:
+            return None
+        if node.outputs[0] in self._outputs and (found in self._outputs or len(found.uses) != 1 or found in folded
+                                                 or found.producer.op in (DATA_OP, CONST_OP)):
+            return None
+        return found
 
     def _neutral_input(self, node: Node, folded: Mapping[Value, Any], held: bool = True) -> Value | None:
         """The input of identity or neutral op ``node`` (see :meth:`_alias`) that it gives back, held channels
