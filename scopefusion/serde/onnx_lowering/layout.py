@@ -1,4 +1,4 @@
-"""Layout tracking while lowering: which values of a graph are held channels first, and since when.
+"""Layout tracking while lowering: which values of a graph the ONNX lowering holds channels first.
 
 TensorFlow's channels-last ops (``Conv2D``, ``DepthwiseConv2dNative``, pools, batch norm in ``NHWC``) become
 channels-first ONNX ops. Lowered one by one, each sits between two Transposes (to channels first and back),
