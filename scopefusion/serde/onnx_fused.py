@@ -17,17 +17,20 @@ The builtin exporters, their ONNX forms and the attribute names they read are in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 import numpy as np
 
 from ..dialects.fused.declared import declared_ops_of
 from ..dtypes import DType
 from ..errors import SerdeError
-from ..ir.graph import Node
+from ..ir.graph import CONST_OP, Node, Value
 from ..ir.types import TensorType
 from .onnx_node import Initializer
 from .onnx_node import Node as OnnxNode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .onnx_lowering.layout import LayoutTracker
 
 __all__ = [
     "FusedEmitter",
@@ -41,6 +44,7 @@ __all__ = [
 FusedExporter = Callable[["FusedEmitter"], None]
 
 _REQUIRED = object()
+_NO_SCALARS: Mapping[tuple[str, bytes], str] = {}
 
 # Reduce ops whose ``axes`` moved from an attribute to an input, by the opset where it moved.
 _AXES_INPUT_SINCE = {"ReduceSum": 13}
@@ -152,6 +156,17 @@ class FusedEmitter:
         self.nodes: list[OnnxNode] = []
         self.initializers: list[Initializer] = []
         self.domains: dict[str, int] = {}
+        # Layout tracking (:mod:`.onnx_lowering.layout`): the tracker of the graph written, or None; what this node
+        # leaves held channels first (output index, name) and the channels-first forms it wrote (input, name).
+        self.layout: LayoutTracker | None = None
+        self.held: list[tuple[int, str]] | None = None
+        self.noted: list[tuple[int, str]] | None = None
+        # Scalar constants of the graph written, by (dtype, bytes): those of earlier nodes (set by the writer),
+        # and those this node made (the writer keeps them once the node is written).
+        self.scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS
+        self.scalars_made: dict[tuple[str, bytes], str] | None = None
+        # The values of the graph computed from constants when the writer lowers ``tf`` ops (set by it), else None.
+        self.folded: Mapping[Value, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -207,6 +222,21 @@ class FusedEmitter:
         if extra:
             self.decline(f"its output {extra[0]} is in use and the ONNX form computes only {count} output(s)")
 
+    def const_input(self, i: int) -> np.ndarray | None:
+        """The value of input ``i`` when the export writes it as a constant (a ``ge.Const``, or a value the
+        writer folds) and the writer lowers ``tf`` ops, else None: an exporter may then write what it computes
+        from it as a new constant, instead of nodes that the clean-up would fold into one."""
+        folded = self.folded
+        value = self.node.inputs[i] if folded is not None and i < len(self.node.inputs) else None
+        if value is None:
+            return None
+        found = folded.get(value)  # type: ignore[union-attr]
+        if found is not None:
+            return np.asarray(found)
+        if value.producer.op == CONST_OP:
+            return np.asarray(value.producer.attrs.as_tensor("value"))
+        return None
+
     def input_type(self, i: int) -> TensorType | None:
         value = self.node.inputs[i] if i < len(self.node.inputs) else None
         t = value.type if value is not None else None
@@ -234,6 +264,35 @@ class FusedEmitter:
         if d < 0:
             self.decline(f"dim {axis} of input {i} is not static")
         return d
+
+    # ------------------------------------------------------------------ layouts
+    def channels_first(self, i: int = 0) -> str:
+        """Input ``i`` (channels last, ``[N, spatial…, C]``) as channels first (``[N, C, spatial…]``): the form the
+        layout tracking holds of it, else a new ``Transpose`` (which the tracking then keeps for its other
+        readers)."""
+        layout = self.layout
+        if layout is not None:
+            found = layout.first.get(self.node.inputs[i])  # type: ignore[arg-type]
+            if found is not None:
+                return found
+        rank = self.rank(i)
+        name = self.op("Transpose", [self.input(i)], perm=[0, rank - 1, *range(1, rank - 1)])[0]
+        if layout is not None:
+            if self.noted is None:
+                self.noted = []
+            self.noted.append((i, name))
+        return name
+
+    def hold_channels_first(self, name: str, index: int = 0) -> bool:
+        """Leaves output ``index`` as its channels-first form ``name`` when the layout is tracked (its own,
+        channels-last name is then written only where something reads it) and returns True; returns False when
+        it is not (the caller writes the output itself)."""
+        if self.layout is None:
+            return False
+        if self.held is None:
+            self.held = []
+        self.held.append((index, name))
+        return True
 
     # ------------------------------------------------------------------ writing ONNX
     def op(self, op_type: str, inputs: Sequence[str], *, outputs: int | Sequence[str | None] = 1, domain: str = "",
@@ -278,7 +337,22 @@ class FusedEmitter:
 
     def scalar(self, value: float, hint: str, like: int = 0) -> str:
         """A scalar constant of input ``like``'s dtype."""
-        return self.const(np.asarray(value, dtype=self.dtype(like).numpy), hint)
+        return self.shared_scalar(np.asarray(value, dtype=self.dtype(like).numpy), hint)
+
+    def shared_scalar(self, array: np.ndarray, hint: str) -> str:
+        """An initializer holding the 0-d ``array``: the one an earlier node of the graph made for the same value
+        and dtype, else a new one. A scalar is read, never changed: one initializer serves every reader (as
+        ``Relu6``'s bounds, each model's few epsilons and ones), where one each would all be written."""
+        key = (array.dtype.str, array.tobytes())
+        found = self.scalars.get(key)
+        if found is None:
+            made = self.scalars_made
+            if made is None:
+                made = self.scalars_made = {}
+            found = made.get(key)
+            if found is None:
+                found = made[key] = self.const(array, hint)
+        return found
 
     def reduce(self, op_type: str, x: str, axes: Sequence[int], keepdims: int = 1) -> str:
         """A ``Reduce*`` node over ``axes``, with axes as an attribute or an input as the opset wants."""

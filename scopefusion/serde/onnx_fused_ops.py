@@ -28,8 +28,9 @@ DynamicGRU          GRU (7), Transpose/Squeeze around        hidden_size, w_inpu
 
 * LayerNorm: ``gamma`` / ``beta`` broadcast numpy-style; when one is not exactly the normalized shape
   ([1, 1, D] for D) it is reshaped, or applied after a ``LayerNormalization`` with unit scale (Mul, Add).
-* InstanceNorm / BatchNorm: ``data_format="NHWC"`` puts the ONNX op (channels first) between two
-  Transposes; each parameter becomes the ``[C]`` vector ONNX wants when its layout provably is one value
+* InstanceNorm / BatchNorm: ``data_format="NHWC"`` runs the ONNX op (channels first) on its input's
+  channels-first form and leaves the result held so where the lowering tracks layouts
+  (:meth:`~.onnx_fused.FusedEmitter.channels_first`), else puts it between two Transposes; each parameter becomes the ``[C]`` vector ONNX wants when its layout provably is one value
   per channel (or one value for all), else the node declines.
 * MultiHeadAttention: ``"BSH"`` projects query, key and value with their weights (MatMul, Add), runs
   ``Attention`` on ``[batch, length, heads·size]`` and projects the output; a rank-2 (flattened) query is
@@ -111,6 +112,9 @@ def _as_normalized(e: FusedEmitter, i: int, normalized: tuple[int, ...]) -> str 
         return None
     if len(shape) == n:
         return e.inputs[i]
+    value = e.const_input(i)
+    if value is not None:  # the reshaped value itself, rather than a Reshape the clean-up would fold
+        return e.const(value.reshape(normalized), f"shape{i}")
     return e.op("Reshape", [e.inputs[i], e.const(np.asarray(normalized, np.int64), f"shape{i}")])[0]
 
 
@@ -153,6 +157,9 @@ def _per_channel(e: FusedEmitter, i: int, channel_axis: int, channels: int, vect
         per_channel = shape[channel_axis - offset] if channel_axis >= offset else 1
     if per_channel not in (1, channels):
         e.decline(f"input {i} holds {per_channel} values for {channels} channels")
+    value = e.const_input(i)
+    if value is not None:  # the vector itself, rather than nodes the clean-up would fold into it
+        return e.const(np.ascontiguousarray(np.broadcast_to(value.reshape(-1), (channels,))), "per_channel")
     name = e.inputs[i]
     if len(shape) != 1:
         name = e.op("Reshape", [name, e.const(np.asarray([-1], np.int64), "flat")])[0]
@@ -178,9 +185,9 @@ def _channel_op(e: FusedEmitter, op_type: str, vector_on_channel: bool, **attrs)
     if not last:
         e.op(op_type, [x, *params], outputs=[e.outputs[0]], **attrs)
         return
-    x = e.op("Transpose", [x], perm=[0, rank - 1, *range(1, rank - 1)])[0]
-    y = e.op(op_type, [x, *params], **attrs)[0]
-    e.op("Transpose", [y], outputs=[e.outputs[0]], perm=[0, *range(2, rank), 1])
+    y = e.op(op_type, [e.channels_first(0), *params], **attrs)[0]
+    if not e.hold_channels_first(y):
+        e.op("Transpose", [y], outputs=[e.outputs[0]], perm=[0, *range(2, rank), 1])
 
 
 def instance_norm(e: FusedEmitter) -> None:

@@ -18,6 +18,13 @@ name (``value.meta["tensor_name"]``) takes it, then the rest take the IR value n
 that is already another output gets an ``Identity``. So an ONNX-born model keeps its tensor names and its
 input and output names.
 
+NOTE: layouts. Lowering a graph without bodies, the writer keeps a :class:`~.onnx_lowering.layout.LayoutTracker`:
+channels-last ops and the layout-agnostic ops after them work on channels-first forms, and a value's own
+(channels-last) name is written, by a Transpose, only before a node that reads it or for a graph output. The
+channels-first forms get value infos of their own (the clean-up reads their shapes). An identity or an op with a
+neutral constant operand (a zero bias) is written as nothing there: its output takes its input's name (for a graph
+output, TF's final Identity, the node computing its input, which nothing else reads, writes the output's name).
+
 NOTE: what ONNX cannot hold is kept as attributes of the non-standard ops that have it: a TF control input
 as ``_control_inputs`` (node names), a TF1 loop back edge (``NextIteration`` → ``Merge``, a cycle ONNX does
 not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusion provenance
@@ -26,7 +33,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
@@ -41,6 +48,7 @@ from .onnx_attrs import (
 from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
+from .onnx_lowering.layout import CANDIDATES, ChannelsFirstType, LayoutTracker, PassThrough
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
@@ -77,7 +85,8 @@ class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
-    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies")
+    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout",
+                 "scalars", "written")
 
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
@@ -89,6 +98,9 @@ class _Scope:
         self.folded: dict[Value, Any] = {}  # value -> array, tf values computed from constants
         self.output_ids: set[Value] | None = None  # the graph's outputs, once asked for
         self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
+        self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
+        self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
+        self.written: list[OnnxNode] = []  # its nodes written so far
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -108,11 +120,14 @@ class GraphWriter:
         exporters: the fused-op exporters.
         domain_versions: versions of custom domains (``onnx:<domain>`` dialects) from the source model.
         lowerings: the ``tf`` op lowerings; None writes ``tf`` ops in domain ``tf`` (a structural export).
+        track_layout: when lowering, hold values channels first where the ops allow (the default), instead of
+            writing every channels-last op between two Transposes (:mod:`.onnx_lowering.layout`).
     """
 
     def __init__(self, opset: int, exporters: FusedExporterRegistry, domain_versions: Mapping[str, int] | None = None,
-                 lowerings: LoweringRegistry | None = None) -> None:
+                 lowerings: LoweringRegistry | None = None, track_layout: bool = True) -> None:
         self.opset = opset
+        self.track_layout = track_layout
         self.exporters = exporters
         self.lowerings = lowerings
         self.unlowered: list[tuple[str, str, str]] = []  # (tf op type, node, why it has no ONNX form)
@@ -155,12 +170,16 @@ class GraphWriter:
         name goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
+        scope.written = nodes
         proto = into if into is not None else GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
         defined: set[Value] = set(graph.inputs)
         defined.update([n.outputs[0] for n in graph.nodes if n.op == DATA_OP or n.op == CONST_OP])
         folded_nodes = self._fold(scope)
+        tracker: LayoutTracker | None = None
+        if self.track_layout and self.lowerings is not None and len(self.lowerings) and not scope.has_bodies:
+            tracker = scope.layout = LayoutTracker(self._tensors.claim, self._nodes.claim, set(graph.outputs))
         produced: list[Value] = []
         value_infos: list[ValueType] = []
         initializers: list[Initializer] = []
@@ -191,6 +210,8 @@ class GraphWriter:
                     defined.add(value)
                 continue
             protos = self._node(node, scope, defined)
+            if tracker is not None and tracker.pending and tracker.may_read_pending(node):
+                produced.extend(tracker.materialize_reads(protos))
             nodes.extend(protos)
             written = protos[0].output if len(protos) == 1 else {name for p in protos for name in p.output}
             for value in node.outputs:
@@ -202,6 +223,9 @@ class GraphWriter:
             self.left_out.extend(left_out)
         add_output, io_shapes = proto.output.add, self.io_shapes
         for value, name in outputs:
+            if tracker is not None and value in tracker.pending:  # a graph output is read channels last
+                nodes.append(tracker.materialize(value))
+                produced.append(value)
             source = scope.names[value]
             if source != name:
                 nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
@@ -214,6 +238,8 @@ class GraphWriter:
             if (name not in out_names and isinstance(t, TensorType) and onnx_elem_type(t.dtype) != 0
                     and not (lowering and holds_list(value))):
                 value_infos.append((name, t))
+        if tracker is not None:
+            value_infos.extend(tracker.infos)
         return proto, nodes, value_infos, initializers
 
     def _fold(self, scope: _Scope) -> set[Node]:
@@ -435,7 +461,9 @@ class GraphWriter:
 
     def _emit(self, node: Node, scope: _Scope, inputs: list[str], exporter: Any,
               folded: dict[Value, Any] | None) -> tuple[list[OnnxNode] | None, str]:
-        """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter."""
+        """Runs ``exporter`` on a fused emitter (``folded`` None) or a lowering emitter. Where the layout is
+        tracked and the node can run on its inputs' channels-first forms, first on those (and when it declines
+        there, as it is; see :mod:`.onnx_lowering.layout`)."""
         graph_outputs = scope.output_ids
         if graph_outputs is None:
             graph_outputs = scope.output_ids = set(scope.graph.outputs)
@@ -447,34 +475,76 @@ class GraphWriter:
             if name is None:
                 name = names[value] = self._tensors.claim(value.name)
             outputs.append(name)
-        emitter: FusedEmitter
-        if folded is None:
-            emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
-                                   fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
-        else:
-            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                      fresh_node=self._nodes.claim, folded=folded,
-                                      write_body=lambda g: self.write(g, parent=scope), names=scope.names)
-        try:
-            exporter(emitter)
-        except Unmapped as e:
-            return None, str(e)
-        except SerdeError:
-            raise
-        except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
-            detail = " ".join(str(e).split())
-            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+        tracker = scope.layout
+        plan: PassThrough | None = None
+        if tracker is not None and node.op_type in CANDIDATES:
+            if tracker.first:
+                plan = tracker.pass_through(node, inputs, folded)
+            if plan is None:
+                same = tracker.same_value(node, folded)
+                if same is not None and same in names:  # it gives its input back: named so, nothing written
+                    out = node.outputs[0]
+                    if out not in graph_outputs:
+                        names[out] = names[same]
+                        return [], ""
+                    if _rename_output(scope.written, names[same], names[out]):  # its producer writes the output
+                        names[same] = names[out]
+                        return [], ""
+        own = outputs
+        if plan is not None and plan.alias is not None:  # it gives held inputs back: nothing to write
+            for k, name in zip(plan.held, plan.alias):
+                tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
+            return [], ""
+        while True:
+            if plan is not None:
+                inputs = plan.inputs
+                if plan.held:
+                    outputs = list(own)
+                    for k in plan.held:
+                        outputs[k] = self._tensors.claim(f"{own[k]}/channels_first")
+            emitter: FusedEmitter
+            if folded is None:
+                emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
+                                       fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
+            else:
+                emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
+                                          fresh_node=self._nodes.claim, folded=folded,
+                                          write_body=lambda g: self.write(g, parent=scope), names=scope.names,
+                                          overrides=plan.overrides if plan is not None else None)
+            emitter.layout = tracker
+            emitter.scalars = scope.scalars
+            if self.lowerings is not None and len(self.lowerings):
+                emitter.folded = scope.folded
+            if plan is not None:
+                emitter.initializers.extend(plan.initializers)
+            try:
+                exporter(emitter)
+            except Unmapped as e:
+                if plan is None:
+                    return None, str(e)
+                plan, outputs = None, own  # not on the channels-first forms: as it is
+                continue
+            except SerdeError:
+                raise
+            except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
+                detail = " ".join(str(e).split())
+                raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+            break
         emitted = emitter.nodes
         written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
-        if len(outputs) == 1:  # the common case, without a comprehension
+        held = emitter.held
+        if len(outputs) == 1 and held is None:  # the common case, without a comprehension
             missing = [outputs[0]] if used[0] and outputs[0] not in written else []
         else:
-            missing = [name for name, u in zip(outputs, used) if u and name not in written]
+            skip = {k for k, _ in held} if held is not None else ()
+            missing = [name for k, (name, u) in enumerate(zip(outputs, used)) if u and name not in written and k not in skip]
         if missing:
             raise SerdeError(f"{_where(node, scope)}: its ONNX exporter did not write output {missing[0]!r}; the exporter is incomplete")
         doc = _provenance(node)
         if doc:
             mine = set(outputs)
+            if held is not None:
+                mine.update(name for _, name in held)
             for proto in emitted:
                 if not mine.isdisjoint(proto.output):  # it writes one of the node's outputs
                     proto.doc_string = doc
@@ -482,7 +552,37 @@ class GraphWriter:
             for domain, version in emitter.domains.items():
                 self.domains.setdefault(domain, version)
         scope.initializers.extend(emitter.initializers)
+        if emitter.scalars_made is not None:
+            scope.scalars.update(emitter.scalars_made)
+        if tracker is not None and (plan is not None or held is not None or emitter.noted is not None):
+            self._track(node, tracker, emitter, plan, outputs, own)
         return emitted, ""
+
+    @staticmethod
+    def _track(node: Node, tracker: LayoutTracker, emitter: FusedEmitter, plan: PassThrough | None,
+               outputs: list[str], own: list[str]) -> None:
+        """Records in ``tracker`` what ``node``'s ONNX form holds channels first: the outputs of a node lowered on
+        channels-first forms (``plan``), those it left held (``outputs`` the names the emitter wrote, ``own`` the
+        outputs' own names), and the channels-first forms of its inputs it wrote."""
+        if plan is not None:
+            for k in plan.held:
+                tracker.hold(node.outputs[k], outputs[k], own[k])
+        if emitter.noted is not None:
+            for i, name in emitter.noted:
+                tracker.note(node.inputs[i], name)  # type: ignore[arg-type]
+        if emitter.held is not None:
+            for k, name in emitter.held:
+                tracker.hold(node.outputs[k], name, own[k])
+
+
+def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
+    """Renames output ``old`` of the last of ``nodes`` that writes it to ``new``; False when none does."""
+    for node in reversed(nodes):
+        output = node.output
+        if old in output:
+            output[output.index(old)] = new
+            return True
+    return False
 
 
 def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:
@@ -531,7 +631,9 @@ def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
     return out
 
 
-ValueType = tuple[str, TensorType]  # a value info not yet written: tensor name, a type ONNX can say
+# A value info not yet written: tensor name, a type ONNX can say (a value's channels-first form has a light type of
+# its own, read as a TensorType's dtype, rank and shape).
+ValueType = tuple[str, "TensorType | ChannelsFirstType"]
 IOShapes = Mapping[str, "list[int | None] | None"]  # GraphWriter.io_shapes, read only
 
 
@@ -541,13 +643,13 @@ def append_value_infos(graph: GraphProto, infos: list[ValueType]) -> None:
     Many tensors share a type (types are interned): each distinct type is written once and copied into the
     others, the same fields as writing it again, in less time."""
     add = graph.value_info.add
-    written: dict[TensorType, TypeProto] = {}
+    written: dict[TensorType | ChannelsFirstType, TypeProto] = {}
     for name, t in infos:
         info = add()
         info.name = name
         found = written.get(t)
         if found is None:
-            type_into(info.type, t)
+            type_into(info.type, cast(TensorType, t))  # it reads the dtype, rank and shape
             written[t] = info.type
         else:
             info.type.CopyFrom(found)

@@ -1,8 +1,10 @@
 """Transposes of a lowered ONNX graph pushed down, composed and cancelled (see :mod:`.onnx_optimize`).
 
-TensorFlow's channels-last convolutions are lowered as ``Transpose → Conv → Transpose`` (to channels first
-and back). Between two convolutions the back-and-forth pair meets once the transpose after the first
-has moved below every layout-agnostic op in between:
+Where the lowering does not track layouts (:mod:`.onnx_lowering.layout`: a graph with bodies), TensorFlow's
+channels-last convolutions are lowered as ``Transpose → Conv → Transpose`` (to channels first and back); where
+it does, what is left is a transpose where channels-last data meets channels-first. Between two convolutions
+the back-and-forth pair meets once the transpose after the first has moved below every layout-agnostic op in
+between:
 
 * ``Transpose_q(Transpose_p(x))`` → ``Transpose_{p∘q}(x)``, nothing when that is the identity.
 * ``Reshape`` of a ``Reshape`` / ``Squeeze`` / ``Unsqueeze`` reads the inner input when it can; a ``Reshape``

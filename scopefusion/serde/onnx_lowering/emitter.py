@@ -46,11 +46,14 @@ class LoweringEmitter(FusedEmitter):
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
                  *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
                  folded: Mapping[Value, np.ndarray], write_body: Callable[[Graph], GraphProto] | None = None,
-                 names: Mapping[Value, str] | None = None) -> None:
+                 names: Mapping[Value, str] | None = None, overrides: Mapping[int, np.ndarray] | None = None) -> None:
         super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node)
         self._folded = folded
         self._write_body = write_body
         self._names = names or {}
+        # Constant inputs as the node reads them here, by slot, when that differs from the IR's value (an operand
+        # laid out channels first, see :mod:`.layout`).
+        self._overrides = overrides
 
     # ------------------------------------------------------------------ bodies
     def body(self, key: str) -> Graph:
@@ -93,6 +96,8 @@ class LoweringEmitter(FusedEmitter):
     # ------------------------------------------------------------------ reading the node
     def const_value(self, i: int) -> np.ndarray | None:
         """The value of input ``i`` when it is a constant, else None."""
+        if self._overrides is not None and i in self._overrides:
+            return self._overrides[i]
         value = self.node.inputs[i] if i < len(self.node.inputs) else None
         return constant_of(value, self._folded)
 
@@ -103,6 +108,8 @@ class LoweringEmitter(FusedEmitter):
     def value_name(self, value: Value) -> str | None:
         """The ONNX tensor name of an IR value of this graph written before this node, else None; a lowering
         that rewrites a chain of nodes ending at its own reads the chain's inputs through it."""
+        if self.layout is not None and value in self.layout.pending:
+            self.layout.read_by_name = True  # what it writes may read the value's own name (see .layout)
         return self._names.get(value)
 
     def require_const(self, i: int, what: str) -> np.ndarray:
@@ -165,7 +172,7 @@ class LoweringEmitter(FusedEmitter):
 
     def typed_scalar(self, value: Any, dtype: DType | np.dtype, hint: str = "scalar") -> str:
         numpy = dtype.numpy if isinstance(dtype, DType) else np.dtype(dtype)
-        return self.const(np.asarray(value, dtype=numpy), hint)
+        return self.shared_scalar(np.asarray(value, dtype=numpy), hint)
 
 
 def _rename_reads(graph: GraphProto, renames: Mapping[str, str]) -> None:

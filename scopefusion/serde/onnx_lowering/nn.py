@@ -1,9 +1,11 @@
 """Neural-network ``tf`` ops: matmuls, convolutions, pooling, batch norm, bias, softmax, resize, LRN.
 
 Layout: TensorFlow's channels-last ops (``data_format`` ``NHWC`` / ``NDHWC``, the default) become the
-channels-first ONNX op between two Transposes, ``[0, C, spatial…]`` in and back out; a constant filter is
-rearranged at export time (``HWIO`` → ``OIHW``; a depthwise ``[H, W, C, M]`` → ``[C·M, 1, H, W]`` with
-``group = C``). The transposes are pushed through and cancelled afterwards (:mod:`..onnx_transposes`).
+channels-first ONNX op, which reads its input channels first (``[0, C, spatial…]``: the form the layout
+tracking holds, else a Transpose) and leaves its result held channels first (:mod:`.layout`); without the
+tracking (a graph with bodies) it sits between two Transposes, in and back out, which the clean-up pushes
+through and cancels (:mod:`..onnx_transposes`). A constant filter is rearranged at export time (``HWIO`` →
+``OIHW``; a depthwise ``[H, W, C, M]`` → ``[C·M, 1, H, W]`` with ``group = C``).
 
 Padding: ``VALID`` → no pads; ``SAME`` → explicit pads where the input's spatial dims are static (the
 extra one at the end, as TF), else ``auto_pad = SAME_UPPER`` (the same rule); ``EXPLICIT`` → the
@@ -52,12 +54,15 @@ def _spatial(values: Sequence[int], rank: int, channels_last: bool) -> list[int]
 
 
 def _in_layout(e: LoweringEmitter, x: str, rank: int, channels_last: bool) -> str:
-    return e.op("Transpose", [x], perm=to_channels_first(rank))[0] if channels_last else x
+    """Input 0 (``x``) channels first: as the layout tracking holds it, else transposed (see :mod:`.layout`)."""
+    return e.channels_first(0) if channels_last else x
 
 
 def _out_layout(e: LoweringEmitter, y: str, rank: int, channels_last: bool, index: int = 0) -> None:
+    """Output ``index`` from its channels-first form ``y``: held so where the layout is tracked, else transposed."""
     if channels_last:
-        e.result("Transpose", [y], index, perm=to_channels_last(rank))
+        if not e.hold_channels_first(y, index):
+            e.result("Transpose", [y], index, perm=to_channels_last(rank))
     else:
         e.result("Identity", [y], index)
 
