@@ -333,8 +333,12 @@ class DataflowPattern:
         key = ("sub-pattern matches", part, node.name)
         answer = graph.memo.get(key)
         if answer is None:
-            run = SearchRun(self, graph, None)
-            answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
+            if _part_refuted(graph, op, node):
+                answer = False
+            else:
+                run = SearchRun(self, graph, None)
+                answer = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
+            graph.memo[key] = answer
         return answer
 
     def has_op_type(self, op_type: str) -> bool:
@@ -423,21 +427,19 @@ class DataflowPattern:
     def _anchors_allowed(self, graph: ScopeGraph, anchors: Sequence[SourceNode]) -> list[SourceNode]:
         """``[n for n in anchors if self.may_anchor(graph, n)]``: the same tests, with what they look up (the
         graph's table of input op types, the pattern's anchor arity and operand types) fetched once."""
-        known = graph.memo.get("op types of the inputs")
-        if known is None:
-            known = graph.memo["op types of the inputs"] = {}
         by_name = graph.source.by_name
         arity = self._anchor_arity
         wanted = self._anchor_input_types
         allowed = []
         for node in anchors:
-            if len(node.inputs) != arity:
+            inputs = node.inputs
+            if len(inputs) != arity:
                 continue
-            types = known.get(node.name)
-            if types is None:
-                types = known[node.name] = frozenset([by_name[producer].op_type for producer, _ in node.inputs if producer])
             for alternatives in wanted:
-                if types.isdisjoint(alternatives):
+                for producer, _ in inputs:
+                    if producer and by_name[producer].op_type in alternatives:
+                        break
+                else:
                     break
             else:
                 allowed.append(node)
@@ -511,6 +513,49 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
+
+
+def _part_refuted(graph: ScopeGraph, op: OpPattern, node: SourceNode) -> bool:
+    """True when the part of a pattern below ``op`` cannot match at ``node``, told from ``node`` and the producers
+    of its inputs without a search: a match binds ``op`` to a node of one of its types and input count, and each
+    op operand to a producer of one of that op's types and input count, on the operand's own input (any input
+    for a commutative op), whose constant operands are constants (on their own inputs, or on any input of a
+    commutative op). False says nothing. Most seeds of a rule that looks for a small computation (a ``Relu6``
+    that feeds no HardSwish) fail right there, and the search's set-up costs more than these look-ups."""
+    if node.op_type not in op.op_types or len(node.inputs) != op.arity:
+        return True
+    by_name = graph.source.by_name
+    inputs = node.inputs
+    for slot, value in enumerate(op.inputs):
+        if value.__class__ is not OpOutput:
+            continue
+        operand: OpPattern = value.op
+        index: int = value.index
+        for tensor in (inputs if op.commute else (inputs[slot],)):
+            producer = tensor[0]
+            if producer and tensor[1] == index and _may_produce(graph, operand, by_name[producer]):
+                break
+        else:
+            return True
+    return False
+
+
+def _may_produce(graph: ScopeGraph, op: OpPattern, node: SourceNode) -> bool:
+    """Whether ``node`` has one of ``op``'s types and input count and a constant where each constant operand of
+    ``op`` reads (any input when ``op`` is commutative): what a match binding ``op`` to ``node`` needs first."""
+    if node.op_type not in op.op_types or len(node.inputs) != op.arity:
+        return False
+    chain = graph.shared_constant_chain
+    inputs = node.inputs
+    for slot, value in enumerate(op.inputs):
+        if value.__class__ is not ConstPattern:
+            continue
+        if op.commute:
+            if not any(tensor[0] and chain(tensor[0]) for tensor in inputs):
+                return False
+        elif not (inputs[slot][0] and chain(inputs[slot][0])):
+            return False
+    return True
 
 
 class _Part:

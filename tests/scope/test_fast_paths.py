@@ -144,3 +144,54 @@ def test_a_match_answers_for_the_first_region_holding_one_of_its_nodes(fixture, 
         plain = next((s for s in listed if any(s.contains(graph.tree.scope_of(n.name)) for n in match.nodes)), None)
         assert _home(graph, match, rank, listed, shared) is plain
         assert _home(graph, match, rank, listed, {}) is plain
+
+
+def _builtin_dataflow_patterns() -> list:
+    from scopefusion.fusion_rules import BUILTIN_RULES
+    from scopefusion.scope import DataflowPattern
+
+    found: dict[int, DataflowPattern] = {}
+    for rule in BUILTIN_RULES:
+        for item in getattr(rule, "patterns", ()):
+            for pattern in item if isinstance(item, tuple) else (item,):
+                if isinstance(pattern, DataflowPattern):
+                    found.setdefault(id(pattern), pattern)
+    return list(found.values())
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_a_part_refuted_without_a_search_has_no_match_there(fixture, request):
+    """Wherever ``part_holds`` answers no without a search (``_part_refuted``), a search of the part finds no
+    match there either: every part of every builtin pattern, at every node of the part's op types."""
+    from scopefusion.scope._search import SearchRun, accept_state
+    from scopefusion.scope.dataflow import _part_refuted
+    from scopefusion.scope.pattern_values import OpOutput
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    refuted = searched = 0
+    for pattern in _builtin_dataflow_patterns():
+        for op_type in sorted(pattern._all_op_types):
+            nodes = graph.nodes_by_type(op_type)
+            for op, _ in pattern.parts_of_type(op_type) if nodes else ():
+                for node in nodes:
+                    found = SearchRun(pattern, graph, None).match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state)
+                    if _part_refuted(graph, op, node):
+                        assert found is None, (pattern.name, op, node.name)
+                        refuted += 1
+                    else:
+                        searched += 1
+    assert refuted > 0 and searched > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_anchors_allowed_are_those_may_anchor_allows(fixture, request):
+    """``_anchors_allowed`` (which tests each anchor's producers' types directly) keeps the anchors that
+    ``may_anchor`` (which reads the graph's table of input op types) allows, in order, for every builtin pattern."""
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    compared = 0
+    for pattern in _builtin_dataflow_patterns():
+        anchors = [n for t in pattern.anchor_types for n in graph.nodes_by_type(t)]
+        allowed = pattern._anchors_allowed(graph, anchors)
+        assert allowed == [n for n in anchors if pattern.may_anchor(graph, n)], pattern.name
+        compared += len(anchors)
+    assert compared > 0
