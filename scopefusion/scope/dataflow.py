@@ -32,7 +32,7 @@ import weakref
 from dataclasses import dataclass, field
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
-from typing import AbstractSet, Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -163,7 +163,8 @@ class Matches(list["Match"]):
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
 _BUILT = frozenset({"vars", "outputs", "anchor_types", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
-                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys"})
+                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys",
+                    "_above_anchor_types"})
 
 
 class DataflowPattern:
@@ -232,6 +233,9 @@ class DataflowPattern:
         #: The op types of the first output's op: a match is anchored at a node of one of them.
         self.anchor_types: tuple[str, ...] = first.op_types
         self._anchor_arity = len(first.inputs)
+        # The op types of each op but the first output's, once per distinct tuple: a match binds each such op to
+        # a node above the anchor (see earliest_anchor).
+        self._above_anchor_types = tuple({op.op_types: None for op in self._ops if op is not first})
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
         # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
         self._anchors_key = ("possible anchors", first.op_types, self._anchor_arity, self._anchor_input_types)
@@ -278,6 +282,38 @@ class DataflowPattern:
                         found[(hops, value.op.op_types)] = None
             level = following
         return tuple(found)
+
+    def earliest_anchor(self, graph: ScopeGraph) -> int:
+        """The lowest index in graph order that a match's anchor can have (0 says nothing): when every edge of
+        the graph runs from an earlier to a later node, each op of the pattern but the first output's is bound
+        to a node above the anchor, so earlier than it, and the anchor comes after the first node of some type
+        of each such op. The nodes of each type are listed in graph order, so the first is the earliest. Asked
+        once per graph; with a type of no node at all, no node can be an anchor (the graph's size is given)."""
+        key = ("earliest anchor", self)
+        earliest = graph.memo.get(key)
+        if earliest is None:
+            earliest = graph.memo[key] = self._earliest_anchor(graph)
+        return earliest
+
+    def _earliest_anchor(self, graph: ScopeGraph) -> int:
+        source = graph.source
+        if not source.edges_run_forward:
+            return 0
+        position = graph.positions
+        earliest = 0
+        for types in self._above_anchor_types:
+            first: int | None = None
+            for op_type in types:
+                nodes = graph.nodes_by_type(op_type)
+                if nodes:
+                    at = position[nodes[0].name]
+                    if first is None or at < first:
+                        first = at
+            if first is None:
+                return len(source.nodes)
+            if first >= earliest:
+                earliest = first + 1
+        return earliest
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when ``node`` cannot be the first output's op: another input count, or no input made by an
@@ -360,7 +396,8 @@ class DataflowPattern:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
         ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
-        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest).
+        anchors ruled out by :meth:`may_anchor` or lying before :meth:`earliest_anchor` are skipped
+        (``Matches.near_miss`` may miss the deepest).
 
         ``taken``: op nodes the caller drops every match of (they are another pattern's already). A match
         anchored at one of them is left out of the answer and searched only when a later anchor matches
@@ -386,6 +423,7 @@ class DataflowPattern:
         found.tried = len(anchors)
         if not near_miss:
             anchors = self._possible_anchors(graph, anchors, within)
+            anchors = _from_position(anchors, self.earliest_anchor(graph), graph.positions)
         deferred: list[SourceNode] = []
         for node in anchors:
             if node.name in taken:
@@ -513,6 +551,15 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
+
+
+def _from_position(anchors: Sequence[SourceNode], earliest: int, position: Mapping[str, int]) -> Sequence[SourceNode]:
+    """``anchors`` without those at the start (graph order) whose index is below ``earliest``
+    (:meth:`DataflowPattern.earliest_anchor`), which no match has."""
+    skip = 0
+    while skip < len(anchors) and position[anchors[skip].name] < earliest:
+        skip += 1
+    return anchors[skip:] if skip else anchors
 
 
 def _part_refuted(graph: ScopeGraph, op: OpPattern, node: SourceNode) -> bool:

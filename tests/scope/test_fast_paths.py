@@ -195,3 +195,24 @@ def test_anchors_allowed_are_those_may_anchor_allows(fixture, request):
         assert allowed == [n for n in anchors if pattern.may_anchor(graph, n)], pattern.name
         compared += len(anchors)
     assert compared > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_no_match_is_anchored_before_the_earliest_anchor(fixture, request):
+    """``earliest_anchor`` is a bound on where a match can be anchored: no anchor before it matches, on every
+    builtin pattern; so a search without near misses, which skips those anchors, finds the matches a search
+    of every anchor finds."""
+    from scopefusion.scope import Match
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    position = graph.positions
+    skipped = 0
+    for pattern in _builtin_dataflow_patterns():
+        earliest = pattern.earliest_anchor(graph)
+        for node in [n for t in pattern.anchor_types for n in graph.nodes_by_type(t)]:
+            if position[node.name] < earliest:
+                assert not isinstance(pattern.match_at(graph, node), Match), (pattern.name, node.name)
+                skipped += 1
+        quick = pattern.find(graph, near_miss=False)
+        assert [m.node_names for m in quick] == [m.node_names for m in pattern.find(graph)], pattern.name
+    assert skipped > 0
