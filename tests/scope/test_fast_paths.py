@@ -216,3 +216,19 @@ def test_no_match_is_anchored_before_the_earliest_anchor(fixture, request):
         quick = pattern.find(graph, near_miss=False)
         assert [m.node_names for m in quick] == [m.node_names for m in pattern.find(graph)], pattern.name
     assert skipped > 0
+
+
+def test_op_counts_views_are_the_mappings_views(source):
+    """A scope's ``op_counts`` gives the counts dict's own keys, values, items and look-ups: what the
+    ``Mapping`` methods (a call per key) give, on every scope of real graphs."""
+    from collections.abc import Mapping
+
+    tree = ScopeTree.from_nodes(source.nodes, positions=source.positions)
+    for scope in tree:
+        counts = scope.op_counts
+        assert list(counts.keys()) == list(Mapping.keys(counts))
+        assert list(counts.values()) == list(Mapping.values(counts))
+        assert list(counts.items()) == list(Mapping.items(counts))
+        for op_type in ("Const", "MatMul", "NoSuchOp"):
+            assert counts.get(op_type) == Mapping.get(counts, op_type)
+            assert (op_type in counts) == Mapping.__contains__(counts, op_type)
