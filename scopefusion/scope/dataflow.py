@@ -299,21 +299,22 @@ class DataflowPattern:
         source = graph.source
         if not source.edges_run_forward:
             return 0
-        position = graph.positions
+        firsts = graph.memo.get("first index by op type")  # shared by the patterns: most need the same types
+        if firsts is None:
+            firsts = graph.memo["first index by op type"] = {}
         earliest = 0
         for types in self._above_anchor_types:
-            first: int | None = None
+            first = len(source.nodes)
             for op_type in types:
-                nodes = graph.nodes_by_type(op_type)
-                if nodes:
-                    at = position[nodes[0].name]
-                    if first is None or at < first:
-                        first = at
-            if first is None:
-                return len(source.nodes)
+                at = firsts.get(op_type)
+                if at is None:
+                    nodes = graph.nodes_by_type(op_type)
+                    at = firsts[op_type] = graph.positions[nodes[0].name] if nodes else len(source.nodes)
+                if at < first:
+                    first = at
             if first >= earliest:
                 earliest = first + 1
-        return earliest
+        return min(earliest, len(source.nodes))
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when ``node`` cannot be the first output's op: another input count, or no input made by an
