@@ -403,8 +403,9 @@ class MultiHeadAttentionFusion(ScopeBasePass):
     @staticmethod
     def _core_anchors(graph: ScopeGraph, softmax: str) -> list[str]:
         """The matrix products a core pattern is anchored at for ``softmax``."""
-        anchors = [c for c, slot, _ in graph.consumers(softmax) if slot == 0 and graph.node(c).op_type in PRODUCTS]
-        if any(graph.node(c).op_type == "Unsqueeze" for c, _, _ in graph.consumers(softmax)):
+        consumers = graph.shared_consumers(softmax)  # read only: no copy
+        anchors = [c for c, slot, _ in consumers if slot == 0 and graph.node(c).op_type in PRODUCTS]
+        if any(graph.node(c).op_type == "Unsqueeze" for c, _, _ in consumers):
             anchors += downstream(graph, softmax, 7, ("Transpose",))  # tf2onnx's lowered einsum
         return anchors
 
@@ -590,14 +591,16 @@ class MultiHeadAttentionFusion(ScopeBasePass):
         candidates = set(covered)
         # Only a scope holding two matrix products or more qualifies: count them up each product's ancestors
         # instead of looking at every scope, then take those scopes in tree order.
+        product_nodes = [node for op_type in dict.fromkeys(PRODUCTS) for node in graph.nodes_by_type(op_type)]
+        if len(product_nodes) < 2:  # no scope holds two (a CNN's one classifier MatMul)
+            return []
         products_in: dict[Scope, int] = {}
         scope_of = graph.tree.scope_of
-        for op_type in dict.fromkeys(PRODUCTS):
-            for node in graph.nodes_by_type(op_type):
-                scope: Scope | None = scope_of(node.name)
-                while scope is not None:
-                    products_in[scope] = products_in.get(scope, 0) + 1
-                    scope = scope.parent
+        for node in product_nodes:
+            scope: Scope | None = scope_of(node.name)
+            while scope is not None:
+                products_in[scope] = products_in.get(scope, 0) + 1
+                scope = scope.parent
         # The scopes holding a candidate Softmax: its scope and that scope's ancestors (rather than a look at every
         # node of each attention-named scope).
         holding_candidate: set[Scope] = set()

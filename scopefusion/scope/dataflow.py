@@ -32,7 +32,7 @@ import weakref
 from dataclasses import dataclass, field
 from inspect import CO_VARARGS, CO_VARKEYWORDS
 from types import FunctionType
-from typing import AbstractSet, Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -163,7 +163,8 @@ class Matches(list["Match"]):
 
 # What building a pattern makes: reading one of these builds a deferred pattern.
 _BUILT = frozenset({"vars", "outputs", "anchor_types", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
-                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys"})
+                    "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys",
+                    "_above_anchor_types"})
 
 
 class DataflowPattern:
@@ -232,6 +233,9 @@ class DataflowPattern:
         #: The op types of the first output's op: a match is anchored at a node of one of them.
         self.anchor_types: tuple[str, ...] = first.op_types
         self._anchor_arity = len(first.inputs)
+        # The op types of each op but the first output's, once per distinct tuple: a match binds each such op to
+        # a node above the anchor (see earliest_anchor).
+        self._above_anchor_types = tuple({op.op_types: None for op in self._ops if op is not first})
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
         # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
         self._anchors_key = ("possible anchors", first.op_types, self._anchor_arity, self._anchor_input_types)
@@ -278,6 +282,39 @@ class DataflowPattern:
                         found[(hops, value.op.op_types)] = None
             level = following
         return tuple(found)
+
+    def earliest_anchor(self, graph: ScopeGraph) -> int:
+        """The lowest index in graph order that a match's anchor can have (0 says nothing): when every edge of
+        the graph runs from an earlier to a later node, each op of the pattern but the first output's is bound
+        to a node above the anchor, so earlier than it, and the anchor comes after the first node of some type
+        of each such op. The nodes of each type are listed in graph order, so the first is the earliest. Asked
+        once per graph; with a type of no node at all, no node can be an anchor (the graph's size is given)."""
+        key = ("earliest anchor", self)
+        earliest = graph.memo.get(key)
+        if earliest is None:
+            earliest = graph.memo[key] = self._earliest_anchor(graph)
+        return earliest
+
+    def _earliest_anchor(self, graph: ScopeGraph) -> int:
+        source = graph.source
+        if not source.edges_run_forward:
+            return 0
+        firsts = graph.memo.get("first index by op type")  # shared by the patterns: most need the same types
+        if firsts is None:
+            firsts = graph.memo["first index by op type"] = {}
+        earliest = 0
+        for types in self._above_anchor_types:
+            first = len(source.nodes)
+            for op_type in types:
+                at = firsts.get(op_type)
+                if at is None:
+                    nodes = graph.nodes_by_type(op_type)
+                    at = firsts[op_type] = graph.positions[nodes[0].name] if nodes else len(source.nodes)
+                if at < first:
+                    first = at
+            if first >= earliest:
+                earliest = first + 1
+        return min(earliest, len(source.nodes))
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when ``node`` cannot be the first output's op: another input count, or no input made by an
@@ -333,8 +370,12 @@ class DataflowPattern:
         key = ("sub-pattern matches", part, node.name)
         answer = graph.memo.get(key)
         if answer is None:
-            run = SearchRun(self, graph, None)
-            answer = graph.memo[key] = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
+            if _part_refuted(graph, op, node):
+                answer = False
+            else:
+                run = SearchRun(self, graph, None)
+                answer = run.match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state) is not None
+            graph.memo[key] = answer
         return answer
 
     def has_op_type(self, op_type: str) -> bool:
@@ -356,7 +397,8 @@ class DataflowPattern:
         """Every match anchored at a node of the output op's type (from the op-type index), in graph
         order. With ``within``, anchors and every matched op node must lie inside that scope. Unless
         ``overlap``, a match sharing an op node with an earlier one is skipped. With ``near_miss`` False
-        anchors ruled out by :meth:`may_anchor` are skipped (``Matches.near_miss`` may miss the deepest).
+        anchors ruled out by :meth:`may_anchor` or lying before :meth:`earliest_anchor` are skipped
+        (``Matches.near_miss`` may miss the deepest).
 
         ``taken``: op nodes the caller drops every match of (they are another pattern's already). A match
         anchored at one of them is left out of the answer and searched only when a later anchor matches
@@ -382,6 +424,7 @@ class DataflowPattern:
         found.tried = len(anchors)
         if not near_miss:
             anchors = self._possible_anchors(graph, anchors, within)
+            anchors = _from_position(anchors, self.earliest_anchor(graph), graph.positions)
         deferred: list[SourceNode] = []
         for node in anchors:
             if node.name in taken:
@@ -423,21 +466,19 @@ class DataflowPattern:
     def _anchors_allowed(self, graph: ScopeGraph, anchors: Sequence[SourceNode]) -> list[SourceNode]:
         """``[n for n in anchors if self.may_anchor(graph, n)]``: the same tests, with what they look up (the
         graph's table of input op types, the pattern's anchor arity and operand types) fetched once."""
-        known = graph.memo.get("op types of the inputs")
-        if known is None:
-            known = graph.memo["op types of the inputs"] = {}
         by_name = graph.source.by_name
         arity = self._anchor_arity
         wanted = self._anchor_input_types
         allowed = []
         for node in anchors:
-            if len(node.inputs) != arity:
+            inputs = node.inputs
+            if len(inputs) != arity:
                 continue
-            types = known.get(node.name)
-            if types is None:
-                types = known[node.name] = frozenset([by_name[producer].op_type for producer, _ in node.inputs if producer])
             for alternatives in wanted:
-                if types.isdisjoint(alternatives):
+                for producer, _ in inputs:
+                    if producer and by_name[producer].op_type in alternatives:
+                        break
+                else:
                     break
             else:
                 allowed.append(node)
@@ -511,6 +552,58 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
+
+
+def _from_position(anchors: Sequence[SourceNode], earliest: int, position: Mapping[str, int]) -> Sequence[SourceNode]:
+    """``anchors`` without those at the start (graph order) whose index is below ``earliest``
+    (:meth:`DataflowPattern.earliest_anchor`), which no match has."""
+    skip = 0
+    while skip < len(anchors) and position[anchors[skip].name] < earliest:
+        skip += 1
+    return anchors[skip:] if skip else anchors
+
+
+def _part_refuted(graph: ScopeGraph, op: OpPattern, node: SourceNode) -> bool:
+    """True when the part of a pattern below ``op`` cannot match at ``node``, told from ``node`` and the producers
+    of its inputs without a search: a match binds ``op`` to a node of one of its types and input count, and each
+    op operand to a producer of one of that op's types and input count, on the operand's own input (any input
+    for a commutative op), whose constant operands are constants (on their own inputs, or on any input of a
+    commutative op). False says nothing. Most seeds of a rule that looks for a small computation (a ``Relu6``
+    that feeds no HardSwish) fail right there, and the search's set-up costs more than these look-ups."""
+    if node.op_type not in op.op_types or len(node.inputs) != op.arity:
+        return True
+    by_name = graph.source.by_name
+    inputs = node.inputs
+    for slot, value in enumerate(op.inputs):
+        if value.__class__ is not OpOutput:
+            continue
+        operand: OpPattern = value.op
+        index: int = value.index
+        for tensor in (inputs if op.commute else (inputs[slot],)):
+            producer = tensor[0]
+            if producer and tensor[1] == index and _may_produce(graph, operand, by_name[producer]):
+                break
+        else:
+            return True
+    return False
+
+
+def _may_produce(graph: ScopeGraph, op: OpPattern, node: SourceNode) -> bool:
+    """Whether ``node`` has one of ``op``'s types and input count and a constant where each constant operand of
+    ``op`` reads (any input when ``op`` is commutative): what a match binding ``op`` to ``node`` needs first."""
+    if node.op_type not in op.op_types or len(node.inputs) != op.arity:
+        return False
+    chain = graph.shared_constant_chain
+    inputs = node.inputs
+    for slot, value in enumerate(op.inputs):
+        if value.__class__ is not ConstPattern:
+            continue
+        if op.commute:
+            if not any(tensor[0] and chain(tensor[0]) for tensor in inputs):
+                return False
+        elif not (inputs[slot][0] and chain(inputs[slot][0])):
+            return False
+    return True
 
 
 class _Part:

@@ -13,7 +13,7 @@ name part with CANN's ``_N`` index trimmed (``batchnorm_1`` -> ``batchnorm``; ``
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Sequence
+from typing import Any, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
@@ -203,6 +203,23 @@ class _ReadOnlyCounts(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._d)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    # The dict's own views and look-up: what Mapping's would give, without a Python call per key (they are
+    # read-only views, so the counts stay unchangeable through them).
+    def keys(self) -> KeysView[str]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._d.values()
+
+    def items(self) -> ItemsView[str, int]:
+        return self._d.items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._d.get(key, default)
 
     def __repr__(self) -> str:
         return repr(self._d)

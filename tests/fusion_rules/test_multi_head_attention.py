@@ -215,3 +215,22 @@ def test_onnx_masked_attention_fused_proven_and_exported(tmp_path, mask):
     have = ort.InferenceSession(str(exported), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb", "tf_bert_pb"])
+def test_attention_named_scopes_without_softmax_are_those_a_plain_count_finds(fixture, request):
+    """The attention-named scopes reported for holding matrix products but no candidate Softmax are the
+    innermost ones a plain count over each scope's nodes finds (none at all in a graph with fewer than two
+    products, which the rule tells without counting)."""
+    from scopefusion.fusion_rules.attention_patterns import PRODUCTS
+    from scopefusion.fusion_rules.multi_head_attention import PASS
+    from scopefusion.parser import load
+    from scopefusion.scope import ScopeGraph
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    flagged = [s for s in list(graph.tree)[1:]
+               if PASS._attention_named(s.name) and sum(n.op_type in PRODUCTS for n in s.all_nodes) >= 2]
+    innermost = [s for s in sorted(flagged, key=lambda s: s.index)
+                 if not any(o is not s and s.contains(o) for o in flagged)]
+    found = PASS._named_without_attention(graph, [])
+    assert [r.nodes[0] for r in found] == [s.all_nodes[-1].name for s in innermost]

@@ -144,3 +144,91 @@ def test_a_match_answers_for_the_first_region_holding_one_of_its_nodes(fixture, 
         plain = next((s for s in listed if any(s.contains(graph.tree.scope_of(n.name)) for n in match.nodes)), None)
         assert _home(graph, match, rank, listed, shared) is plain
         assert _home(graph, match, rank, listed, {}) is plain
+
+
+def _builtin_dataflow_patterns() -> list:
+    from scopefusion.fusion_rules import BUILTIN_RULES
+    from scopefusion.scope import DataflowPattern
+
+    found: dict[int, DataflowPattern] = {}
+    for rule in BUILTIN_RULES:
+        for item in getattr(rule, "patterns", ()):
+            for pattern in item if isinstance(item, tuple) else (item,):
+                if isinstance(pattern, DataflowPattern):
+                    found.setdefault(id(pattern), pattern)
+    return list(found.values())
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_a_part_refuted_without_a_search_has_no_match_there(fixture, request):
+    """Wherever ``part_holds`` answers no without a search (``_part_refuted``), a search of the part finds no
+    match there either: every part of every builtin pattern, at every node of the part's op types."""
+    from scopefusion.scope._search import SearchRun, accept_state
+    from scopefusion.scope.dataflow import _part_refuted
+    from scopefusion.scope.pattern_values import OpOutput
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    refuted = searched = 0
+    for pattern in _builtin_dataflow_patterns():
+        for op_type in sorted(pattern._all_op_types):
+            nodes = graph.nodes_by_type(op_type)
+            for op, _ in pattern.parts_of_type(op_type) if nodes else ():
+                for node in nodes:
+                    found = SearchRun(pattern, graph, None).match_op(OpOutput(op, 0), (node.name, 0), {}, accept_state)
+                    if _part_refuted(graph, op, node):
+                        assert found is None, (pattern.name, op, node.name)
+                        refuted += 1
+                    else:
+                        searched += 1
+    assert refuted > 0 and searched > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_anchors_allowed_are_those_may_anchor_allows(fixture, request):
+    """``_anchors_allowed`` (which tests each anchor's producers' types directly) keeps the anchors that
+    ``may_anchor`` (which reads the graph's table of input op types) allows, in order, for every builtin pattern."""
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    compared = 0
+    for pattern in _builtin_dataflow_patterns():
+        anchors = [n for t in pattern.anchor_types for n in graph.nodes_by_type(t)]
+        allowed = pattern._anchors_allowed(graph, anchors)
+        assert allowed == [n for n in anchors if pattern.may_anchor(graph, n)], pattern.name
+        compared += len(anchors)
+    assert compared > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_no_match_is_anchored_before_the_earliest_anchor(fixture, request):
+    """``earliest_anchor`` is a bound on where a match can be anchored: no anchor before it matches, on every
+    builtin pattern; so a search without near misses, which skips those anchors, finds the matches a search
+    of every anchor finds."""
+    from scopefusion.scope import Match
+
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    position = graph.positions
+    skipped = 0
+    for pattern in _builtin_dataflow_patterns():
+        earliest = pattern.earliest_anchor(graph)
+        for node in [n for t in pattern.anchor_types for n in graph.nodes_by_type(t)]:
+            if position[node.name] < earliest:
+                assert not isinstance(pattern.match_at(graph, node), Match), (pattern.name, node.name)
+                skipped += 1
+        quick = pattern.find(graph, near_miss=False)
+        assert [m.node_names for m in quick] == [m.node_names for m in pattern.find(graph)], pattern.name
+    assert skipped > 0
+
+
+def test_op_counts_views_are_the_mappings_views(source):
+    """A scope's ``op_counts`` gives the counts dict's own keys, values, items and look-ups: what the
+    ``Mapping`` methods (a call per key) give, on every scope of real graphs."""
+    from collections.abc import Mapping
+
+    tree = ScopeTree.from_nodes(source.nodes, positions=source.positions)
+    for scope in tree:
+        counts = scope.op_counts
+        assert list(counts.keys()) == list(Mapping.keys(counts))
+        assert list(counts.values()) == list(Mapping.values(counts))
+        assert list(counts.items()) == list(Mapping.items(counts))
+        for op_type in ("Const", "MatMul", "NoSuchOp"):
+            assert counts.get(op_type) == Mapping.get(counts, op_type)
+            assert (op_type in counts) == Mapping.__contains__(counts, op_type)
