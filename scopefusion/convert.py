@@ -10,6 +10,7 @@ import gc
 import importlib
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from os import PathLike
@@ -98,8 +99,6 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     # NOTE: imported here, on each call (a replaced function is the one called), by absolute name: a relative
     # import in a function resolves its package's name again on every call.
     from scopefusion.dialects import op_name_tuple
-    from scopefusion.dialects.fused.declared import op_registry_for
-    from scopefusion.ir.types import IRContext
     from scopefusion.ir_builder.build import build_graph
     from scopefusion.ir_builder.memory_plan import plan_memory
     from scopefusion.ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
@@ -129,11 +128,10 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     with stage("scope"):
         scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
-        registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
-        ops = op_registry_for(source, registry.fused_ops)
+        registry, parsers, ops = _fusion_setup_of_conversion(source, rules, enable, disable)
         manager = PassManager(registry, strict=strict, ops=op_name_tuple(ops))
         fusion_run = manager.run(scope_graph, progress=progress)
-    context = IRContext()
+    context = _shared_ir_context()
     with stage("build"):
         if progress is not None:
             progress("build", 0, 1, "")
@@ -314,3 +312,60 @@ def fusion_setup(
     registry.configure(enable=tuple(enable), disable=tuple(disable))
     check_declared_ops(registry.fused_ops)
     return registry, default_op_parsers()
+
+
+def _fusion_setup_of_conversion(source: Any, rules: Iterable[str | PathLike], enable: Iterable[str],
+                                disable: Iterable[str]) -> tuple[Any, Any, Any]:
+    """``(PassRegistry, OpParserRegistry, OpRegistry)`` of one conversion of ``source``.
+
+    Without user rules, enable or disable, the pass registry and the op parsers are those of
+    :func:`fusion_setup`, made once per state of the import path (the installed packages' entry points are
+    found there, and do not change while it does not) and shared: a conversion only reads them. With any of
+    them, the conversion makes its own, so nothing it registers or switches is seen by another. The op
+    registry is :func:`~scopefusion.dialects.shared_op_registry`'s unless the rules declare fused ops; then
+    it is a registry of the conversion's own with them.
+    """
+    from scopefusion.dialects import shared_op_registry  # absolute: see _convert
+    from scopefusion.dialects.fused.declared import op_registry_for
+
+    rules, enable, disable = tuple(rules), tuple(enable), tuple(disable)
+    if rules or enable or disable:
+        registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
+    else:
+        key = (tuple(sys.path), tuple(sys.meta_path))
+        shared = _SHARED_SETUP.get(key)
+        if shared is None:
+            _SHARED_SETUP.clear()  # the import path changed: only the newest setup can be asked for again
+            shared = _SHARED_SETUP[key] = fusion_setup()
+        registry, parsers = shared
+    if registry.fused_ops:
+        return registry, parsers, op_registry_for(source, registry.fused_ops)
+    return registry, parsers, shared_op_registry(source)
+
+
+# NOTE: a pure cache: (sys.path, sys.meta_path) -> fusion_setup() made then; at most one entry
+_SHARED_SETUP: dict[tuple[tuple[Any, ...], tuple[Any, ...]], tuple[Any, Any]] = {}
+
+# Types made by conversions before a shared IRContext is set aside for a new one: a bound on what it keeps
+# alive in a process that converts many models (a large CNN makes about a thousand).
+_SHARED_CONTEXT_TYPES = 20_000
+
+
+class _SharedContext(threading.local):
+    context: Any = None
+
+
+_shared_context = _SharedContext()
+
+
+def _shared_ir_context() -> Any:
+    """The IRContext conversions in this thread make their types in: types are immutable and interned (equal
+    parameters give one object), so conversions can share them, and a conversion finds most of its types made
+    by an earlier one. A new context replaces it once it holds ``_SHARED_CONTEXT_TYPES`` types (graphs made in
+    the old one keep it). One per thread, as interning a new type is not atomic."""
+    from scopefusion.ir.types import IRContext  # absolute: see _convert
+
+    context = _shared_context.context
+    if context is None or context.interned_count() > _SHARED_CONTEXT_TYPES:
+        context = _shared_context.context = IRContext()
+    return context
