@@ -267,13 +267,16 @@ class IRContext:
     builtin classes are registered by the constructor; ``register_type_class`` adds more and refuses duplicates.
     """
 
-    __slots__ = ("_classes", "_interned", "_elements", "_arrays")
+    __slots__ = ("_classes", "_interned", "_elements", "_arrays", "memo")
 
     def __init__(self) -> None:
         self._classes: dict[str, type[Type]] = {}
         self._interned: dict[tuple[Any, ...], Type] = {}
         self._elements: dict[DType, ElementType] = {}
         self._arrays: dict[tuple[np.dtype[Any], tuple[int, ...]], TensorType | None] = {}  # see array_type
+        #: Answers other modules compute from single types, each table under its module's name: a type never
+        #: changes, so an answer holds as long as the context (which the conversions of a thread share).
+        self.memo: dict[str, dict[Any, Any]] = {}
         for cls in (ElementType, TensorType, ListType, TupleType):
             self.register_type_class(cls)
 

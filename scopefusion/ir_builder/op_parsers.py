@@ -11,15 +11,15 @@ The registry is an ordinary object; :func:`default_op_parsers` makes one with th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..dtypes import DType
 from ..errors import FusionError, ParseError
-from ..ir.attrs import GRAPH, LIST_STR, STR, AttrValue
+from ..ir.attrs import LIST_STR, STR, AttrValue
 from ..ir.graph import Graph, GraphError, Node, Value
-from ..ir.opdef import OpDef, ParamType
+from ..ir.opdef import ParamType
 from ..parser.source_graph import (
     ABSENT_INPUT,
     FRAMEWORK_ONNX,
@@ -60,7 +60,7 @@ class BuildContext(Record):
 
     _fields = (
         "source", "graph", "parsers", "dropped_attrs", "build_body", "_values", "_nodes", "_fusions", "_back_edges",
-        "_ops", "_attr_maps",
+        "_ops",
     )
 
     def __init__(
@@ -75,7 +75,6 @@ class BuildContext(Record):
         _fusions: dict[str, list[Node]] | None = None,
         _back_edges: list[tuple[str, int, str, int]] | None = None,
         _ops: dict[tuple[str, str], tuple[str, Any, str, str]] | None = None,
-        _attr_maps: dict[tuple[int, Any], tuple[Mapping[str, Any], dict[str, AttrValue], list[str]]] | None = None,
     ) -> None:
         self.source = source
         self.graph = graph
@@ -87,25 +86,6 @@ class BuildContext(Record):
         self._fusions = {} if _fusions is None else _fusions
         self._back_edges = [] if _back_edges is None else _back_edges
         self._ops = {} if _ops is None else _ops  # (domain, op type) -> (op, its definition, op's dialect and type)
-        # (id of a source attribute map, a definition) -> (the map, its conversion, dropped names): see node_attrs
-        self._attr_maps = {} if _attr_maps is None else _attr_maps
-
-    def node_attrs(self, attrs: Mapping[str, Any], opdef: OpDef | None) -> tuple[dict[str, AttrValue], list[str]]:
-        """``convert_attrs(attrs, opdef, graph_converter=self.build_attr_body, declared_kinds_only=True)``: a new
-        map the caller may keep and change, and the dropped names.
-
-        The decoders give the nodes of a graph that end in the same attributes one shared map (every ``Relu``
-        of one dtype, most ``Conv2D``): its conversion is remembered by the map's identity (the map is kept
-        with it, so the identity stays its own) and the definition, and copied for each further node. A map
-        that converts to a body (a ``GRAPH`` value) is converted for each node, as each node builds its own."""
-        key = (id(attrs), opdef)
-        found = self._attr_maps.get(key)
-        if found is not None:
-            return found[1].copy(), list(found[2])
-        converted, dropped = convert_attrs(attrs, opdef, graph_converter=self.build_attr_body, declared_kinds_only=True)
-        if not any(value.type_id is GRAPH for value in converted.values()):
-            self._attr_maps[key] = (attrs, converted.copy(), list(dropped))
-        return converted, dropped
 
     def bind(self, source_name: str, index: int, value: Value) -> None:
         self._values[(source_name, index)] = value
@@ -241,12 +221,8 @@ class OpParserRegistry:
         op, opdef, dialect, op_type = found
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
-        if subgraphs:
-            plain = {k: v for k, v in node.attrs.items() if k not in subgraphs}
-            attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
-        else:
-            plain = node.attrs
-            attrs, dropped = ctx.node_attrs(plain, opdef)
+        plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
+        attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
         if dropped or "N" in plain:  # what check_source_attrs checks (nothing else can fail it)
             check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:

@@ -60,36 +60,6 @@ def test_converted_nodes_are_what_add_node_makes(model_path, monkeypatch):
         assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
 
 
-def test_nodes_sharing_a_source_attribute_map_get_what_converting_each_gives(model_path, monkeypatch):
-    from scopefusion.ir_builder import op_parsers
-    from scopefusion.ir_builder.source_attrs import convert_attrs
-
-    converted: Counter = Counter()
-    kept: list = []  # every map converted, kept alive so that no two have one id
-
-    def counted(attrs, opdef, **kwargs):
-        kept.append(attrs)
-        converted[(id(attrs), id(opdef))] += 1
-        return convert_attrs(attrs, opdef, **kwargs)
-
-    monkeypatch.setattr(op_parsers, "convert_attrs", counted)
-    shared = convert(model_path)
-    source_maps = Counter(id(node.attrs) for node in shared.source)
-    assert all(count == 1 for (key, _), count in converted.items() if key in source_maps), \
-        "a source map is converted once per build and op definition"
-    if model_path.suffix == ".pb":
-        assert max(source_maps.values()) > 1, "the model has nodes sharing a map"
-    monkeypatch.setattr(op_parsers.BuildContext, "node_attrs", lambda ctx, attrs, opdef: convert_attrs(
-        attrs, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True))
-    each = convert(model_path)
-    assert first_difference(shared.graph, each.graph) is None
-    assert _layout(shared.graph) == _layout(each.graph)
-    maps = [node.attrs._attrs for node in shared.graph.nodes]
-    assert len({id(m) for m in maps}) == len(maps), "every node has an attribute map of its own"
-    for fmt in ("ge", "onnx"):
-        assert shared.to_bytes(fmt) == each.to_bytes(fmt), fmt
-
-
 def _graph() -> tuple[Graph, OpDef]:
     op = OpDef("Scale", "t").input("x").output("y").attr("factor", FLOAT, default=2.0)
     graph = Graph("g", IRContext(), OpRegistry([*core_ops(), op]))
