@@ -340,7 +340,8 @@ def _fusion_setup_of_conversion(source: Any, rules: Iterable[str | PathLike], en
 
     Without user rules, enable or disable, the pass registry and the op parsers are those of
     :func:`fusion_setup`, made once per state of the import path (the installed packages' entry points are
-    found there, and do not change while it does not) and shared: a conversion only reads them. With any of
+    found there, and do not change while it does not) and shared: a conversion only reads them. (They are
+    made again if a registered pass has changed its name or default flag since.) With any of
     them, the conversion makes its own, so nothing it registers or switches is seen by another. The op
     registry is :func:`~scopefusion.dialects.shared_op_registry`'s unless the rules declare fused ops; then
     it is a registry of the conversion's own with them.
@@ -354,17 +355,29 @@ def _fusion_setup_of_conversion(source: Any, rules: Iterable[str | PathLike], en
     else:
         key = (tuple(sys.path), tuple(sys.meta_path))
         shared = _SHARED_SETUP.get(key)
-        if shared is None:
-            _SHARED_SETUP.clear()  # the import path changed: only the newest setup can be asked for again
-            shared = _SHARED_SETUP[key] = fusion_setup()
-        registry, parsers = shared
+        if shared is None or not _registered_as_made(shared[2]):
+            _SHARED_SETUP.clear()  # only the newest setup can be asked for again
+            registry, parsers = fusion_setup()
+            shared = _SHARED_SETUP[key] = (registry, parsers, tuple(registry.passes()))
+        registry, parsers, _ = shared
     if registry.fused_ops:
         return registry, parsers, op_registry_for(source, registry.fused_ops)
     return registry, parsers, shared_op_registry(source)
 
 
-# NOTE: a pure cache: (sys.path, sys.meta_path) -> fusion_setup() made then; at most one entry
-_SHARED_SETUP: dict[tuple[tuple[Any, ...], tuple[Any, ...]], tuple[Any, Any]] = {}
+def _registered_as_made(entries: tuple[Any, ...]) -> bool:
+    """Whether the pass of each registry entry still has the name and default flag it was registered with: a
+    pass is an object its module keeps, which code may change, and registering it again would then give
+    another registry."""
+    for entry in entries:
+        rule = entry.rule
+        if rule.pass_name != entry.name or bool(rule.general) != entry.general:
+            return False
+    return True
+
+
+# NOTE: a pure cache: (sys.path, sys.meta_path) -> fusion_setup() made then, and the registry's passes; one entry
+_SHARED_SETUP: dict[tuple[tuple[Any, ...], tuple[Any, ...]], tuple[Any, Any, tuple[Any, ...]]] = {}
 
 # Types made by conversions before a shared IRContext is set aside for a new one: a bound on what it keeps
 # alive in a process that converts many models (a large CNN makes about a thousand).

@@ -27,7 +27,7 @@ def _outputs(model) -> tuple[bytes, bytes, dict[str, int]]:
 
 def _shared_pass_states() -> list[tuple[str, bool, str]]:
     """The passes of the pass registry default conversions share: names, on/off, sources."""
-    (registry, _parsers), = convert_module._SHARED_SETUP.values()
+    (registry, _parsers, _passes), = convert_module._SHARED_SETUP.values()
     return [(e.name, e.enabled, e.source) for e in registry.passes()]
 
 
@@ -98,3 +98,14 @@ def test_a_full_shared_context_is_replaced(tf_convnet_pb, monkeypatch):
     second = convert(tf_convnet_pb)
     assert second.graph.context is not first.graph.context
     assert _outputs(second) == _outputs(first)
+
+
+def test_a_pass_changed_after_the_shared_setup_was_made_is_registered_again(tf_convnet_pb, monkeypatch):
+    before = convert(tf_convnet_pb)
+    fused = next(iter(before.fusion_counts()))
+    (registry, _parsers, _passes), = convert_module._SHARED_SETUP.values()
+    rule = registry.get(fused).rule
+    monkeypatch.setattr(rule, "general", False)  # the pass is now off unless enabled
+    assert fused not in convert(tf_convnet_pb).fusion_counts()
+    monkeypatch.undo()
+    assert convert(tf_convnet_pb).fusion_counts() == before.fusion_counts()
