@@ -212,23 +212,29 @@ _FORMAT_MODULES = {
 
 _IMPORTED_FOR: set[str] = set()  # the formats whose modules were imported here once (later imports find them)
 
+# The file name suffixes (lower case) that say a format of _IMPORTED_FOR.
+_IMPORTED_SUFFIXES: tuple[str, ...] = ()
+
 
 def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
-    from scopefusion.parser.detect import SUFFIX_FORMATS, format_from_path  # absolute: see _convert
-
+    global _IMPORTED_SUFFIXES
     if model_format:
         if model_format in _IMPORTED_FOR:
             return
-    elif SUFFIX_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower()) in _IMPORTED_FOR:
+    elif _IMPORTED_SUFFIXES and os.fspath(path).lower().endswith(_IMPORTED_SUFFIXES):
         # The name's suffix says a format whose modules are here, without asking the file system: were the
-        # path a SavedModel directory, its modules are a part of every format's.
+        # path a SavedModel directory, its modules are a part of every format's. (A wrong guess, as a file
+        # named only ".pb", leaves the loader to import what it needs.)
         return
+    from scopefusion.parser.detect import SUFFIX_FORMATS, format_from_path  # absolute: see _convert
+
     fmt = model_format or format_from_path(str(path)) or ""
     if fmt in _IMPORTED_FOR:
         return
     for name in _CONVERSION_MODULES + _FORMAT_MODULES.get(fmt, ()):
         importlib.import_module(name)
     _IMPORTED_FOR.add(fmt)
+    _IMPORTED_SUFFIXES = tuple(suffix for suffix, said in SUFFIX_FORMATS.items() if said in _IMPORTED_FOR)
 
 
 def _promote_tracked_objects() -> None:
