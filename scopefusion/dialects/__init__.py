@@ -2,7 +2,8 @@
 ``onnx`` (ONNX's operator schemas) and ``fused`` (the fused ops of the fusion rules).
 
 :func:`default_op_registry` assembles a fresh :class:`~scopefusion.ir.opdef.OpRegistry` with all of
-them; the ONNX definitions follow the model's opset.
+them; the ONNX definitions follow the model's opset. :func:`shared_op_registry` gives the same registry made
+once and shared (read-only) by the conversions that declare no op of their own.
 """
 
 from __future__ import annotations
