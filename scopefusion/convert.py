@@ -10,11 +10,12 @@ import gc
 import importlib
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from .budgets import (
     DEFAULT_BUDGETS,
@@ -95,26 +96,15 @@ def convert(
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
     imported = len(sys.modules)
-    # NOTE: imported here, on each call (a replaced function is the one called), by absolute name: a relative
-    # import in a function resolves its package's name again on every call.
-    from scopefusion.dialects import op_name_tuple
-    from scopefusion.dialects.fused.declared import op_registry_for
-    from scopefusion.ir.types import IRContext
-    from scopefusion.ir_builder.build import build_graph
-    from scopefusion.ir_builder.memory_plan import plan_memory
-    from scopefusion.ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
-    from scopefusion.ir_builder.shape_inference import infer_graph
-    from scopefusion.ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes, checked_arena_fits
-    from scopefusion.parser import load
-    from scopefusion.scope import PassManager, ScopeGraph
-
+    # NOTE: each function is read from its module on each call (a replaced function is the one called).
+    on = _STAGE_MODULES or _stage_modules()
     _import_conversion_modules(path, model_format)
     if len(sys.modules) > imported:
         _promote_tracked_objects()
     timings: dict[str, float] = {}
     stage = _StageClock(timings)
 
-    profiles_wanted = normalize_input_shapes(input_shapes)
+    profiles_wanted = on.profiles.normalize_input_shapes(input_shapes)
     options: dict[str, Any] = {}
     if model_format:
         options["format"] = model_format
@@ -125,19 +115,18 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     if savedmodel_loader != "native":
         options["savedmodel_loader"] = savedmodel_loader
     with stage("load"):
-        source = load(path, progress=progress, **options)
+        source = on.parser.load(path, progress=progress, **options)
     with stage("scope"):
-        scope_graph = ScopeGraph.build(source)
+        scope_graph = on.scope.ScopeGraph.build(source)
     with stage("fusion"):
-        registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
-        ops = op_registry_for(source, registry.fused_ops)
-        manager = PassManager(registry, strict=strict, ops=op_name_tuple(ops))
+        registry, parsers, ops = _fusion_setup_of_conversion(source, rules, enable, disable)
+        manager = on.scope.PassManager(registry, strict=strict, ops=on.dialects.op_name_tuple(ops))
         fusion_run = manager.run(scope_graph, progress=progress)
-    context = IRContext()
+    context = _shared_ir_context()
     with stage("build"):
         if progress is not None:
             progress("build", 0, 1, "")
-        built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
+        built = on.build.build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
         if progress is not None:
             progress("build", 1, 1, "")
     graph = built.graph
@@ -146,29 +135,31 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     # neither a default profile nor a memory plan); it cannot fail then where making it now would not.
     deferred: set[int] = set()
     with stage("infer"):
-        main_inference = infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
+        main_inference = on.shape_inference.infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
         profiles = []
         for i, shapes in enumerate(profiles_wanted or [{}]):
             if not shapes and progress is None:
                 deferred.add(i)
                 around = _LaterWork(budgets, stage, "infer")
-                profiles.append(deferred_profile(graph, i, strict=strict, inferred=main_inference, around=around))
+                profiles.append(on.profiles.deferred_profile(graph, i, strict=strict, inferred=main_inference,
+                                                             around=around))
                 continue
             report = stage_progress(progress, f"profile {i}", _shapes(shapes))
-            profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report, inferred=main_inference))
-        main_fits = checked_arena_fits(graph)  # check_tensor_sizes(graph), and arena_fits(graph) for later
+            profiles.append(on.profiles.build_profile(graph, i, shapes, strict=strict, progress=report,
+                                                      inferred=main_inference))
+        main_fits = on.size_limits.checked_arena_fits(graph)  # check_tensor_sizes(graph), arena_fits(graph) for later
         for i, profile in enumerate(profiles):
             if i not in deferred:  # a deferred profile has the main graph's types
-                check_tensor_sizes(profile.graph, f"profile {i}: ")
+                on.size_limits.check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
         for done, profile in enumerate(profiles):
-            if progress is None and (main_fits if profile.index in deferred else arena_fits(profile.graph)):
+            if progress is None and (main_fits if profile.index in deferred else on.size_limits.arena_fits(profile.graph)):
                 profile.defer_memory_plan(_planner(_LaterWork(budgets, stage, "memory_plan")))
                 continue
             if progress is not None:
                 progress("memory plan", done, len(profiles), f"profile {profile.index}")
-            profile.memory_plan = plan_memory(profile.graph)
-            check_arena(int(profile.memory_plan.arena_bytes), f"profile {profile.index}")
+            profile.memory_plan = on.memory_plan.plan_memory(profile.graph)
+            on.size_limits.check_arena(int(profile.memory_plan.arena_bytes), f"profile {profile.index}")
         if progress is not None:
             progress("memory plan", len(profiles), len(profiles), "")
     return Model(
@@ -180,6 +171,33 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         dropped_attrs=built.dropped_attrs,
         timings=timings,
     )
+
+
+class _StageModules(NamedTuple):
+    """The modules whose functions ``_convert`` calls."""
+
+    dialects: Any
+    build: Any
+    memory_plan: Any
+    profiles: Any
+    shape_inference: Any
+    size_limits: Any
+    parser: Any
+    scope: Any
+
+
+_STAGE_MODULES: _StageModules | None = None  # once imported
+
+
+def _stage_modules() -> _StageModules:
+    """Imports the modules whose functions ``_convert`` calls (on its first call: importing ``scopefusion`` does
+    not import them). ``_convert`` reads each function from its module on every call, as an import statement
+    in its body would, without the statement's cost."""
+    global _STAGE_MODULES
+    _STAGE_MODULES = _StageModules(*(importlib.import_module(f"scopefusion.{name}") for name in (
+        "dialects", "ir_builder.build", "ir_builder.memory_plan", "ir_builder.profiles", "ir_builder.shape_inference",
+        "ir_builder.size_limits", "parser", "scope")))
+    return _STAGE_MODULES
 
 
 # The modules a conversion runs beyond those ``_convert`` imports: the fusion rules, and the parser and op
@@ -194,23 +212,29 @@ _FORMAT_MODULES = {
 
 _IMPORTED_FOR: set[str] = set()  # the formats whose modules were imported here once (later imports find them)
 
+# The file name suffixes (lower case) that say a format of _IMPORTED_FOR.
+_IMPORTED_SUFFIXES: tuple[str, ...] = ()
+
 
 def _import_conversion_modules(path: str | PathLike, model_format: str | None) -> None:
-    from scopefusion.parser.detect import SUFFIX_FORMATS, format_from_path  # absolute: see _convert
-
+    global _IMPORTED_SUFFIXES
     if model_format:
         if model_format in _IMPORTED_FOR:
             return
-    elif SUFFIX_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower()) in _IMPORTED_FOR:
+    elif _IMPORTED_SUFFIXES and os.fspath(path).lower().endswith(_IMPORTED_SUFFIXES):
         # The name's suffix says a format whose modules are here, without asking the file system: were the
-        # path a SavedModel directory, its modules are a part of every format's.
+        # path a SavedModel directory, its modules are a part of every format's. (A wrong guess, as a file
+        # named only ".pb", leaves the loader to import what it needs.)
         return
+    from scopefusion.parser.detect import SUFFIX_FORMATS, format_from_path  # absolute: see _convert
+
     fmt = model_format or format_from_path(str(path)) or ""
     if fmt in _IMPORTED_FOR:
         return
     for name in _CONVERSION_MODULES + _FORMAT_MODULES.get(fmt, ()):
         importlib.import_module(name)
     _IMPORTED_FOR.add(fmt)
+    _IMPORTED_SUFFIXES = tuple(suffix for suffix, said in SUFFIX_FORMATS.items() if said in _IMPORTED_FOR)
 
 
 def _promote_tracked_objects() -> None:
@@ -314,3 +338,73 @@ def fusion_setup(
     registry.configure(enable=tuple(enable), disable=tuple(disable))
     check_declared_ops(registry.fused_ops)
     return registry, default_op_parsers()
+
+
+def _fusion_setup_of_conversion(source: Any, rules: Iterable[str | PathLike], enable: Iterable[str],
+                                disable: Iterable[str]) -> tuple[Any, Any, Any]:
+    """``(PassRegistry, OpParserRegistry, OpRegistry)`` of one conversion of ``source``.
+
+    Without user rules, enable or disable, the pass registry and the op parsers are those of
+    :func:`fusion_setup`, made once per state of the import path (the installed packages' entry points are
+    found there, and do not change while it does not) and shared: a conversion only reads them. (They are
+    made again if a registered pass has changed its name or default flag since.) With any of
+    them, the conversion makes its own, so nothing it registers or switches is seen by another. The op
+    registry is :func:`~scopefusion.dialects.shared_op_registry`'s unless the rules declare fused ops; then
+    it is a registry of the conversion's own with them.
+    """
+    from scopefusion.dialects import shared_op_registry  # absolute: see _convert
+    from scopefusion.dialects.fused.declared import op_registry_for
+
+    rules, enable, disable = tuple(rules), tuple(enable), tuple(disable)
+    if rules or enable or disable:
+        registry, parsers = fusion_setup(rules=rules, enable=enable, disable=disable)
+    else:
+        key = (tuple(sys.path), tuple(sys.meta_path))
+        shared = _SHARED_SETUP.get(key)
+        if shared is None or not _registered_as_made(shared[2]):
+            _SHARED_SETUP.clear()  # only the newest setup can be asked for again
+            registry, parsers = fusion_setup()
+            shared = _SHARED_SETUP[key] = (registry, parsers, tuple(registry.passes()))
+        registry, parsers, _ = shared
+    if registry.fused_ops:
+        return registry, parsers, op_registry_for(source, registry.fused_ops)
+    return registry, parsers, shared_op_registry(source)
+
+
+def _registered_as_made(entries: tuple[Any, ...]) -> bool:
+    """Whether the pass of each registry entry still has the name and default flag it was registered with: a
+    pass is an object its module keeps, which code may change, and registering it again would then give
+    another registry."""
+    for entry in entries:
+        rule = entry.rule
+        if rule.pass_name != entry.name or bool(rule.general) != entry.general:
+            return False
+    return True
+
+
+# NOTE: a pure cache: (sys.path, sys.meta_path) -> fusion_setup() made then, and the registry's passes; one entry
+_SHARED_SETUP: dict[tuple[tuple[Any, ...], tuple[Any, ...]], tuple[Any, Any, tuple[Any, ...]]] = {}
+
+# Types made by conversions before a shared IRContext is set aside for a new one: a bound on what it keeps
+# alive in a process that converts many models (a large CNN makes about a thousand).
+_SHARED_CONTEXT_TYPES = 20_000
+
+
+class _SharedContext(threading.local):
+    context: Any = None
+
+
+_shared_context = _SharedContext()
+
+
+def _shared_ir_context() -> Any:
+    """The IRContext conversions in this thread make their types in: types are immutable and interned (equal
+    parameters give one object), so conversions can share them, and a conversion finds most of its types made
+    by an earlier one. A new context replaces it once it holds ``_SHARED_CONTEXT_TYPES`` types (graphs made in
+    the old one keep it). One per thread, as interning a new type is not atomic."""
+    from scopefusion.ir.types import IRContext  # absolute: see _convert
+
+    context = _shared_context.context
+    if context is None or context.interned_count() > _SHARED_CONTEXT_TYPES:
+        context = _shared_context.context = IRContext()
+    return context

@@ -2,11 +2,13 @@
 ``onnx`` (ONNX's operator schemas) and ``fused`` (the fused ops of the fusion rules).
 
 :func:`default_op_registry` assembles a fresh :class:`~scopefusion.ir.opdef.OpRegistry` with all of
-them; the ONNX definitions follow the model's opset.
+them; the ONNX definitions follow the model's opset. :func:`shared_op_registry` gives the same registry made
+once and shared (read-only) by the conversions that declare no op of their own.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
@@ -15,7 +17,8 @@ from ..ir.opdef import OpDef, OpRegistry
 if TYPE_CHECKING:  # pragma: no cover
     from ...parser.source_graph import SourceGraph
 
-__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_name_tuple", "op_names", "registered_defs"]
+__all__ = ["DEFAULT_ONNX_OPSET", "OpName", "default_op_registry", "op_name_tuple", "op_names", "registered_defs",
+           "shared_op_registry"]
 
 DEFAULT_ONNX_OPSET = 17
 _ONNX_DIALECT = "onnx"
@@ -33,6 +36,35 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
     ONNX's default domain does not define at its opset: a model that cannot use them does not pay for
     loading onnxruntime.
     """
+    registry = _CopiedOnUseRegistry(*_pending_template(*_registry_kind(source)))
+    for d in extra:
+        registry.register(d)
+    return registry
+
+
+def shared_op_registry(source: "SourceGraph | None" = None) -> OpRegistry:
+    """The registry :func:`default_op_registry` makes for ``source``, made once per kind of registry (the
+    dialects and opset ``source`` needs) and thread, and shared by the conversions that add no op definition.
+
+    Its definitions are copied in from their prototypes once, where each conversion's own registry would copy
+    them again (and the collector would walk every copy). It refuses ``register``: a conversion whose rules
+    declare fused ops, or code adding definitions, uses a registry of its own from :func:`default_op_registry`.
+    One per thread, as copying a definition in is not atomic.
+    """
+    kind = _registry_kind(source)
+    shared: dict[tuple[bool, int | None, bool], OpRegistry] = _SHARED.__dict__.setdefault("registries", {})
+    found = shared.get(kind)
+    if found is None:
+        found = shared[kind] = _SharedRegistry(*_pending_template(*kind))
+    return found
+
+
+_SHARED = threading.local()  # per thread: "registries", kind of registry -> the shared registry of that kind
+
+
+def _registry_kind(source: "SourceGraph | None") -> tuple[bool, int | None, bool]:
+    """What the builtin definitions of ``source``'s registry depend on: whether it has the ``tf`` dialect, the
+    ONNX opset of its ``onnx`` dialect (None: no ``onnx`` dialect), whether it has onnxruntime's ops."""
     opset: int | None = None
     with_onnxruntime = False
     if source is None or source.is_onnx:
@@ -40,11 +72,7 @@ def default_op_registry(source: "SourceGraph | None" = None, *, extra: Iterable[
         if source is not None:
             opset = source.opset_imports.get("", source.opset_imports.get("ai.onnx", DEFAULT_ONNX_OPSET))
         with_onnxruntime = source is None or _uses_ops_beyond(source, _onnx_op_type_set(opset))
-    with_tf = source is None or not source.is_onnx
-    registry = _CopiedOnUseRegistry(*_pending_template(with_tf, opset, with_onnxruntime))
-    for d in extra:
-        registry.register(d)
-    return registry
+    return source is None or not source.is_onnx, opset, with_onnxruntime
 
 
 @lru_cache(maxsize=None)
@@ -196,6 +224,16 @@ class _CopiedOnUseRegistry(OpRegistry):
     def dialects(self) -> set[str]:
         self._copy_all()
         return super().dialects()
+
+
+class _SharedRegistry(_CopiedOnUseRegistry):
+    """A registry of :func:`shared_op_registry`: the builtin definitions only; ``register`` is refused."""
+
+    def register(self, opdef: OpDef, *, replace: bool = False) -> OpDef:
+        raise ValueError(
+            f"cannot register op {opdef.qualified_name}: this op registry is shared by every conversion that "
+            "declares no fused op; register it into a registry of your own (default_op_registry())"
+        )
 
 
 def _same(opdef: OpDef) -> OpDef:

@@ -394,8 +394,9 @@ class Attributes:
     __slots__ = ("_attrs", "_owner")
 
     def __init__(self, owner: str = "", attrs: Mapping[str, Any] | None = None) -> None:
-        # NOTE: a node's map keeps ``(name, dialect, op type)`` here and spells its owner only for a message.
-        self._owner: str | tuple[str, str, str] = owner
+        # NOTE: a node's map keeps the node here (no object of its own per node) and spells its owner only for
+        # a message; any other owner is its description.
+        self._owner: Any = owner
         self._attrs: dict[str, AttrValue] = {}
         for name, value in (attrs or {}).items():
             self.set_attr(name, value)
@@ -404,7 +405,9 @@ class Attributes:
     def owner(self) -> str:
         """Whose attributes these are, as messages name it (``node 'x' (tf.Relu)``)."""
         owner = self._owner
-        return owner if type(owner) is str else f"node {owner[0]!r} ({owner[1]}.{owner[2]})"
+        if type(owner) is str:
+            return owner
+        return f"node {owner.name!r} ({owner._dialect}.{owner._op_type})"
 
     def set_attr(self, name: str, value: Any, type_id: AttrType | None = None) -> None:
         """Sets ``name``; ``value`` is an :class:`AttrValue` or a payload (its type id given or inferred)."""

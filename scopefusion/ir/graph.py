@@ -111,7 +111,7 @@ class Node:
         self.inputs: list[Value | None] = []
         self.outputs: list[Value] = []
         attrs = self.attrs = _new(Attributes)
-        attrs._owner = (name, dialect, op_type)
+        attrs._owner = self
         attrs._attrs = {}
         self.control_inputs: Sequence[Node] = ()  # the empty tuple (shared) until the node has control inputs
         self.subgraphs: dict[str, Graph] = {}
@@ -452,7 +452,7 @@ class Graph:
             new.op = node.op
             new.opdef = lookup(node.op)
             attrs = new.attrs = make(Attributes)
-            attrs._owner = node.attrs._owner
+            attrs._owner = new if node.attrs._owner is node else node.attrs._owner
             attrs._attrs = {k: v if v.type_id.copy is _same else v.copy() for k, v in node.attrs._attrs.items()}
             inputs: list[Value | None] = []
             new.inputs = inputs
@@ -576,7 +576,7 @@ def _bare_node(graph: Graph, name: str, dialect: str, op_type: str, op: str, att
     node._op_type = op_type
     node.op = op
     node_attrs = node.attrs = _new(Attributes)
-    node_attrs._owner = (name, dialect, op_type)
+    node_attrs._owner = node
     node_attrs._attrs = attrs
     node.control_inputs = ()
     node.subgraphs = {}

@@ -263,17 +263,20 @@ class TupleType(Type):
 class IRContext:
     """Owns the registered type classes and interns their instances.
 
-    A context is an ordinary object: make a fresh one per test or per conversion. The builtin classes
-    are registered by the constructor; ``register_type_class`` adds more and refuses duplicates.
+    A context is an ordinary object: make a fresh one per test (the conversions of one thread share one). The
+    builtin classes are registered by the constructor; ``register_type_class`` adds more and refuses duplicates.
     """
 
-    __slots__ = ("_classes", "_interned", "_elements", "_arrays")
+    __slots__ = ("_classes", "_interned", "_elements", "_arrays", "memo")
 
     def __init__(self) -> None:
         self._classes: dict[str, type[Type]] = {}
         self._interned: dict[tuple[Any, ...], Type] = {}
         self._elements: dict[DType, ElementType] = {}
         self._arrays: dict[tuple[np.dtype[Any], tuple[int, ...]], TensorType | None] = {}  # see array_type
+        #: Answers other modules compute from single types, each table under its module's name: a type never
+        #: changes, so an answer holds as long as the context (which the conversions of a thread share).
+        self.memo: dict[str, dict[Any, Any]] = {}
         for cls in (ElementType, TensorType, ListType, TupleType):
             self.register_type_class(cls)
 
@@ -358,6 +361,11 @@ class IRContext:
 
     def tuple_of(self, elements: Iterable[Type]) -> TupleType:
         return self.get(TupleType, tuple(elements))  # type: ignore[return-value]
+
+    def interned_count(self) -> int:
+        """The entries this context keeps to find its types again (at least one per type made): what it keeps
+        alive grows with it."""
+        return len(self._interned) + len(self._arrays)
 
     def __len__(self) -> int:
         """The number of distinct types made in this context."""

@@ -296,9 +296,7 @@ def infer_graph(
             continue
         for value in node.outputs:
             t = value.type
-            dynamic = not (isinstance(t, TensorType) and t.is_static)
-            value.meta["dynamic"] = dynamic
-            if dynamic:
+            if not (isinstance(t, TensorType) and t.is_static):
                 dynamic_values.append(f"{node.name}:{value.index}")  # value.ref
     return result
 

@@ -3,6 +3,8 @@ memory plan whose arena, would not fit is an :class:`~scopefusion.errors.Inferen
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..budgets import MAX_ELEMENTS
 from ..errors import InferenceError
 from ..ir.graph import Graph, Node, Value
@@ -29,23 +31,26 @@ def check_tensor_sizes(graph: Graph, where: str = "", _fitting: set[int] | None 
 
 def checked_arena_fits(graph: Graph, where: str = "") -> bool:
     """:func:`check_tensor_sizes` then :func:`arena_fits` of ``graph`` in one walk of its nodes: raises what the
-    check raises, else returns what ``arena_fits`` returns. (Each distinct type's bytes are found once for both.)"""
-    fitting: set[int] = set()  # as check_tensor_sizes keeps it, for the nodes' bodies
-    sizes: dict[int, int] = {}  # as arena_fits keeps it
+    check raises, else returns what ``arena_fits`` returns.
+
+    Each type's bytes (plus the alignment; 0 for a type without static bytes) are found once for both, when
+    its size is checked, and kept in the graph's IRContext (``memo``) with those of every type checked before:
+    a type found to fit always fits, and conversions sharing a context check most of their types once."""
+    sizes: dict[Any, int] = graph.context.memo.setdefault(__name__, {})  # type -> bytes + alignment, checked
     total = 0
     for node in graph.nodes:
         for value in node.outputs:
             t = value.type
-            size = sizes.get(id(t))
+            size = sizes.get(t)
             if size is None:
                 nbytes = None
                 if isinstance(t, TensorType):
                     _check_size(t, node, value, where)
-                    fitting.add(id(t))
                     nbytes = t.nbytes
-                size = sizes[id(t)] = 0 if nbytes is None else nbytes + DEFAULT_ALIGNMENT
+                size = sizes[t] = 0 if nbytes is None else nbytes + DEFAULT_ALIGNMENT
             total += size
         if node.subgraphs:
+            fitting = {id(t) for t in sizes if isinstance(t, TensorType)}  # as check_tensor_sizes keeps it
             for body in node.subgraphs.values():
                 check_tensor_sizes(body, where, fitting)
     return total <= MAX_ELEMENTS // 2

@@ -33,11 +33,10 @@ def from_scratch(graph: Graph, shapes: dict[str, list[int]]) -> tuple[Graph, Inf
 
 
 def assert_same_values(got: Graph, got_result: InferenceResult, want: Graph, want_result: InferenceResult) -> None:
-    """Every value has the same (interned) type, dynamic mark and known array, and the results count the same
+    """Every value has the same (interned) type and known array, and the results count the same
     folds, unfolded notes, dynamic and uninferred values."""
     for value, expected in zip(got.values(), want.values(), strict=True):
         assert value.type is expected.type, f"{value.ref}: {value.type} != {expected.type}"
-        assert value.meta.get("dynamic") == expected.meta.get("dynamic"), value.ref
         known, expected_known = got_result.known(value), want_result.known(expected)
         assert (known is None) == (expected_known is None), value.ref
         if known is not None:

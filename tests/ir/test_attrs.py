@@ -137,3 +137,20 @@ def test_a_new_attribute_type_needs_only_its_type_id():
     assert op.get_all_attrs()["c"] == AttrValue(COMPLEX, 1 + 2j)
     with pytest.raises(TypeError, match="expected a complex"):
         op.set_attr("d", 3, COMPLEX)
+
+
+def test_a_nodes_attributes_name_the_node_as_it_is_now_and_a_clone_names_its_own():
+    from scopefusion.ir.core_ops import core_ops
+    from scopefusion.ir.opdef import OpDef, OpRegistry
+
+    op = OpDef("Scale", "t", open_attrs=True).input("x").output("y")
+    graph = Graph("g", IRContext(), OpRegistry([*core_ops(), op]))
+    x = graph.add_input("x", None)
+    node = graph.add_node("t.Scale", [x], name="scale")
+    assert node.attrs.owner == "node 'scale' (t.Scale)"
+    node.name = "renamed"
+    with pytest.raises(KeyError, match=r"node 'renamed' \(t.Scale\) has no attribute 'k'"):
+        node.attrs.get_attr("k")
+    clone = graph.clone()
+    assert clone.node("renamed").attrs._owner is clone.node("renamed")
+    assert graph.nodes[0].attrs.owner == "node 'x' (ge.Data)"
