@@ -384,7 +384,11 @@ def _indexed(index) -> tuple[dict, dict]:
             {name: {id(n) for n in found} for name, found in index.readers.items() if found})
 
 
-@pytest.mark.parametrize("fixture", _ZOO)
+# The fixtures whose lowered graph the sweeps still change (the dynamic_rnn LSTM's is already clean).
+_CHANGED_BY_SWEEPS = ["tf_convnet_pb", "tf_mobilenet_pb", "tf_bert_pb"]
+
+
+@pytest.mark.parametrize("fixture", _CHANGED_BY_SWEEPS)
 def test_the_index_the_sweeps_keep_is_the_one_a_rebuild_makes(fixture, request, monkeypatch):
     model = convert(request.getfixturevalue(fixture))
     kept_up = _written_and_cleaned(model, leave_out_unread=True)[0]
