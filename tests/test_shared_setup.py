@@ -109,3 +109,17 @@ def test_a_pass_changed_after_the_shared_setup_was_made_is_registered_again(tf_c
     assert fused not in convert(tf_convnet_pb).fusion_counts()
     monkeypatch.undo()
     assert convert(tf_convnet_pb).fusion_counts() == before.fusion_counts()
+
+
+def test_what_earlier_conversions_left_in_the_shared_context_changes_no_output(
+        tf_bert_pb, tf_rnn_pb, tf_convnet_pb, tf_mobilenet_pb, monkeypatch):
+    """A model's outputs do not depend on which models the process converted before it: types with unknown or
+    symbolic dims, made by BERT and the LSTM, are found again in the shared context by the others."""
+    paths = [tf_bert_pb, tf_rnn_pb, tf_convnet_pb, tf_mobilenet_pb]
+    alone = {}
+    for path in paths:
+        monkeypatch.setattr(convert_module._shared_context, "context", None)
+        alone[path] = _outputs(convert(path))
+    monkeypatch.setattr(convert_module._shared_context, "context", None)
+    for path in paths + paths[::-1]:
+        assert _outputs(convert(path)) == alone[path], path.name
