@@ -133,18 +133,21 @@ class ScopeBasePass:
 
         When the :meth:`selects_nothing` in use reads only the op types and their node counts (marked with
         :func:`reads_op_type_counts`, as the base's and the builtin rules' are), the answer is kept per
-        :meth:`~.ScopeGraph.op_type_counts` value and pattern sets, so a pass that cannot act in a graph
-        costs one look-up there; otherwise it is worked out each time."""
-        sets = self.pattern_sets()
-        if not getattr(type(self).selects_nothing, "reads_op_type_counts", False):
-            return self._idle_given(sets, graph)
-        key = (graph.op_type_counts(), self.select_without_matches)
+        :meth:`~.ScopeGraph.op_type_counts` value while ``define_patterns()`` gives the same immutable value (a
+        pattern or nested tuples of them), so a pass that cannot act in a graph costs one look-up there;
+        otherwise it is worked out each time."""
+        defined = self.define_patterns()
         cached: tuple[Any, dict[Any, bool]] | None = self.__dict__.get("_idle_cache")
-        if cached is None or cached[0] is not sets or len(cached[1]) >= _IDLE_CACHE_SIZE:
-            cached = self.__dict__["_idle_cache"] = (sets, {})
-        idle = cached[1].get(key)
+        if cached is None or cached[0] is not defined or len(cached[1]) >= _IDLE_CACHE_SIZE:
+            # Kept only for patterns that cannot change (as pattern_sets keeps its sets).
+            if not (_immutable_patterns(defined) and getattr(type(self).selects_nothing, "reads_op_type_counts", False)):
+                return self._idle_given(self.pattern_sets(), graph)
+            cached = self.__dict__["_idle_cache"] = (defined, {})
+        answers = cached[1]
+        key = (graph.op_type_counts(), self.select_without_matches)
+        idle = answers.get(key)
         if idle is None:
-            idle = cached[1][key] = self._idle_given(sets, graph)
+            idle = answers[key] = self._idle_given(self.pattern_sets(), graph)
         return idle
 
     def _idle_given(self, sets: list[list[list[ScopePattern]]], graph: ScopeGraph) -> bool:
@@ -334,7 +337,7 @@ class DataflowRulePass(ScopeBasePass):
             normalize_patterns(within, name)
 
     def define_patterns(self) -> Any:
-        return self.within if self.within is not None else []
+        return self.within if self.within is not None else ()
 
     @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:

@@ -65,3 +65,20 @@ def test_the_kept_answer_follows_the_node_counts(mk):
     assert rule.idle_in(ScopeGraph.build(one)) is True
     assert rule.idle_in(ScopeGraph.build(two)) is False
     assert rule.idle_in(ScopeGraph.build(one)) is True
+
+
+def test_an_unmarked_selects_nothing_is_asked_each_time(mk):
+    """Without ``reads_op_type_counts`` the answer may depend on more than the counts: it is not kept."""
+    asked = []
+
+    class AsksEachTime(ScopeBasePass):
+        name = "AsksEachTime"
+
+        def selects_nothing(self, graph):
+            asked.append(graph)
+            return True
+
+    rule = AsksEachTime()
+    graph = ScopeGraph.build(mk.graph(mk.node("x", "Placeholder"), mk.node("y", "Relu", "x")))
+    assert rule.idle_in(graph) and rule.idle_in(graph)
+    assert len(asked) == 2
