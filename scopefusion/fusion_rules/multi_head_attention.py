@@ -74,6 +74,7 @@ from scopefusion.scope import (
     ScopesResult,
     claimed_nodes,
     map_ports,
+    reads_op_type_counts,
 )
 
 from ..records import Record
@@ -431,6 +432,7 @@ class MultiHeadAttentionFusion(ScopeBasePass):
             return [PatternCheck(where, None)]
         return [PatternCheck(where, None)]
 
+    @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:
         """The candidates are the Softmax nodes and the scopes holding two matrix products or more: none in a
         graph without a Softmax and with fewer than two matrix products."""

@@ -26,6 +26,7 @@ from .passes import (
     claimed_nodes,
     dataflow_rule,
     map_ports,
+    reads_op_type_counts,
     scope_rule,
 )
 from .plan import FusionPlan
@@ -78,6 +79,7 @@ __all__ = [
     "Refusal",
     "Refused",
     "RegisteredPass",
+    "reads_op_type_counts",
     "Replacement",
     "ResolvedInnerNode",
     "RunReport",

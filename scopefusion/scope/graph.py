@@ -99,6 +99,15 @@ class ScopeGraph:
         """The op types present in the graph, as a read-only set view (a membership test costs one look-up)."""
         return self._by_type.keys()
 
+    def op_type_counts(self) -> frozenset[tuple[str, int]]:
+        """``(op type, number of nodes of that type)`` for each op type present: everything that
+        :attr:`present_types` and the sizes of :meth:`nodes_by_type` tell, as one hashable value (made once
+        per run and kept in the memo), so that answers read from those alone can be kept per value."""
+        counts: frozenset[tuple[str, int]] | None = self.memo.get("op type counts")
+        if counts is None:
+            counts = self.memo["op type counts"] = frozenset((t, len(nodes)) for t, nodes in self._by_type.items())
+        return counts
+
     def constant_chain(self, name: str) -> list[SourceNode]:
         """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and
         no control input) from node ``name`` down to a constant, or ``[]`` when it reads no constant."""

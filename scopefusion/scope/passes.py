@@ -29,7 +29,7 @@ Function forms::
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable, Iterable, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Sequence, TypeVar
 
 from ..errors import FusionError
 from ..parser.source_graph import SourceNode
@@ -50,6 +50,7 @@ __all__ = [
     "FunctionScopePass",
     "PassOutcome",
     "scope_rule",
+    "reads_op_type_counts",
     "ScopeBasePass",
 ]
 
@@ -68,6 +69,19 @@ class PassOutcome(Record):
         self.matched = [] if matched is None else matched
         self.results = [] if results is None else results
         self.notes = [] if notes is None else notes
+
+
+_IDLE_CACHE_SIZE = 64  # op-type counts kept per pass by ScopeBasePass.idle_in (a bound for long-lived rules)
+
+_SelectsNothing = TypeVar("_SelectsNothing", bound=Callable[..., bool])
+
+
+def reads_op_type_counts(selects_nothing: _SelectsNothing) -> _SelectsNothing:
+    """Marks a :meth:`ScopeBasePass.selects_nothing` whose answer follows from the graph's op types and node
+    counts per type alone (``present_types``, the sizes of ``nodes_by_type``), so that
+    :meth:`ScopeBasePass.idle_in` may keep its answer per :meth:`~.ScopeGraph.op_type_counts`."""
+    selects_nothing.reads_op_type_counts = True  # type: ignore[attr-defined]
+    return selects_nothing
 
 
 class ScopeBasePass:
@@ -103,12 +117,44 @@ class ScopeBasePass:
         """Sets the result's name, type, index maps (and inner nodes); the default declines."""
         result.invalidate(f"pass {self.pass_name} does not implement generate_fusion_result")
 
+    @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:
         """True when ``last_match_scopes_and_ops(graph, [])`` would select nothing and note nothing, so that
         :meth:`run` can skip it when no scope can match (a graph without the op types the pass needs). It must
         be cheap (a look at ``graph.present_types`` or :meth:`~.ScopeGraph.nodes_by_type`) and exact; the
-        default, False, always runs the selection."""
+        default, False, always runs the selection. An override that reads nothing but which op types the
+        graph has and how many nodes of each may say so with :func:`reads_op_type_counts`."""
         return False
+
+    def idle_in(self, graph: ScopeGraph) -> bool:
+        """True when :meth:`run` on ``graph`` would return an empty outcome before any matching or selection:
+        the first batches' required op types are absent (or there are no pattern sets) and, as
+        :meth:`selects_nothing` says, the selection without matched scopes would select nothing.
+
+        When the :meth:`selects_nothing` in use reads only the op types and their node counts (marked with
+        :func:`reads_op_type_counts`, as the base's and the builtin rules' are), the answer is kept per
+        :meth:`~.ScopeGraph.op_type_counts` value while ``define_patterns()`` gives the same immutable value (a
+        pattern or nested tuples of them), so a pass that cannot act in a graph costs one look-up there;
+        otherwise it is worked out each time."""
+        defined = self.define_patterns()
+        cached: tuple[Any, dict[Any, bool]] | None = self.__dict__.get("_idle_cache")
+        if cached is None or cached[0] is not defined or len(cached[1]) >= _IDLE_CACHE_SIZE:
+            # Kept only for patterns that cannot change (as pattern_sets keeps its sets).
+            if not (_immutable_patterns(defined) and getattr(type(self).selects_nothing, "reads_op_type_counts", False)):
+                return self._idle_given(self.pattern_sets(), graph)
+            cached = self.__dict__["_idle_cache"] = (defined, {})
+        answers = cached[1]
+        key = (graph.op_type_counts(), self.select_without_matches)
+        idle = answers.get(key)
+        if idle is None:
+            idle = answers[key] = self._idle_given(self.pattern_sets(), graph)
+        return idle
+
+    def _idle_given(self, sets: list[list[list[ScopePattern]]], graph: ScopeGraph) -> bool:
+        """:meth:`idle_in` worked out: the early return of :meth:`run`, with no scope matched."""
+        if sets and (not _first_batches_absent(sets, graph.present_types)):
+            return False
+        return (bool(sets) and not self.select_without_matches) or self.selects_nothing(graph)
 
     def _selects_as(self, owner: type[ScopeBasePass]) -> bool:
         """True when this pass selects with ``owner``'s ``last_match_scopes_and_ops``: what ``owner``'s
@@ -291,8 +337,9 @@ class DataflowRulePass(ScopeBasePass):
             normalize_patterns(within, name)
 
     def define_patterns(self) -> Any:
-        return self.within if self.within is not None else []
+        return self.within if self.within is not None else ()
 
+    @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:
         """With no matched scope there is no search under ``within``; without ``within`` the one search over
         the graph starts from the nodes of the pattern's anchor types: none when the graph has no such node."""

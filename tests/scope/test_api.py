@@ -15,7 +15,7 @@ PUBLIC = [
     "PassRegistry", "PassReport", "PatternCheck", "ROOT_NAME", "Refusal", "Refused", "KnownOpTypes", "FUSED_DIALECT", "RegisteredPass", "Replacement",
     "ResolvedInnerNode", "RunReport", "SCOPE_INVALID_TYPE", "SCOPE_TO_MULTI_NODES", "Scope", "ScopeBasePass",
     "ScopeFeature", "ScopeGraph", "ScopePattern", "ScopeTree", "ScopesResult", "Var", "claimed_nodes", "dataflow_rule", "map_ports",
-    "match_all_batches", "match_one_batch", "scope_rule", "trim_scope_index",
+    "match_all_batches", "match_one_batch", "reads_op_type_counts", "scope_rule", "trim_scope_index",
 ]
 
 

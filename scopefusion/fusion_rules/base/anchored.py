@@ -30,6 +30,7 @@ from scopefusion.scope import (
     ScopesResult,
     claimed_nodes,
     map_ports,
+    reads_op_type_counts,
 )
 
 __all__ = [
@@ -89,6 +90,7 @@ class AnchoredDataflowPass(ScopeBasePass):
             return [PatternCheck(where, "not tried without a graph")]
         return [PatternCheck(where, seeded_miss(graph, scope, self.seed_types, self.anchors, self.patterns))]
 
+    @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:
         """The selection starts from the seeds alone: none when the graph has no node of a seed type."""
         present = graph.present_types

@@ -24,6 +24,7 @@ from scopefusion.scope import (
     ScopeGraph,
     ScopePattern,
     ScopesResult,
+    reads_op_type_counts,
 )
 
 from ...records import Record
@@ -111,6 +112,7 @@ class RecurrentLoopPass(ScopeBasePass, abc.ABC):
     def define_patterns(self) -> Any:
         return _SCOPE_PATTERNS
 
+    @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:
         """With no matched scope the candidates are the graph's loop nodes: none when it has no node of a loop type."""
         present = graph.present_types

@@ -20,6 +20,7 @@ from scopefusion.scope import (
     ScopesResult,
     claimed_nodes,
     map_ports,
+    reads_op_type_counts,
 )
 
 __all__ = ["ScopedDataflowPass"]
@@ -89,6 +90,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         """Op types that must all be present where ``pattern`` is searched (a cheap filter; default none)."""
         return ()
 
+    @reads_op_type_counts
     def selects_nothing(self, graph: ScopeGraph) -> bool:
         """With no matched scope there is no candidate region, so the selection is the whole graph's matches:
         none when no pattern can match there (the test :meth:`_matches_in_graph` starts with)."""
