@@ -401,8 +401,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         changed = run(_IDENTITY_SWEEP, _remove_identities)
         changed |= run(1, _merge_duplicates)
         if run(2, push_transposes):
-            toposort(index)
-            index.rebuild()
+            toposort(index)  # the sweep keeps the index current; only the order of the nodes it added is restored
             changed = True
         changed |= run(3, constant_reshapes)
         changed |= run(4, _remove_neutral_ops)

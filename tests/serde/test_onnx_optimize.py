@@ -394,9 +394,9 @@ def test_the_index_the_sweeps_keep_is_the_one_a_rebuild_makes(fixture, request, 
     kept_up = _written_and_cleaned(model, leave_out_unread=True)[0]
     checked = []
     for name in ("_remove_identities", "_merge_duplicates", "constant_reshapes", "_remove_neutral_ops",
-                 "_fold_initializer_ops", "_remove_dead", "fuse_for_runtime"):
-        def checking(index, real=getattr(onnx_optimize, name), name=name):
-            found = real(index)
+                 "_fold_initializer_ops", "_remove_dead", "fuse_for_runtime", "push_transposes"):
+        def checking(index, *args, real=getattr(onnx_optimize, name), name=name, **kwargs):
+            found = real(index, *args, **kwargs)
             kept = _indexed(index)
             index.rebuild()
             assert kept == _indexed(index), name
