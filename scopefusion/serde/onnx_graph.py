@@ -513,6 +513,8 @@ class GraphWriter:
                                           overrides=plan.overrides if plan is not None else None)
             emitter.layout = tracker
             emitter.scalars = scope.scalars
+            emitter.written = scope.written
+            emitter.graph_outputs = graph_outputs
             if self.lowerings is not None and len(self.lowerings):
                 emitter.folded = scope.folded
             if plan is not None:
