@@ -21,9 +21,10 @@ input and output names.
 NOTE: layouts. Lowering a graph without bodies, the writer keeps a :class:`~.onnx_lowering.layout.LayoutTracker`:
 channels-last ops and the layout-agnostic ops after them work on channels-first forms, and a value's own
 (channels-last) name is written, by a Transpose, only before a node that reads it or for a graph output. The
-channels-first forms get value infos of their own (the clean-up reads their shapes). An identity or an op with a
-neutral constant operand (a zero bias) is written as nothing there: its output takes its input's name (for a graph
-output, TF's final Identity, the node computing its input, which nothing else reads, writes the output's name).
+channels-first forms get value infos of their own (the clean-up reads their shapes, then leaves them out). An
+identity or an op with a neutral constant operand (a zero bias) is written as nothing there: its output takes its
+input's name (for a graph output, TF's final Identity, the node computing its input, which nothing else reads,
+writes the output's name).
 
 NOTE: what ONNX cannot hold is kept as attributes of the non-standard ops that have it: a TF control input
 as ``_control_inputs`` (node names), a TF1 loop back edge (``NextIteration`` → ``Merge``, a cycle ONNX does

@@ -25,8 +25,10 @@ reading and rewriting protobuf messages node by node cost more than the rewrites
 become ``NodeProto`` messages once, at the end. Initializers stay the graph's own ``TensorProto`` messages
 (never copied); new ones are appended as they are made. The producers and readers of :class:`GraphIndex` are
 made once and kept current by the sweeps that remove or rewire nodes (rebuilt only after the transposes'
-sweep), and a sweep is not run when the graph has none of the op types it rewrites or nothing changed since
-it last found nothing.
+sweep that turns transposes into reshapes), and a sweep is not run when the graph has none of the op types
+it rewrites or nothing changed since it last found nothing. The value infos of the channels-first forms the writer held
+(:class:`~.onnx_lowering.layout.ChannelsFirstType`) give the passes their shapes and are not written: the file
+keeps the value infos of the values the IR names.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import numpy as np
 from .onnx_attrs import initializer_array
 from .onnx_fuse_ops import FUSED_OP_TYPES, fuse_for_runtime
 from .onnx_graph import IOShapes, ValueType, append_value_infos
+from .onnx_lowering.layout import ChannelsFirstType
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
 from .onnx_order import toposort
 from .onnx_proto import (
@@ -433,7 +436,9 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     present = {name for node in index.nodes for name in node.output}
     drop_stale_value_info(graph, present=present)
     if value_infos:
-        append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
+        # A channels-first form's type is there for the passes' shapes only: not written (see the module NOTE).
+        append_value_infos(graph, [(name, t) for name, t in value_infos
+                                   if name in present and type(t) is not ChannelsFirstType])
     if all(node.body_reads is None for node in index.nodes):
         return  # no bodies to prune
     for node, proto in zip(index.nodes, graph.node):

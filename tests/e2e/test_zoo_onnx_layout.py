@@ -18,11 +18,12 @@ import onnx.numpy_helper
 import pytest
 
 from scopefusion.convert import convert
-from scopefusion.serde import onnx_export
+from scopefusion.serde import onnx_export, onnx_optimize
 from scopefusion.serde.onnx_export import DEFAULT_EXPORT_OPSET, model_to_onnx
 from scopefusion.serde.onnx_fused import fused_exporters_for
 from scopefusion.serde.onnx_graph import GraphWriter
 from scopefusion.serde.onnx_lowering import default_lowerings
+from scopefusion.serde.onnx_lowering.layout import ChannelsFirstType
 from scopefusion.verify import make_inputs
 from tests.serde._onnx_runs import assert_runs_like_source, ort_outputs
 
@@ -51,6 +52,10 @@ def test_the_lowering_of_an_nhwc_cnn_writes_one_transpose_where_its_input_meets_
     (plain, _), (tracked, inputs) = _lowered(model, False), _lowered(model, True)
     plain_ops = collections.Counter(n.op_type for n in plain)
     tracked_ops = collections.Counter(n.op_type for n in tracked)
+    # Held channels first, a batch norm of a Conv's output is written as the Mul its clean-up would make of it.
+    as_scale = tracked_ops["Mul"] - plain_ops["Mul"]
+    assert 0 <= as_scale <= plain_ops["BatchNormalization"]
+    plain_ops.update({"Mul": as_scale, "BatchNormalization": -as_scale})
     convs = plain_ops["Conv"]
     assert convs >= 1 and plain_ops["Transpose"] >= 2 * convs  # each channels-last op between two transposes
     assert [n.input[0] for n in tracked if n.op_type == "Transpose"] == inputs  # the NHWC input's, only
@@ -165,6 +170,34 @@ def test_a_zero_bias_or_an_identity_writes_nothing(request):
         model = convert(request.getfixturevalue(fixture))
         (plain, _), (tracked, _) = _lowered(model, False), _lowered(model, True)
         removed = collections.Counter(n.op_type for n in plain) - collections.Counter(n.op_type for n in tracked)
-        assert removed - collections.Counter(Transpose=removed["Transpose"]) == collections.Counter(gone), fixture
+        removed -= collections.Counter(Transpose=removed["Transpose"])
+        # and a batch norm of a Conv's output is written as the Mul by its scale (test_onnx_batch_norm_scale.py)
+        added = collections.Counter(n.op_type for n in tracked) - collections.Counter(n.op_type for n in plain)
+        removed -= collections.Counter(BatchNormalization=added["Mul"])
+        assert removed == collections.Counter(gone), fixture
         outputs = {o.name for o in model_to_onnx(model).graph.output}
         assert outputs <= {name for n in tracked for name in n.output}, fixture
+
+
+@pytest.mark.parametrize("name,fixture", CNNS)
+def test_the_channels_first_forms_give_the_clean_up_their_shapes_and_get_no_value_info(name, fixture, request,
+                                                                                      monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    held = {name for name, _ in _held_infos(model)}
+    written = model_to_onnx(model)
+    with monkeypatch.context() as patched:
+        patched.setattr(onnx_optimize, "ChannelsFirstType", type("Nothing", (), {}))  # every value info written
+        with_all = model_to_onnx(model)
+    assert [n.SerializeToString() for n in written.graph.node] == [n.SerializeToString() for n in with_all.graph.node]
+    names = [i.name for i in written.graph.value_info]
+    left_out = [i.name for i in with_all.graph.value_info if i.name not in names]
+    assert left_out and set(left_out) <= held  # only those of channels-first forms, and some were left out
+    assert names == [i.name for i in with_all.graph.value_info if i.name not in held]
+
+
+def _held_infos(model: Any) -> list:
+    """The value infos of the channels-first forms the lowering of ``model``'s main graph holds."""
+    writer = GraphWriter(DEFAULT_EXPORT_OPSET, fused_exporters_for(model.graph.registry),
+                         lowerings=default_lowerings())
+    _, _, value_infos, _ = writer.write_nodes(model.graph, leave_out_unread=True)
+    return [(name, t) for name, t in value_infos if isinstance(t, ChannelsFirstType)]
