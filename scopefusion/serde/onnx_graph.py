@@ -123,11 +123,15 @@ class GraphWriter:
         lowerings: the ``tf`` op lowerings; None writes ``tf`` ops in domain ``tf`` (a structural export).
         track_layout: when lowering, hold values channels first where the ops allow (the default), instead of
             writing every channels-last op between two Transposes (:mod:`.onnx_lowering.layout`).
+        known_values: the values shape inference knows of the main graph's values, by ``id(value)``: folding
+            takes them instead of computing them again (:func:`.onnx_fold.fold_constants`).
     """
 
     def __init__(self, opset: int, exporters: FusedExporterRegistry, domain_versions: Mapping[str, int] | None = None,
-                 lowerings: LoweringRegistry | None = None, track_layout: bool = True) -> None:
+                 lowerings: LoweringRegistry | None = None, track_layout: bool = True,
+                 known_values: Mapping[int, Any] | None = None) -> None:
         self.opset = opset
+        self.known_values = known_values
         self.track_layout = track_layout
         self.exporters = exporters
         self.lowerings = lowerings
@@ -249,7 +253,8 @@ class GraphWriter:
         if self.lowerings is None or not len(self.lowerings):
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
-        folded = scope.folded = fold_constants(graph)
+        known = self.known_values if scope.parent is None else None  # inference's, of the main graph's values
+        folded = scope.folded = fold_constants(graph, known)
         if not folded:
             return set()
         outputs = set(graph.outputs)
