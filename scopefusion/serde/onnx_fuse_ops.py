@@ -64,6 +64,22 @@ def fuse_for_runtime(index: "GraphIndex") -> bool:
     return changed
 
 
+def early_global_pools(index: "GraphIndex") -> bool:
+    """The global-pool rewrite of :func:`fuse_for_runtime`, before the other passes: for each spatial mean or max
+    whose input is not a Transpose's output (the passes would move that transpose below it), whose input's rank
+    the index already knows. No other pass rewrites such a node or its input, so the rewrite the final sweep
+    would make of it is the same; the clean-up then ends without the round of every pass that follows a change
+    of the final sweep. True when something changed (new nodes come last)."""
+    changed = False
+    producer = index.producer
+    for node in list(index.nodes):
+        if node.op_type in _GLOBAL and node.domain in ("", "ai.onnx"):
+            source = producer.get(node.input[0])
+            if source is None or source.op_type != "Transpose":
+                changed |= _global_pool(index, node)
+    return changed
+
+
 def _global_pool(index: "GraphIndex", node) -> bool:
     shape = index.shapes.get(node.input[0])
     if shape is None or len(shape) < 3:

@@ -201,3 +201,11 @@ def _held_infos(model: Any) -> list:
                          lowerings=default_lowerings())
     _, _, value_infos, _ = writer.write_nodes(model.graph, leave_out_unread=True)
     return [(name, t) for name, t in value_infos if isinstance(t, ChannelsFirstType)]
+
+
+@pytest.mark.parametrize("name,fixture", CNNS)
+def test_the_global_pools_the_clean_up_makes_first_are_those_it_made_last(name, fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    first = onnx_export.model_to_onnx_bytes(model)
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
+    assert first == onnx_export.model_to_onnx_bytes(model)

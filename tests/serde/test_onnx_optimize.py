@@ -406,3 +406,17 @@ def test_the_index_the_sweeps_keep_is_the_one_a_rebuild_makes(fixture, request, 
     rebuilt = _written_and_cleaned(model, leave_out_unread=True)[0]
     assert True in checked  # some sweep changed the graph
     assert kept_up == rebuilt
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb"])
+def test_global_pools_made_before_the_other_passes_give_what_the_final_sweep_makes(fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    real = onnx_optimize.early_global_pools
+    found: list[bool] = []
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: found.append(real(index)) or found[-1])
+    early = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert found == [True]  # the model's spatial mean became a global pool before the other passes
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
+    at_the_end = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert early == at_the_end
+    assert "GlobalAveragePool" in {n.op_type for n in GraphProto.FromString(early).node}
