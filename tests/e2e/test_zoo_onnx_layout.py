@@ -22,7 +22,7 @@ from scopefusion.serde import onnx_export, onnx_optimize
 from scopefusion.serde.onnx_export import DEFAULT_EXPORT_OPSET, model_to_onnx
 from scopefusion.serde.onnx_fused import fused_exporters_for
 from scopefusion.serde.onnx_graph import GraphWriter
-from scopefusion.serde.onnx_lowering import default_lowerings
+from scopefusion.serde.onnx_lowering import default_lowerings, layout
 from scopefusion.serde.onnx_lowering.layout import ChannelsFirstType
 from scopefusion.verify import make_inputs
 from tests.serde._onnx_runs import assert_runs_like_source, ort_outputs
@@ -163,10 +163,10 @@ def test_constant_parameters_of_fused_ops_are_written_in_the_form_onnx_wants(tf_
 def test_a_zero_bias_or_an_identity_writes_nothing(request):
     # The convnet's convolution and dense layer have zero biases (Keras initializes biases to zero), one added to
     # a value held channels first, one to a plain one; the activation CNN's Swish outputs go through IdentityN
-    # (Keras' custom gradient); each graph output is TF's Identity of the last op: none of them is a node of the
+    # (Keras' custom gradient), one held channels first, one plain; each graph output is TF's Identity of the last op: none of them is a node of the
     # lowered graph (the node before a graph output's Identity writes the output itself).
     for fixture, gone in (("tf_convnet_pb", {"Add": 2, "Identity": 1}),
-                          ("keras_activation_cnn_pb", {"Add": 4, "Identity": 2})):
+                          ("keras_activation_cnn_pb", {"Add": 4, "Identity": 3})):
         model = convert(request.getfixturevalue(fixture))
         (plain, _), (tracked, _) = _lowered(model, False), _lowered(model, True)
         removed = collections.Counter(n.op_type for n in plain) - collections.Counter(n.op_type for n in tracked)
@@ -209,3 +209,15 @@ def test_the_global_pools_the_clean_up_makes_first_are_those_it_made_last(name, 
     first = onnx_export.model_to_onnx_bytes(model)
     monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
     assert first == onnx_export.model_to_onnx_bytes(model)
+
+
+def test_an_identity_n_of_a_plain_value_written_as_nothing_gives_the_graph_the_clean_up_makes(
+        keras_activation_cnn_pb, monkeypatch):
+    model = convert(keras_activation_cnn_pb)
+    tracked, _ = _lowered(model, True)
+    assert not any(n.op_type == "Identity" and "IdentityN" in n.name for n in tracked)
+    as_nothing = onnx_export.model_to_onnx_bytes(model)
+    monkeypatch.setattr(layout, "_first_alone", lambda node, outputs: False)  # written as an Identity
+    tracked, _ = _lowered(model, True)
+    assert any(n.op_type == "Identity" and "IdentityN" in n.name for n in tracked)
+    assert as_nothing == onnx_export.model_to_onnx_bytes(model)
