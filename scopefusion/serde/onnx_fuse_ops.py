@@ -80,6 +80,31 @@ def early_global_pools(index: "GraphIndex") -> bool:
     return changed
 
 
+def early_pads_into_convs(index: "GraphIndex") -> bool:
+    """The folding of zero pads into the ``Conv`` reading them of :func:`fuse_for_runtime`, before the other passes,
+    for each pad of a node's output that nothing else reads (so no pass merges it with another) and that is not
+    a Transpose's (the passes would move that transpose): no other pass rewrites such a pad, so the final sweep
+    would fold it the same. The pads folded are dropped at once, as the next sweep of dead nodes would drop
+    them (their names stay taken for fresh ones, as there). True when something changed."""
+    producer, readers = index.producer, index.readers
+    folded = []
+    for node in index.nodes:
+        if node.op_type != "Pad" or node.domain not in ("", "ai.onnx"):
+            continue
+        source = producer.get(node.input[0])
+        if (source is None or source.op_type == "Transpose" or len(readers.get(node.input[0], ())) != 1
+                or not index.free(node.input[0])):
+            continue
+        if _pad_into_conv(index, node):
+            folded.append(node)
+    if not folded:
+        return False
+    index.fresh_names()  # taken with the pads' names, as fresh names made before the pads go are
+    dropped = set(folded)
+    index.drop_nodes([n for n in index.nodes if n not in dropped], folded)
+    return True
+
+
 def _global_pool(index: "GraphIndex", node) -> bool:
     shape = index.shapes.get(node.input[0])
     if shape is None or len(shape) < 3:

@@ -14,8 +14,8 @@ In this order, to a fixed point:
 * A node computing what an earlier node computes (same op, inputs, attributes) is replaced by it.
 * Nodes whose outputs nobody reads, and unread initializers, are removed (in bodies too).
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
-  (:mod:`.onnx_fuse_ops`). A spatial mean no pass would rewrite before becomes a global pool first
-  (:func:`.onnx_fuse_ops.early_global_pools`): the same graph, without the round of every pass after it.
+  (:mod:`.onnx_fuse_ops`). A spatial mean or zero pad no pass would rewrite before becomes a global pool or
+  folds into its ``Conv`` first (``early_*`` there): the same graph, without the round of every pass after it.
 
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
 name and its producer. Value infos of tensors that no longer exist are dropped.
@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from .onnx_attrs import initializer_array
-from .onnx_fuse_ops import FUSED_OP_TYPES, early_global_pools, fuse_for_runtime
+from .onnx_fuse_ops import FUSED_OP_TYPES, early_global_pools, early_pads_into_convs, fuse_for_runtime
 from .onnx_graph import IOShapes, ValueType, append_value_infos
 from .onnx_lowering.layout import ChannelsFirstType
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
@@ -72,7 +72,7 @@ _NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, Fa
 # to find. The others (duplicates, transposes, dead nodes) may find something whatever the op types.
 _REWRITES: dict[int, frozenset[str]] = {_IDENTITY_SWEEP: frozenset({"Identity"}), 3: frozenset({"Reshape"}),
                                         4: frozenset(_NEUTRAL), 5: _FOLDABLE}
-_GLOBAL_POOLED = frozenset({"ReduceMean", "ReduceMax"})  # the op types early_global_pools rewrites
+_EARLY = frozenset({"ReduceMean", "ReduceMax", "Pad"})  # what the early_* rewrites of onnx_fuse_ops rewrite
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
 
@@ -247,6 +247,10 @@ class GraphIndex:
         taken.add(name)
         return name
 
+    def fresh_names(self) -> None:
+        """Takes every name in use now for :meth:`fresh` to avoid: those of nodes dropped next stay taken."""
+        self._taken()
+
     def _taken(self) -> set[str]:
         if self._taken_names is not None:
             return self._taken_names
@@ -378,8 +382,10 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     typed_at = -1
 
     skips_types = _skips_absent_types()
-    if (not skips_types or not _GLOBAL_POOLED.isdisjoint(_op_types(index))) and early_global_pools(index):
-        toposort(index)
+    if not skips_types or not _EARLY.isdisjoint(_op_types(index)):
+        early_pads_into_convs(index)
+        if early_global_pools(index):
+            toposort(index)
 
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
         nonlocal state, dead_free, types, typed_at

@@ -204,10 +204,11 @@ def _held_infos(model: Any) -> list:
 
 
 @pytest.mark.parametrize("name,fixture", CNNS)
-def test_the_global_pools_the_clean_up_makes_first_are_those_it_made_last(name, fixture, request, monkeypatch):
+def test_the_global_pools_and_conv_pads_the_clean_up_makes_first_are_those_it_made_last(name, fixture, request, monkeypatch):
     model = convert(request.getfixturevalue(fixture))
     first = onnx_export.model_to_onnx_bytes(model)
     monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
+    monkeypatch.setattr(onnx_optimize, "early_pads_into_convs", lambda index: False)
     assert first == onnx_export.model_to_onnx_bytes(model)
 
 
