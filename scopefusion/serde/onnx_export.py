@@ -193,6 +193,7 @@ def _model_proto(
         lowerings=lowerings,
         keep_tf_ops=keep_tf_ops,
         optimize=optimize and source.framework != "onnx",
+        known_values=model.inference.known_values,
     )
     if source.is_onnx:
         meta = source.metadata
@@ -255,8 +256,9 @@ def _graph_model(
     lowerings: LoweringRegistry | None = None,
     keep_tf_ops: bool = False,
     optimize: bool = False,
+    known_values: Mapping[int, Any] | None = None,
 ) -> ModelProto:
-    """:func:`graph_to_onnx`'s model as scopefusion's own message."""
+    """:func:`graph_to_onnx`'s model as scopefusion's own message; ``known_values`` as :class:`.GraphWriter`'s."""
     opset = DEFAULT_EXPORT_OPSET if opset is None else opset
     latest = opset_version()
     if not isinstance(opset, int) or not 1 <= opset <= latest:
@@ -264,7 +266,8 @@ def _graph_model(
     if not 17 <= opset and _has_tf_ops(graph):
         raise SerdeError(f"ONNX opset {opset} is below 17, the lowest a TensorFlow model is exported at; pick 17..{latest}")
     writer = GraphWriter(opset, exporters if exporters is not None else fused_exporters_for(graph.registry),
-                         domain_versions, lowerings=lowerings if lowerings is not None else default_lowerings())
+                         domain_versions, lowerings=lowerings if lowerings is not None else default_lowerings(),
+                         known_values=known_values)
     if writer.lowerings is not None and len(writer.lowerings):
         graph = _functional_loops(graph)
     # The graph is written in place into the model (helper.make_model would copy it, weights and all).

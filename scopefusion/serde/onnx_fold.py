@@ -9,12 +9,13 @@ shape inference folds with) runs; the result is its outputs' arrays, by value (i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ..dialects.tf.misc import identity_kernel
 from ..ir.graph import Graph, Value
+from ..ir.types import TensorType
 from .onnx_lowering.emitter import constant_of
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constants"]
@@ -24,16 +25,19 @@ _NEVER = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", 
                     "Assert", "NoOp", "ControlTrigger"})
 
 
-def fold_constants(graph: Graph) -> dict[Value, np.ndarray]:
+def fold_constants(graph: Graph, known: Mapping[int, Any] | None = None) -> dict[Value, np.ndarray]:
     """The folded value of each ``tf`` node output computable from constants, by value (an IR value hashes by
-    identity)."""
+    identity). ``known``: the values shape inference computed of the graph's values, by ``id(value)``
+    (:attr:`~scopefusion.ir_builder.shape_inference.InferenceResult.known_values`, of the graph as it is): a node
+    folded here whose outputs all have one of the type the value has takes them instead of running its kernel
+    again (inference folds with the same kernels, on the same constants)."""
     folded: dict[Value, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        _fold_into(graph, folded)
+        _fold_into(graph, folded, known)
     return folded
 
 
-def _fold_into(graph: Graph, folded: dict[Value, np.ndarray]) -> None:
+def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int, Any] | None) -> None:
     for node in graph.nodes:
         if node.dialect != "tf" or node.op_type in _NEVER or node.subgraphs or not node.outputs:
             continue
@@ -55,11 +59,28 @@ def _fold_into(graph: Graph, folded: dict[Value, np.ndarray]) -> None:
                 if array is not None:
                     folded[value] = array
                 continue
-            outputs = _run(node, arrays)
+            outputs = _known(node.outputs, known) if known is not None else None
+            if outputs is None:
+                outputs = _run(node, arrays)
             if outputs is None or len(outputs) != len(node.outputs):
                 continue
             for value, array in zip(node.outputs, outputs):
                 folded[value] = array
+
+
+def _known(values: list[Value], known: Mapping[int, Any]) -> list[np.ndarray] | None:
+    """The arrays inference knows of ``values``, when it knows each as an array of the value's static type that
+    :func:`_checked_array` would take as it is; else None."""
+    arrays = []
+    for value in values:
+        array = known.get(id(value))
+        t = value.type
+        if (type(array) is not np.ndarray or not isinstance(t, TensorType) or t.rank != array.ndim
+                or t.shape != array.shape or array.dtype.kind not in "biufc" or t.dtype.numpy != array.dtype
+                or array.size > MAX_FOLDED_ELEMENTS):
+            return None
+        arrays.append(array)
+    return arrays
 
 
 def _run(node: Any, arrays: list[np.ndarray]) -> list[np.ndarray] | None:

@@ -12,7 +12,8 @@
   by its per-channel scale, computed as onnxruntime computes it. onnxruntime folds either into the ``Conv``'s
   weights at load time, to the same values; but folding a ``BatchNormalization`` it gives the ``Conv`` a bias,
   zero or not, and a ``Conv`` without one runs faster. The weights themselves are not read here (see
-  :mod:`.weight_stream` on why the export does not copy them).
+  :mod:`.weight_stream` on why the export does not copy them). A fused BatchNorm the writer sees so is written as
+  this ``Mul`` at once (:func:`.onnx_fused_ops.batch_norm_as_scale`).
 * ``Clip(x + 3, 0, 6) · (1/6)`` (or ``/ 6``; TensorFlow's hard sigmoid, as in MobileNetV3's squeeze-and-excitation
   gates), each step read only by the next → ``HardSigmoid(x, alpha=1/6, beta=0.5)``: one node, which
   onnxruntime fuses into the ``Conv`` that makes ``x`` as its activation.
@@ -61,6 +62,47 @@ def fuse_for_runtime(index: "GraphIndex") -> bool:
         elif node.op_type == "Clip":
             changed |= _hard_sigmoid(index, node)
     return changed
+
+
+def early_global_pools(index: "GraphIndex") -> bool:
+    """The global-pool rewrite of :func:`fuse_for_runtime`, before the other passes: for each spatial mean or max
+    whose input is not a Transpose's output (the passes would move that transpose below it), whose input's rank
+    the index already knows. No other pass rewrites such a node or its input, so the rewrite the final sweep
+    would make of it is the same; the clean-up then ends without the round of every pass that follows a change
+    of the final sweep. True when something changed (new nodes come last)."""
+    changed = False
+    producer = index.producer
+    for node in list(index.nodes):
+        if node.op_type in _GLOBAL and node.domain in ("", "ai.onnx"):
+            source = producer.get(node.input[0])
+            if source is None or source.op_type != "Transpose":
+                changed |= _global_pool(index, node)
+    return changed
+
+
+def early_pads_into_convs(index: "GraphIndex") -> bool:
+    """The folding of zero pads into the ``Conv`` reading them of :func:`fuse_for_runtime`, before the other passes,
+    for each pad of a node's output that nothing else reads (so no pass merges it with another) and that is not
+    a Transpose's (the passes would move that transpose): no other pass rewrites such a pad, so the final sweep
+    would fold it the same. The pads folded are dropped at once, as the next sweep of dead nodes would drop
+    them (their names stay taken for fresh ones, as there). True when something changed."""
+    producer, readers = index.producer, index.readers
+    folded = []
+    for node in index.nodes:
+        if node.op_type != "Pad" or node.domain not in ("", "ai.onnx"):
+            continue
+        source = producer.get(node.input[0])
+        if (source is None or source.op_type == "Transpose" or len(readers.get(node.input[0], ())) != 1
+                or not index.free(node.input[0])):
+            continue
+        if _pad_into_conv(index, node):
+            folded.append(node)
+    if not folded:
+        return False
+    index.fresh_names()  # taken with the pads' names, as fresh names made before the pads go are
+    dropped = set(folded)
+    index.drop_nodes([n for n in index.nodes if n not in dropped], folded)
+    return True
 
 
 def _global_pool(index: "GraphIndex", node) -> bool:
@@ -181,15 +223,11 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
     if (conv is None or conv.op_type != "Conv" or conv.domain not in ("", "ai.onnx")
             or len(index.readers.get(x, [])) != 1):
         return False
-    params = _channel_vectors([index.constant(name) for name in node.input[1:]])
-    if params is None:
+    params = batch_norm_scale([index.constant(name) for name in node.input[1:]], _attr(node, "epsilon", 1e-5))
+    if params is None or np.count_nonzero(params[1]):  # any() of the shift, counted faster
         return False
-    scale, shift, mean, variance = params
+    scale = params[0]
     channels = scale.shape[0]
-    # onnxruntime's arithmetic when it folds a BatchNormalization into a Conv, in float32: the same values.
-    scale = scale / np.sqrt(variance + np.float32(_attr(node, "epsilon", 1e-5)))
-    if np.count_nonzero(shift - mean * scale):  # any() of it, counted faster
-        return False
     rank = len(index.shapes.get(conv.input[1]) or ())  # the filter's rank is the output's
     if rank < 3:
         return False
@@ -201,8 +239,10 @@ def _batch_norm_to_mul(index: "GraphIndex", node) -> bool:
     return True
 
 
-def _channel_vectors(params: "list[np.ndarray | None]") -> "list[np.ndarray] | None":
-    """``params`` when every one is a constant float32 vector, all of one length; else None."""
+def batch_norm_scale(params: "list[np.ndarray | None]", epsilon: float) -> "tuple[np.ndarray, np.ndarray] | None":
+    """The per-channel (scale, shift) of an inference batch norm of parameters (scale, offset, mean, variance), in
+    float32 as onnxruntime computes them when it folds a ``BatchNormalization`` into a ``Conv`` (the same values);
+    None unless the four are constant float32 vectors of one length."""
     first = params[0]
     if first is None or first.ndim != 1:
         return None
@@ -210,7 +250,9 @@ def _channel_vectors(params: "list[np.ndarray | None]") -> "list[np.ndarray] | N
     for p in params:
         if p is None or p.dtype != _FLOAT32 or p.shape != shape:
             return None
-    return params  # type: ignore[return-value]
+    gamma, beta, mean, variance = params
+    scale = gamma / np.sqrt(variance + np.float32(epsilon))  # type: ignore[operator]
+    return scale, beta - mean * scale  # type: ignore[operator]
 
 
 def _scalar(index: "GraphIndex", name: str) -> float | None:

@@ -17,7 +17,7 @@ The builtin exporters, their ONNX forms and the attribute names they read are in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, NoReturn, Sequence
 
 import numpy as np
 
@@ -167,6 +167,9 @@ class FusedEmitter:
         self.scalars_made: dict[tuple[str, bytes], str] | None = None
         # The values of the graph computed from constants when the writer lowers ``tf`` ops (set by it), else None.
         self.folded: Mapping[Value, Any] | None = None
+        # The nodes the writer has written so far in the graph, and the graph's outputs (set by it).
+        self.written: Sequence[OnnxNode] = ()
+        self.graph_outputs: Collection[Value] = ()
 
     @property
     def where(self) -> str:
@@ -235,6 +238,18 @@ class FusedEmitter:
             return np.asarray(found)
         if value.producer.op == CONST_OP:
             return np.asarray(value.producer.attrs.as_tensor("value"))
+        return None
+
+    def only_reader(self, i: int) -> bool:
+        """True when this node is the only reader of input ``i`` and the input is no graph output."""
+        value = self.node.inputs[i] if i < len(self.node.inputs) else None
+        return value is not None and len(value.uses) == 1 and value not in self.graph_outputs
+
+    def producer(self, name: str) -> OnnxNode | None:
+        """The node written before this one that writes tensor ``name`` (the last such), or None."""
+        for node in reversed(self.written):
+            if name in node.output:
+                return node
         return None
 
     def input_type(self, i: int) -> TensorType | None:

@@ -31,7 +31,8 @@ DynamicGRU          GRU (7), Transpose/Squeeze around        hidden_size, w_inpu
 * InstanceNorm / BatchNorm: ``data_format="NHWC"`` runs the ONNX op (channels first) on its input's
   channels-first form and leaves the result held so where the lowering tracks layouts
   (:meth:`~.onnx_fused.FusedEmitter.channels_first`), else puts it between two Transposes; each parameter becomes the ``[C]`` vector ONNX wants when its layout provably is one value
-  per channel (or one value for all), else the node declines.
+  per channel (or one value for all), else the node declines. A BatchNorm of a ``Conv``'s output whose shift
+  comes out zero is written as the ``Mul`` by its scale the clean-up would make of it (:func:`batch_norm_as_scale`).
 * MultiHeadAttention: ``"BSH"`` projects query, key and value with their weights (MatMul, Add), runs
   ``Attention`` on ``[batch, length, heads·size]`` and projects the output; a rank-2 (flattened) query is
   reshaped with ``query_length`` / ``key_length`` and back. ``"BNSD"`` runs ``Attention`` on the per-head
@@ -50,6 +51,7 @@ import math
 import numpy as np
 
 from ..ir.types import TensorType
+from .onnx_fuse_ops import batch_norm_scale
 from .onnx_fused import FusedEmitter, FusedExporter
 from .onnx_proto import TensorProto
 
@@ -207,7 +209,66 @@ def batch_norm(e: FusedEmitter) -> None:
         e.decline("is_training is set; only the inference form maps to BatchNormalization")
     if e.opset < 9:
         e.decline(f"BatchNormalization's inference form needs opset 9, the export is at {e.opset}")
-    _channel_op(e, "BatchNormalization", True, epsilon=float(e.attr("epsilon")))
+    if not batch_norm_as_scale(e, float(e.attr("epsilon")), _layout(e)):
+        _channel_op(e, "BatchNormalization", True, epsilon=float(e.attr("epsilon")))
+
+
+def batch_norm_as_scale(e: FusedEmitter, epsilon: float, channels_last: bool) -> bool:
+    """Writes the inference batch norm of ``e`` (inputs x, scale, offset, mean, variance) as ``Mul`` by its
+    per-channel scale and returns True, where the clean-up would rewrite its ``BatchNormalization`` so
+    (:mod:`.onnx_fuse_ops`, whose conditions and arithmetic these are): x (channels first)
+    written by a ``Conv`` that nothing else reads, the four parameters constant float32 ``[C]`` vectors, the shift
+    zero. Else writes nothing and returns False. The ``Mul`` is what the rewrite makes, without first writing the
+    ``BatchNormalization`` and its ``[C]`` parameters."""
+    rank = e.rank(0)
+    if rank < 3 or not e.only_reader(0):
+        return False
+    value = e.node.inputs[0]
+    x: str | None = e.inputs[0]
+    if channels_last:
+        layout = e.layout
+        x = layout.first.get(value) if layout is not None and value is not None else None  # its channels-first form
+    if not x:
+        return False
+    conv = e.producer(x)
+    if conv is None or conv.op_type != "Conv" or conv.domain not in ("", "ai.onnx"):
+        return False
+    channel_axis = rank - 1 if channels_last else 1
+    channels = e.dim(0, channel_axis)
+    params = batch_norm_scale([_channel_values(e, i, channel_axis, channels) for i in range(1, 5)], epsilon)
+    if params is None or np.count_nonzero(params[1]):
+        return False
+    factor = e.const(params[0].reshape((channels,) + (1,) * (rank - 2)), "scale")
+    if not channels_last:
+        e.op("Mul", [x, factor], outputs=[e.outputs[0]])
+        return True
+    y = e.op("Mul", [x, factor])[0]
+    e.hold_channels_first(y)  # the layout is tracked: it holds x
+    return True
+
+
+def _channel_values(e: FusedEmitter, i: int, channel_axis: int, channels: int) -> np.ndarray | None:
+    """The ``[C]`` vector :func:`_per_channel` makes of constant input ``i`` (a 1-D parameter along the channel
+    axis), or None where it would write nodes or decline."""
+    t = e.input_type(i)
+    if t is None or not t.is_static or len(t.shape) > e.rank(0):
+        return None
+    value = e.const_input(i)
+    if value is None:
+        return None
+    if _channel_vector(t, channels):
+        return value
+    shape = tuple(t.shape)
+    if len(shape) == 1:
+        per_channel = shape[0]
+    else:
+        offset = e.rank(0) - len(shape)
+        if any(d != 1 for axis, d in enumerate(shape, start=offset) if axis != channel_axis):
+            return None
+        per_channel = shape[channel_axis - offset] if channel_axis >= offset else 1
+    if per_channel not in (1, channels):
+        return None
+    return np.ascontiguousarray(np.broadcast_to(value.reshape(-1), (channels,)))
 
 
 def l2_normalize(e: FusedEmitter) -> None:

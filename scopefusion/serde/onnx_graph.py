@@ -21,9 +21,10 @@ input and output names.
 NOTE: layouts. Lowering a graph without bodies, the writer keeps a :class:`~.onnx_lowering.layout.LayoutTracker`:
 channels-last ops and the layout-agnostic ops after them work on channels-first forms, and a value's own
 (channels-last) name is written, by a Transpose, only before a node that reads it or for a graph output. The
-channels-first forms get value infos of their own (the clean-up reads their shapes). An identity or an op with a
-neutral constant operand (a zero bias) is written as nothing there: its output takes its input's name (for a graph
-output, TF's final Identity, the node computing its input, which nothing else reads, writes the output's name).
+channels-first forms get value infos of their own (the clean-up reads their shapes, then leaves them out). An
+identity or an op with a neutral constant operand (a zero bias) is written as nothing there: its output takes its
+input's name (for a graph output, TF's final Identity, the node computing its input, which nothing else reads,
+writes the output's name).
 
 NOTE: what ONNX cannot hold is kept as attributes of the non-standard ops that have it: a TF control input
 as ``_control_inputs`` (node names), a TF1 loop back edge (``NextIteration`` → ``Merge``, a cycle ONNX does
@@ -122,11 +123,15 @@ class GraphWriter:
         lowerings: the ``tf`` op lowerings; None writes ``tf`` ops in domain ``tf`` (a structural export).
         track_layout: when lowering, hold values channels first where the ops allow (the default), instead of
             writing every channels-last op between two Transposes (:mod:`.onnx_lowering.layout`).
+        known_values: the values shape inference knows of the main graph's values, by ``id(value)``: folding
+            takes them instead of computing them again (:func:`.onnx_fold.fold_constants`).
     """
 
     def __init__(self, opset: int, exporters: FusedExporterRegistry, domain_versions: Mapping[str, int] | None = None,
-                 lowerings: LoweringRegistry | None = None, track_layout: bool = True) -> None:
+                 lowerings: LoweringRegistry | None = None, track_layout: bool = True,
+                 known_values: Mapping[int, Any] | None = None) -> None:
         self.opset = opset
+        self.known_values = known_values
         self.track_layout = track_layout
         self.exporters = exporters
         self.lowerings = lowerings
@@ -248,7 +253,8 @@ class GraphWriter:
         if self.lowerings is None or not len(self.lowerings):
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
-        folded = scope.folded = fold_constants(graph)
+        known = self.known_values if scope.parent is None else None  # inference's, of the main graph's values
+        folded = scope.folded = fold_constants(graph, known)
         if not folded:
             return set()
         outputs = set(graph.outputs)
@@ -513,6 +519,8 @@ class GraphWriter:
                                           overrides=plan.overrides if plan is not None else None)
             emitter.layout = tracker
             emitter.scalars = scope.scalars
+            emitter.written = scope.written
+            emitter.graph_outputs = graph_outputs
             if self.lowerings is not None and len(self.lowerings):
                 emitter.folded = scope.folded
             if plan is not None:

@@ -14,7 +14,8 @@ In this order, to a fixed point:
 * A node computing what an earlier node computes (same op, inputs, attributes) is replaced by it.
 * Nodes whose outputs nobody reads, and unread initializers, are removed (in bodies too).
 * Once all that has settled: spatial means become global pools, zero pads fold into the next ``Conv``
-  (:mod:`.onnx_fuse_ops`).
+  (:mod:`.onnx_fuse_ops`). A spatial mean or zero pad no pass would rewrite before becomes a global pool or
+  folds into its ``Conv`` first (``early_*`` there): the same graph, without the round of every pass after it.
 
 Only the main graph is rewritten; a tensor a body (``Loop`` / ``If`` subgraph) reads by name keeps its
 name and its producer. Value infos of tensors that no longer exist are dropped.
@@ -25,8 +26,10 @@ reading and rewriting protobuf messages node by node cost more than the rewrites
 become ``NodeProto`` messages once, at the end. Initializers stay the graph's own ``TensorProto`` messages
 (never copied); new ones are appended as they are made. The producers and readers of :class:`GraphIndex` are
 made once and kept current by the sweeps that remove or rewire nodes (rebuilt only after the transposes'
-sweep), and a sweep is not run when the graph has none of the op types it rewrites or nothing changed since
-it last found nothing.
+sweep that turns transposes into reshapes), and a sweep is not run when the graph has none of the op types
+it rewrites or nothing changed since it last found nothing. The value infos of the channels-first forms the writer held
+(:class:`~.onnx_lowering.layout.ChannelsFirstType`) give the passes their shapes and are not written: the file
+keeps the value infos of the values the IR names.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from typing import Callable
 import numpy as np
 
 from .onnx_attrs import initializer_array
-from .onnx_fuse_ops import FUSED_OP_TYPES, fuse_for_runtime
+from .onnx_fuse_ops import FUSED_OP_TYPES, early_global_pools, early_pads_into_convs, fuse_for_runtime
 from .onnx_graph import IOShapes, ValueType, append_value_infos
+from .onnx_lowering.layout import ChannelsFirstType
 from .onnx_node import Initializer, Node, append_initializers, append_nodes
 from .onnx_order import toposort
 from .onnx_proto import (
@@ -68,6 +72,7 @@ _NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, Fa
 # to find. The others (duplicates, transposes, dead nodes) may find something whatever the op types.
 _REWRITES: dict[int, frozenset[str]] = {_IDENTITY_SWEEP: frozenset({"Identity"}), 3: frozenset({"Reshape"}),
                                         4: frozenset(_NEUTRAL), 5: _FOLDABLE}
+_EARLY = frozenset({"ReduceMean", "ReduceMax", "Pad"})  # what the early_* rewrites of onnx_fuse_ops rewrite
 MAX_FOLD_ELEMENTS = 1 << 26
 _CACHED_ELEMENTS = 4096
 
@@ -242,6 +247,10 @@ class GraphIndex:
         taken.add(name)
         return name
 
+    def fresh_names(self) -> None:
+        """Takes every name in use now for :meth:`fresh` to avoid: those of nodes dropped next stay taken."""
+        self._taken()
+
     def _taken(self) -> set[str]:
         if self._taken_names is not None:
             return self._taken_names
@@ -373,6 +382,10 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     typed_at = -1
 
     skips_types = _skips_absent_types()
+    if not skips_types or not _EARLY.isdisjoint(_op_types(index)):
+        early_pads_into_convs(index)
+        if early_global_pools(index):
+            toposort(index)
 
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
         nonlocal state, dead_free, types, typed_at
@@ -401,8 +414,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
         changed = run(_IDENTITY_SWEEP, _remove_identities)
         changed |= run(1, _merge_duplicates)
         if run(2, push_transposes):
-            toposort(index)
-            index.rebuild()
+            toposort(index)  # the sweep keeps the index current; only the order of the nodes it added is restored
             changed = True
         changed |= run(3, constant_reshapes)
         changed |= run(4, _remove_neutral_ops)
@@ -434,7 +446,9 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     present = {name for node in index.nodes for name in node.output}
     drop_stale_value_info(graph, present=present)
     if value_infos:
-        append_value_infos(graph, [(name, t) for name, t in value_infos if name in present])
+        # A channels-first form's type is there for the passes' shapes only: not written (see the module NOTE).
+        append_value_infos(graph, [(name, t) for name, t in value_infos
+                                   if name in present and type(t) is not ChannelsFirstType])
     if all(node.body_reads is None for node in index.nodes):
         return  # no bodies to prune
     for node, proto in zip(index.nodes, graph.node):

@@ -173,7 +173,7 @@ def _merge_reshapes(index: "GraphIndex", node: "Node") -> bool:
     s2 = [int(d) for d in c2.reshape(-1)]
     if _same_shape(index.shapes.get(node.input[0]), s2):
         node.op_type = "Identity"  # removed by the identity sweep
-        del node.input[1:]
+        index.set_inputs(node, node.input[:1])
         node.clear_attrs()
         return True
     inner = index.producer.get(node.input[0])

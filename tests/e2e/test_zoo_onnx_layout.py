@@ -18,11 +18,12 @@ import onnx.numpy_helper
 import pytest
 
 from scopefusion.convert import convert
-from scopefusion.serde import onnx_export
+from scopefusion.serde import onnx_export, onnx_optimize
 from scopefusion.serde.onnx_export import DEFAULT_EXPORT_OPSET, model_to_onnx
 from scopefusion.serde.onnx_fused import fused_exporters_for
 from scopefusion.serde.onnx_graph import GraphWriter
-from scopefusion.serde.onnx_lowering import default_lowerings
+from scopefusion.serde.onnx_lowering import default_lowerings, layout
+from scopefusion.serde.onnx_lowering.layout import ChannelsFirstType
 from scopefusion.verify import make_inputs
 from tests.serde._onnx_runs import assert_runs_like_source, ort_outputs
 
@@ -51,6 +52,10 @@ def test_the_lowering_of_an_nhwc_cnn_writes_one_transpose_where_its_input_meets_
     (plain, _), (tracked, inputs) = _lowered(model, False), _lowered(model, True)
     plain_ops = collections.Counter(n.op_type for n in plain)
     tracked_ops = collections.Counter(n.op_type for n in tracked)
+    # Held channels first, a batch norm of a Conv's output is written as the Mul its clean-up would make of it.
+    as_scale = tracked_ops["Mul"] - plain_ops["Mul"]
+    assert 0 <= as_scale <= plain_ops["BatchNormalization"]
+    plain_ops.update({"Mul": as_scale, "BatchNormalization": -as_scale})
     convs = plain_ops["Conv"]
     assert convs >= 1 and plain_ops["Transpose"] >= 2 * convs  # each channels-last op between two transposes
     assert [n.input[0] for n in tracked if n.op_type == "Transpose"] == inputs  # the NHWC input's, only
@@ -158,13 +163,62 @@ def test_constant_parameters_of_fused_ops_are_written_in_the_form_onnx_wants(tf_
 def test_a_zero_bias_or_an_identity_writes_nothing(request):
     # The convnet's convolution and dense layer have zero biases (Keras initializes biases to zero), one added to
     # a value held channels first, one to a plain one; the activation CNN's Swish outputs go through IdentityN
-    # (Keras' custom gradient); each graph output is TF's Identity of the last op: none of them is a node of the
+    # (Keras' custom gradient), one held channels first, one plain; each graph output is TF's Identity of the last op: none of them is a node of the
     # lowered graph (the node before a graph output's Identity writes the output itself).
     for fixture, gone in (("tf_convnet_pb", {"Add": 2, "Identity": 1}),
-                          ("keras_activation_cnn_pb", {"Add": 4, "Identity": 2})):
+                          ("keras_activation_cnn_pb", {"Add": 4, "Identity": 3})):
         model = convert(request.getfixturevalue(fixture))
         (plain, _), (tracked, _) = _lowered(model, False), _lowered(model, True)
         removed = collections.Counter(n.op_type for n in plain) - collections.Counter(n.op_type for n in tracked)
-        assert removed - collections.Counter(Transpose=removed["Transpose"]) == collections.Counter(gone), fixture
+        removed -= collections.Counter(Transpose=removed["Transpose"])
+        # and a batch norm of a Conv's output is written as the Mul by its scale (test_onnx_batch_norm_scale.py)
+        added = collections.Counter(n.op_type for n in tracked) - collections.Counter(n.op_type for n in plain)
+        removed -= collections.Counter(BatchNormalization=added["Mul"])
+        assert removed == collections.Counter(gone), fixture
         outputs = {o.name for o in model_to_onnx(model).graph.output}
         assert outputs <= {name for n in tracked for name in n.output}, fixture
+
+
+@pytest.mark.parametrize("name,fixture", CNNS)
+def test_the_channels_first_forms_give_the_clean_up_their_shapes_and_get_no_value_info(name, fixture, request,
+                                                                                      monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    held = {name for name, _ in _held_infos(model)}
+    written = model_to_onnx(model)
+    with monkeypatch.context() as patched:
+        patched.setattr(onnx_optimize, "ChannelsFirstType", type("Nothing", (), {}))  # every value info written
+        with_all = model_to_onnx(model)
+    assert [n.SerializeToString() for n in written.graph.node] == [n.SerializeToString() for n in with_all.graph.node]
+    names = [i.name for i in written.graph.value_info]
+    left_out = [i.name for i in with_all.graph.value_info if i.name not in names]
+    assert left_out and set(left_out) <= held  # only those of channels-first forms, and some were left out
+    assert names == [i.name for i in with_all.graph.value_info if i.name not in held]
+
+
+def _held_infos(model: Any) -> list:
+    """The value infos of the channels-first forms the lowering of ``model``'s main graph holds."""
+    writer = GraphWriter(DEFAULT_EXPORT_OPSET, fused_exporters_for(model.graph.registry),
+                         lowerings=default_lowerings())
+    _, _, value_infos, _ = writer.write_nodes(model.graph, leave_out_unread=True)
+    return [(name, t) for name, t in value_infos if isinstance(t, ChannelsFirstType)]
+
+
+@pytest.mark.parametrize("name,fixture", CNNS)
+def test_the_global_pools_and_conv_pads_the_clean_up_makes_first_are_those_it_made_last(name, fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    first = onnx_export.model_to_onnx_bytes(model)
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
+    monkeypatch.setattr(onnx_optimize, "early_pads_into_convs", lambda index: False)
+    assert first == onnx_export.model_to_onnx_bytes(model)
+
+
+def test_an_identity_n_of_a_plain_value_written_as_nothing_gives_the_graph_the_clean_up_makes(
+        keras_activation_cnn_pb, monkeypatch):
+    model = convert(keras_activation_cnn_pb)
+    tracked, _ = _lowered(model, True)
+    assert not any(n.op_type == "Identity" and "IdentityN" in n.name for n in tracked)
+    as_nothing = onnx_export.model_to_onnx_bytes(model)
+    monkeypatch.setattr(layout, "_first_alone", lambda node, outputs: False)  # written as an Identity
+    tracked, _ = _lowered(model, True)
+    assert any(n.op_type == "Identity" and "IdentityN" in n.name for n in tracked)
+    assert as_nothing == onnx_export.model_to_onnx_bytes(model)

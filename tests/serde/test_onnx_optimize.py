@@ -341,6 +341,9 @@ def test_the_round_the_clean_up_skips_after_a_sweep_of_unread_initializers_would
 def test_the_sweeps_of_dead_nodes_the_clean_up_skips_after_identities_alone_would_find_nothing(
         fixture, request, monkeypatch):
     model = convert(request.getfixturevalue(fixture))
+    # Rewritten at the end, MobileNetV2's pads and mean make rounds after the identities go, which have such sweeps.
+    monkeypatch.setattr(onnx_optimize, "early_pads_into_convs", lambda index: False)
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
     real = onnx_optimize._remove_dead
     found: list[bool] = []
     monkeypatch.setattr(onnx_optimize, "_remove_dead", lambda index: found.append(real(index)) or found[-1])
@@ -394,9 +397,9 @@ def test_the_index_the_sweeps_keep_is_the_one_a_rebuild_makes(fixture, request, 
     kept_up = _written_and_cleaned(model, leave_out_unread=True)[0]
     checked = []
     for name in ("_remove_identities", "_merge_duplicates", "constant_reshapes", "_remove_neutral_ops",
-                 "_fold_initializer_ops", "_remove_dead", "fuse_for_runtime"):
-        def checking(index, real=getattr(onnx_optimize, name), name=name):
-            found = real(index)
+                 "_fold_initializer_ops", "_remove_dead", "fuse_for_runtime", "push_transposes"):
+        def checking(index, *args, real=getattr(onnx_optimize, name), name=name, **kwargs):
+            found = real(index, *args, **kwargs)
             kept = _indexed(index)
             index.rebuild()
             assert kept == _indexed(index), name
@@ -406,3 +409,31 @@ def test_the_index_the_sweeps_keep_is_the_one_a_rebuild_makes(fixture, request, 
     rebuilt = _written_and_cleaned(model, leave_out_unread=True)[0]
     assert True in checked  # some sweep changed the graph
     assert kept_up == rebuilt
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb"])
+def test_global_pools_made_before_the_other_passes_give_what_the_final_sweep_makes(fixture, request, monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    real = onnx_optimize.early_global_pools
+    found: list[bool] = []
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: found.append(real(index)) or found[-1])
+    early = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert found == [True]  # the model's spatial mean became a global pool before the other passes
+    monkeypatch.setattr(onnx_optimize, "early_global_pools", lambda index: False)
+    at_the_end = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert early == at_the_end
+    assert "GlobalAveragePool" in {n.op_type for n in GraphProto.FromString(early).node}
+
+
+def test_zero_pads_folded_into_their_convs_before_the_other_passes_give_what_the_final_sweep_makes(
+        tf_mobilenet_pb, monkeypatch):
+    model = convert(tf_mobilenet_pb)
+    real = onnx_optimize.early_pads_into_convs
+    found: list[bool] = []
+    monkeypatch.setattr(onnx_optimize, "early_pads_into_convs", lambda index: found.append(real(index)) or found[-1])
+    early = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert found == [True]  # MobileNetV2's zero paddings before its strided depthwise convolutions
+    monkeypatch.setattr(onnx_optimize, "early_pads_into_convs", lambda index: False)
+    at_the_end = _written_and_cleaned(model, leave_out_unread=True)[0]
+    assert early == at_the_end
+    assert "Pad" not in {n.op_type for n in GraphProto.FromString(early).node}

@@ -18,8 +18,8 @@ form (``[N, C, spatial…]``) where one exists:
   and the fused element-wise ops (``HardSwish``, ``Swish``, ``Clip``, ``Gelu``).
 * A held value's own (channels-last) name is written, by one ``Transpose`` (:meth:`LayoutTracker.materialize`),
   only where something reads it: an op the layout cannot be carried through, or a graph output.
-* An op that gives its input back (an identity; ``x + 0``, ``x · 1``… with a neutral constant, as a Keras
-  layer's zero bias) writes nothing: its output is the input's channels-first form, or, for a plain input,
+* An op that gives its input back (an identity, an ``IdentityN`` of which only the first output is read;
+  ``x + 0``, ``x · 1``… with a neutral constant, as a Keras layer's zero bias) writes nothing: its output is the input's channels-first form, or, for a plain input,
   the input's own name (:meth:`LayoutTracker.same_value`; for a graph output, the node computing the input
   writes the output's name); what the clean-up would make of it.
 * A layout-agnostic op goes channels first only when that writes no more transposes than lowering it as it
@@ -33,7 +33,7 @@ result is the same model with the transposes never written.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -359,9 +359,14 @@ class LayoutTracker:
         that node alone reads, computed by a node (whose output the writer renames to the graph output's name).
         Else None."""
         op = node.op_type
-        if folded is None or node.dialect != "tf" or (op not in _ALIASES and op not in _NEUTRAL) or len(node.outputs) != 1:
+        if folded is None or node.dialect != "tf":
             return None
-        found = self._neutral_input(node, folded, held=False)
+        if op == "IdentityN":  # output k is input k: as an identity of its first when only that one is read
+            found = node.inputs[0] if _first_alone(node, self._outputs) else None
+        elif (op not in _ALIASES and op not in _NEUTRAL) or len(node.outputs) != 1:
+            return None
+        else:
+            found = self._neutral_input(node, folded, held=False)
         if found is None or found in self.first:
             return None
         if node.outputs[0] in self._outputs and (found in self._outputs or len(found.uses) != 1 or found in folded
@@ -438,6 +443,14 @@ class LayoutTracker:
         name = self._fresh(f"{inputs[1]}_channels_first")
         return PassThrough([found, name, *inputs[2:]], {1: mapped}, [Initializer.of_array(name, mapped)],
                            _FIRST if keep else ())
+
+
+def _first_alone(node: Node, outputs: Collection[Value]) -> bool:
+    """True when ``node`` (an ``IdentityN``) has as many inputs as outputs and only its first output is read (or
+    is a graph output)."""
+    values = node.outputs
+    return (len(node.inputs) == len(values) > 0
+            and all(not v.uses and v not in outputs for v in values[1:]))
 
 
 def _constant(value: Value | None, folded: Mapping[Value, Any]) -> np.ndarray | None:

@@ -1,0 +1,42 @@
+"""Folding takes the values shape inference computed instead of running the kernels again: the same export."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scopefusion.convert import convert
+from scopefusion.serde import onnx_fold
+from scopefusion.serde.onnx_export import model_to_onnx_bytes
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb"])  # both fold reshapes of weights
+def test_folding_with_the_values_inference_knows_gives_what_running_the_kernels_gives(fixture, request,
+                                                                                      monkeypatch):
+    model = convert(request.getfixturevalue(fixture))
+    graph = model.graph
+    run = onnx_fold._run
+    ran: list[str] = []
+    monkeypatch.setattr(onnx_fold, "_run", lambda node, arrays: ran.append(node.op_type) or run(node, arrays))
+    with_known = onnx_fold.fold_constants(graph, model.inference.known_values)
+    taken = len(ran)
+    computed = onnx_fold.fold_constants(graph)
+    assert len(ran) - taken > taken  # some kernels were not run again
+    assert list(with_known) == list(computed)
+    for value, array in computed.items():
+        found = with_known[value]
+        assert found.dtype == array.dtype and found.shape == array.shape and np.array_equal(found, array)
+    exported = model_to_onnx_bytes(model)
+    monkeypatch.setattr(onnx_fold, "_known", lambda values, known: None)
+    assert exported == model_to_onnx_bytes(model)
+
+
+def test_a_known_value_of_another_type_than_its_value_is_not_taken(tf_convnet_pb):
+    model = convert(tf_convnet_pb)
+    graph = model.graph
+    computed = onnx_fold.fold_constants(graph)
+    # Every known value replaced by one of another dtype: folding runs the kernels and gives the same values.
+    known = {key: np.asarray(array).astype(np.float16) for key, array in model.inference.known_values.items()}
+    with_wrong = onnx_fold.fold_constants(graph, known)
+    assert list(with_wrong) == list(computed)
+    assert all(with_wrong[v].dtype == a.dtype and np.array_equal(with_wrong[v], a) for v, a in computed.items())
