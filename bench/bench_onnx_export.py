@@ -220,8 +220,16 @@ def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, ru
     return row
 
 
+def _ms(seconds: float | None) -> str:
+    """Seconds as ms with three significant digits (at least one decimal below 100 ms), or "-"."""
+    if seconds is None:
+        return "-"
+    ms = 1000 * seconds
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}" if ms >= 1 else f"{ms:.2f}"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| model | export s (ours / tf2onnx, x) | ORT ms (ours / tf2onnx / +opt) | nodes (ours / tf2onnx) "
+    head = ("| model | export ms (ours / tf2onnx, x) | ORT ms (ours / tf2onnx / +opt) | nodes (ours / tf2onnx) "
             "| Transposes (ours / tf2onnx) | max error (ours / tf2onnx) |")
     lines = [head, "|" + "---|" * 6]
 
@@ -229,9 +237,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         return format(row[key], fmt) if key in row else "-"
 
     for r in rows:
-        speed = f"{r['speedup']:.0f}x" if "speedup" in r else "-"
+        speed = f"{r['speedup']:.1f}x" if "speedup" in r else "-"
         lines.append(
-            f"| {r['model']} | {f(r, 'ours_export_s', '.3f')} / {f(r, 'tf2onnx_export_s', '.2f')} ({speed}) "
+            f"| {r['model']} | {_ms(r.get('ours_export_s'))} / {_ms(r.get('tf2onnx_export_s'))} ({speed}) "
             f"| {f(r, 'ours_ms', '.3f')} / {f(r, 'tf2onnx_ms', '.3f')} / {f(r, 'tf2onnx_opt_ms', '.3f')} "
             f"| {f(r, 'ours_nodes', 'd')} / {f(r, 'tf2onnx_nodes', 'd')} "
             f"| {f(r, 'ours_transposes', 'd')} / {f(r, 'tf2onnx_transposes', 'd')} "

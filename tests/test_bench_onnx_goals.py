@@ -40,3 +40,14 @@ def test_goals_met_when_every_model_meets_them():
     bench = _bench()
     speed, latency, transposes = bench.goals([_row("mobilenet_v2", 30.0, 0.2, 0.24)])
     assert speed.endswith("1 of 1 models, met") and latency.endswith("met") and transposes.endswith("met")
+
+
+def test_the_table_gives_export_times_in_ms_with_three_digits():
+    bench = _bench()
+    row = {"model": "small_convnet", "ours_export_s": 0.001984, "tf2onnx_export_s": 0.03371, "speedup": 16.99}
+    big = {"model": "resnet50", "ours_export_s": 0.14659, "tf2onnx_export_s": 6.8615, "speedup": 46.8}
+    lines = bench.table([row, big, {"model": "keras_transformer", "ours_export_s": 0.0164}]).splitlines()
+    assert "export ms" in lines[0]
+    assert lines[2].startswith("| small_convnet | 1.98 / 33.7 (17.0x) |")
+    assert lines[3].startswith("| resnet50 | 147 / 6,862 (46.8x) |")
+    assert lines[4].startswith("| keras_transformer | 16.4 / - (-) |")
