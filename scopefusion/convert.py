@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Sequence
 
 from .budgets import (
     DEFAULT_BUDGETS,
@@ -96,15 +96,24 @@ def convert(
 def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format, signature, tags, savedmodel_loader,
              progress) -> Model:
     imported = len(sys.modules)
-    # NOTE: each function is read from its module on each call (a replaced function is the one called).
-    on = _STAGE_MODULES or _stage_modules()
+    # NOTE: imported here, on each call (a replaced function is the one called), by absolute name: a relative
+    # import in a function resolves its package's name again on every call.
+    from scopefusion.dialects import op_name_tuple
+    from scopefusion.ir_builder.build import build_graph
+    from scopefusion.ir_builder.memory_plan import plan_memory
+    from scopefusion.ir_builder.profiles import build_profile, deferred_profile, normalize_input_shapes
+    from scopefusion.ir_builder.shape_inference import infer_graph
+    from scopefusion.ir_builder.size_limits import arena_fits, check_arena, check_tensor_sizes, checked_arena_fits
+    from scopefusion.parser import load
+    from scopefusion.scope import PassManager, ScopeGraph
+
     _import_conversion_modules(path, model_format)
     if len(sys.modules) > imported:
         _promote_tracked_objects()
     timings: dict[str, float] = {}
     stage = _StageClock(timings)
 
-    profiles_wanted = on.profiles.normalize_input_shapes(input_shapes)
+    profiles_wanted = normalize_input_shapes(input_shapes)
     options: dict[str, Any] = {}
     if model_format:
         options["format"] = model_format
@@ -115,18 +124,18 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     if savedmodel_loader != "native":
         options["savedmodel_loader"] = savedmodel_loader
     with stage("load"):
-        source = on.parser.load(path, progress=progress, **options)
+        source = load(path, progress=progress, **options)
     with stage("scope"):
-        scope_graph = on.scope.ScopeGraph.build(source)
+        scope_graph = ScopeGraph.build(source)
     with stage("fusion"):
         registry, parsers, ops = _fusion_setup_of_conversion(source, rules, enable, disable)
-        manager = on.scope.PassManager(registry, strict=strict, ops=on.dialects.op_name_tuple(ops))
+        manager = PassManager(registry, strict=strict, ops=op_name_tuple(ops))
         fusion_run = manager.run(scope_graph, progress=progress)
     context = _shared_ir_context()
     with stage("build"):
         if progress is not None:
             progress("build", 0, 1, "")
-        built = on.build.build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
+        built = build_graph(source, context=context, registry=ops, parsers=parsers, fusions=fusion_run.accepted)
         if progress is not None:
             progress("build", 1, 1, "")
     graph = built.graph
@@ -135,31 +144,29 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
     # neither a default profile nor a memory plan); it cannot fail then where making it now would not.
     deferred: set[int] = set()
     with stage("infer"):
-        main_inference = on.shape_inference.infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
+        main_inference = infer_graph(graph, strict=strict, progress=stage_progress(progress, "infer"))
         profiles = []
         for i, shapes in enumerate(profiles_wanted or [{}]):
             if not shapes and progress is None:
                 deferred.add(i)
                 around = _LaterWork(budgets, stage, "infer")
-                profiles.append(on.profiles.deferred_profile(graph, i, strict=strict, inferred=main_inference,
-                                                             around=around))
+                profiles.append(deferred_profile(graph, i, strict=strict, inferred=main_inference, around=around))
                 continue
             report = stage_progress(progress, f"profile {i}", _shapes(shapes))
-            profiles.append(on.profiles.build_profile(graph, i, shapes, strict=strict, progress=report,
-                                                      inferred=main_inference))
-        main_fits = on.size_limits.checked_arena_fits(graph)  # check_tensor_sizes(graph), arena_fits(graph) for later
+            profiles.append(build_profile(graph, i, shapes, strict=strict, progress=report, inferred=main_inference))
+        main_fits = checked_arena_fits(graph)  # check_tensor_sizes(graph), and arena_fits(graph) for later
         for i, profile in enumerate(profiles):
             if i not in deferred:  # a deferred profile has the main graph's types
-                on.size_limits.check_tensor_sizes(profile.graph, f"profile {i}: ")
+                check_tensor_sizes(profile.graph, f"profile {i}: ")
     with stage("memory_plan"):
         for done, profile in enumerate(profiles):
-            if progress is None and (main_fits if profile.index in deferred else on.size_limits.arena_fits(profile.graph)):
+            if progress is None and (main_fits if profile.index in deferred else arena_fits(profile.graph)):
                 profile.defer_memory_plan(_planner(_LaterWork(budgets, stage, "memory_plan")))
                 continue
             if progress is not None:
                 progress("memory plan", done, len(profiles), f"profile {profile.index}")
-            profile.memory_plan = on.memory_plan.plan_memory(profile.graph)
-            on.size_limits.check_arena(int(profile.memory_plan.arena_bytes), f"profile {profile.index}")
+            profile.memory_plan = plan_memory(profile.graph)
+            check_arena(int(profile.memory_plan.arena_bytes), f"profile {profile.index}")
         if progress is not None:
             progress("memory plan", len(profiles), len(profiles), "")
     return Model(
@@ -171,33 +178,6 @@ def _convert(path, *, input_shapes, enable, disable, rules, strict, model_format
         dropped_attrs=built.dropped_attrs,
         timings=timings,
     )
-
-
-class _StageModules(NamedTuple):
-    """The modules whose functions ``_convert`` calls."""
-
-    dialects: Any
-    build: Any
-    memory_plan: Any
-    profiles: Any
-    shape_inference: Any
-    size_limits: Any
-    parser: Any
-    scope: Any
-
-
-_STAGE_MODULES: _StageModules | None = None  # once imported
-
-
-def _stage_modules() -> _StageModules:
-    """Imports the modules whose functions ``_convert`` calls (on its first call: importing ``scopefusion`` does
-    not import them). ``_convert`` reads each function from its module on every call, as an import statement
-    in its body would, without the statement's cost."""
-    global _STAGE_MODULES
-    _STAGE_MODULES = _StageModules(*(importlib.import_module(f"scopefusion.{name}") for name in (
-        "dialects", "ir_builder.build", "ir_builder.memory_plan", "ir_builder.profiles", "ir_builder.shape_inference",
-        "ir_builder.size_limits", "parser", "scope")))
-    return _STAGE_MODULES
 
 
 # The modules a conversion runs beyond those ``_convert`` imports: the fusion rules, and the parser and op
