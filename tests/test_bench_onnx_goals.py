@@ -51,3 +51,40 @@ def test_the_table_gives_export_times_in_ms_with_three_digits():
     assert lines[2].startswith("| small_convnet | 1.98 / 33.7 (17.0x) |")
     assert lines[3].startswith("| resnet50 | 147 / 6,862 (46.8x) |")
     assert lines[4].startswith("| keras_transformer | 16.4 / - (-) |")
+
+
+def test_the_transformers_optimizer_runs_its_fusions_alone_where_torch_is_missing(monkeypatch):
+    import onnxruntime.transformers.optimizer as optimizer
+
+    bench = _bench()
+    calls = []
+
+    class Optimized:
+        class model:
+            @staticmethod
+            def SerializeToString():
+                return b"optimized"
+
+    def optimize_model(path, **options):
+        calls.append(options.get("opt_level"))
+        if options.get("opt_level") is None:
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+        return Optimized
+
+    monkeypatch.setattr(optimizer, "optimize_model", optimize_model)
+    data, note = bench.transformers_optimized(b"model")
+    assert (data, calls) == (b"optimized", [None, 0]) and "torch" in note
+    rows = [{"model": "tf1_bert", "ours_export_s": 0.007, "tf2onnx_opt_note": note}]
+    assert bench.table(rows).splitlines()[-1] == f"- tf1_bert: transformers optimizer: {note}"
+
+
+def test_the_transformers_optimizer_reraises_other_missing_modules(monkeypatch):
+    import onnxruntime.transformers.optimizer as optimizer
+    import pytest
+
+    def optimize_model(path, **options):
+        raise ModuleNotFoundError("No module named 'sympy'", name="sympy")
+
+    monkeypatch.setattr(optimizer, "optimize_model", optimize_model)
+    with pytest.raises(ModuleNotFoundError):
+        _bench().transformers_optimized(b"model")
