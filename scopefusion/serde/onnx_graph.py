@@ -199,8 +199,7 @@ class GraphWriter:
                 continue
             if op == CONST_OP:
                 value = node.outputs[0]
-                if (left_out is not None and _read_only_by(value, folded_nodes)
-                        and value not in output_ids):
+                if left_out is not None and value not in output_ids and _read_only_by(value, folded_nodes):
                     left_out.append(names[value])
                     continue
                 initializers.append(of_array(names[value], node.attrs.as_tensor("value")))
@@ -208,7 +207,7 @@ class GraphWriter:
             if node in folded_nodes:
                 for value in node.outputs:
                     if value in names:
-                        for user, _ in value.uses:
+                        for user, _ in value._uses:  # the uses themselves, not the copy Value.uses makes
                             if user not in folded_nodes:  # needed by a node that is written
                                 initializers.append(of_array(names[value], scope.folded[value]))
                                 break
@@ -315,7 +314,7 @@ class GraphWriter:
             for node in graph.nodes:
                 const = node.op == CONST_OP
                 for value in node.outputs:
-                    if value not in names and (const or value in outputs_ or value.uses):
+                    if value not in names and (const or value in outputs_ or value._uses):
                         names[value] = claim(value.name)
             return [(v, name or names[v]) for v, name in outputs]
         visible = scope.visible
@@ -326,7 +325,7 @@ class GraphWriter:
             for value in node.outputs:
                 name = names.get(value)
                 if name is None:
-                    if not (const or value in outputs_ or value.uses):
+                    if not (const or value in outputs_ or value._uses):
                         continue
                     value_name = value.name
                     name = names[value] = claim(value_name)
@@ -342,7 +341,7 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Node, scope: _Scope, defined: set[Value]) -> list[OnnxNode]:
-        dialect = node.dialect
+        dialect = node._dialect
         standard = dialect == "onnx" or dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
@@ -477,13 +476,13 @@ class GraphWriter:
         names = scope.names
         for value in node.outputs:
             name = names.get(value)
-            used.append(bool(value.uses) or value in graph_outputs)
+            used.append(bool(value._uses) or value in graph_outputs)
             if name is None:
                 name = names[value] = self._tensors.claim(value.name)
             outputs.append(name)
         tracker = scope.layout
         plan: PassThrough | None = None
-        if tracker is not None and node.op_type in CANDIDATES:
+        if tracker is not None and node._op_type in CANDIDATES:
             if tracker.first:
                 plan = tracker.pass_through(node, inputs, folded)
             if plan is None:
@@ -595,7 +594,7 @@ def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
 
 def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:
     """True when every node reading ``value`` is folded whole (none, for an unread value)."""
-    for user, _ in value.uses:
+    for user, _ in value._uses:
         if user not in folded_nodes:
             return False
     return True
