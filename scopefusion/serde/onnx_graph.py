@@ -500,43 +500,19 @@ class GraphWriter:
             for k, name in zip(plan.held, plan.alias):
                 tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
             return [], ""
-        while True:
-            if plan is not None:
-                inputs = plan.inputs
-                if plan.held:
-                    outputs = list(own)
-                    for k in plan.held:
-                        outputs[k] = self._tensors.claim(f"{own[k]}/channels_first")
-            emitter: FusedEmitter
-            if folded is None:
-                emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
-                                       fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
-            else:
-                emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                          fresh_node=self._nodes.claim, folded=folded,
-                                          write_body=lambda g: self.write(g, parent=scope), names=scope.names,
-                                          overrides=plan.overrides if plan is not None else None)
-            emitter.layout = tracker
-            emitter.scalars = scope.scalars
-            emitter.written = scope.written
-            emitter.graph_outputs = graph_outputs
-            if self.lowerings is not None and len(self.lowerings):
-                emitter.folded = scope.folded
-            if plan is not None:
-                emitter.initializers.extend(plan.initializers)
-            try:
-                exporter(emitter)
-            except Unmapped as e:
-                if plan is None:
-                    return None, str(e)
-                plan, outputs = None, own  # not on the channels-first forms: as it is
-                continue
-            except SerdeError:
-                raise
-            except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
-                detail = " ".join(str(e).split())
-                raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
-            break
+        emitter: FusedEmitter | None = None
+        if plan is not None:
+            if plan.held:
+                outputs = list(own)
+                for k in plan.held:
+                    outputs[k] = self._tensors.claim(f"{own[k]}/channels_first")
+            emitter, _ = self._run_exporter(node, scope, exporter, folded, plan.inputs, outputs, used, plan)
+            if emitter is None:
+                plan, outputs = None, own  # declined on the channels-first forms: as it is
+        if emitter is None:
+            emitter, reason = self._run_exporter(node, scope, exporter, folded, inputs, outputs, used, None)
+            if emitter is None:
+                return None, reason
         emitted = emitter.nodes
         written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
         held = emitter.held
@@ -564,6 +540,37 @@ class GraphWriter:
         if tracker is not None and (plan is not None or held is not None or emitter.noted is not None):
             self._track(node, tracker, emitter, plan, outputs, own)
         return emitted, ""
+
+    def _run_exporter(self, node: Node, scope: _Scope, exporter: Any, folded: dict[Value, Any] | None,
+                      inputs: list[str], outputs: list[str], used: list[bool],
+                      plan: PassThrough | None) -> tuple[FusedEmitter | None, str]:
+        """Runs ``exporter`` on a new emitter of ``node`` (a fused one when ``folded`` is None, else a lowering one,
+        on the channels-first forms of ``plan``); returns the emitter, or None and the reason it declined."""
+        emitter: FusedEmitter
+        if folded is None:
+            emitter = FusedEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
+                                   fresh_node=self._nodes.claim, layout=scope.layout, scalars=scope.scalars,
+                                   folded=scope.folded if self.lowerings is not None and len(self.lowerings) else None,
+                                   written=scope.written, graph_outputs=scope.output_ids or ())
+        else:
+            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
+                                      fresh_node=self._nodes.claim, folded=folded,
+                                      write_body=lambda g: self.write(g, parent=scope), names=scope.names,
+                                      overrides=plan.overrides if plan is not None else None, layout=scope.layout,
+                                      scalars=scope.scalars, written=scope.written,
+                                      graph_outputs=scope.output_ids or ())
+        if plan is not None:
+            emitter.initializers.extend(plan.initializers)
+        try:
+            exporter(emitter)
+        except Unmapped as e:
+            return None, str(e)
+        except SerdeError:
+            raise
+        except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
+            detail = " ".join(str(e).split())
+            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+        return emitter, ""
 
     @staticmethod
     def _track(node: Node, tracker: LayoutTracker, emitter: FusedEmitter, plan: PassThrough | None,
