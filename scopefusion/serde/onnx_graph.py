@@ -301,13 +301,18 @@ class GraphWriter:
             else:
                 outputs.append((value, "" if names.get(value) == wanted else claim(wanted)))
         bodies = False
+        taken = self._tensors.taken
         for node in graph.nodes:
             if node.subgraphs:
                 bodies = True
             for value in node.outputs:
                 tensor = value.meta.get("tensor_name")
                 if tensor and value not in names:
-                    names[value] = claim(tensor)
+                    if tensor in taken:
+                        tensor = claim(tensor)
+                    else:  # what claim does with a free name, without its call: most tensor names are free
+                        taken.add(tensor)
+                    names[value] = tensor
         scope.has_bodies = bodies
         outputs_ = set(graph.outputs)
         if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
