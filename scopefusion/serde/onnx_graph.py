@@ -302,25 +302,28 @@ class GraphWriter:
                 outputs.append((value, "" if names.get(value) == wanted else claim(wanted)))
         bodies = False
         taken = self._tensors.taken
+        unnamed: list[Value] = []  # the values left without a name, in order
         for node in graph.nodes:
             if node.subgraphs:
                 bodies = True
             for value in node.outputs:
+                if value in names:
+                    continue
                 tensor = value.meta.get("tensor_name")
-                if tensor and value not in names:
-                    if tensor in taken:
-                        tensor = claim(tensor)
-                    else:  # what claim does with a free name, without its call: most tensor names are free
-                        taken.add(tensor)
-                    names[value] = tensor
+                if not tensor:
+                    unnamed.append(value)
+                    continue
+                if tensor in taken:
+                    tensor = claim(tensor)
+                else:  # what claim does with a free name, without its call: most tensor names are free
+                    taken.add(tensor)
+                names[value] = tensor
         scope.has_bodies = bodies
         outputs_ = set(graph.outputs)
         if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
-            for node in graph.nodes:
-                const = node.op == CONST_OP
-                for value in node.outputs:
-                    if value not in names and (const or value in outputs_ or value._uses):
-                        names[value] = claim(value.name)
+            for value in unnamed:
+                if value.producer.op == CONST_OP or value in outputs_ or value._uses:
+                    names[value] = claim(value.name)
             return [(v, name or names[v]) for v, name in outputs]
         visible = scope.visible
         for node in graph.nodes:
