@@ -253,20 +253,12 @@ class GraphWriter:
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
         known = self.known_values if scope.parent is None else None  # inference's, of the main graph's values
-        folded = scope.folded = fold_constants(graph, known)
+        computed: list[Node] = []  # the nodes whose every output is folded
+        folded = scope.folded = fold_constants(graph, known, computed)
         if not folded:
             return set()
         outputs = set(graph.outputs)
-        whole: set[Node] = set()
-        for n in graph.nodes:
-            values = n.outputs
-            if len(values) == 1:  # the common case, without a generator
-                key = values[0]
-                if key in folded and key not in outputs:
-                    whole.add(n)
-            elif values and all(v in folded and v not in outputs for v in values):
-                whole.add(n)
-        return whole
+        return {n for n in computed if outputs.isdisjoint(n.outputs)}
 
     def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
