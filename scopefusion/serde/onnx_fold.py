@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..dialects.tf.misc import identity_kernel
-from ..ir.graph import Graph, Value
+from ..ir.graph import CONST_OP, Graph, Node, Value
 from ..ir.types import TensorType
 from .onnx_lowering.emitter import constant_of
 
@@ -25,39 +25,45 @@ _NEVER = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", 
                     "Assert", "NoOp", "ControlTrigger"})
 
 
-def fold_constants(graph: Graph, known: Mapping[int, Any] | None = None) -> dict[Value, np.ndarray]:
+def fold_constants(graph: Graph, known: Mapping[int, Any] | None = None,
+                   nodes: list[Node] | None = None) -> dict[Value, np.ndarray]:
     """The folded value of each ``tf`` node output computable from constants, by value (an IR value hashes by
     identity). ``known``: the values shape inference computed of the graph's values, by ``id(value)``
     (:attr:`~scopefusion.ir_builder.shape_inference.InferenceResult.known_values`, of the graph as it is): a node
     folded here whose outputs all have one of the type the value has takes them instead of running its kernel
-    again (inference folds with the same kernels, on the same constants)."""
+    again (inference folds with the same kernels, on the same constants). ``nodes``, when given, gets the nodes
+    folded, in order (each has every output folded)."""
     folded: dict[Value, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        _fold_into(graph, folded, known)
+        _fold_into(graph, folded, known, nodes if nodes is not None else [])
     return folded
 
 
-def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int, Any] | None) -> None:
+def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int, Any] | None,
+               nodes: list[Node]) -> None:
     for node in graph.nodes:
-        if node.dialect != "tf" or node.op_type in _NEVER or node.subgraphs or not node.outputs:
+        # Node's private fields, read without its properties: this runs for every node of every export.
+        if node._dialect != "tf" or node._op_type in _NEVER or node.subgraphs or not node.outputs:
             continue
         opdef = node.opdef
         if opdef is None or opdef.reference is None:
             continue
+        inputs = node.inputs
+        if not inputs or not _may_be_constant(inputs[0], folded):
+            continue  # most nodes read a computed tensor first: told without reading any constant
         arrays = []
-        for value in node.inputs:
+        for value in inputs:
             array = constant_of(value, folded)
             if array is None:
                 break
             arrays.append(array)
         else:
-            if not arrays:
-                continue
             if opdef.reference is identity_kernel and len(node.outputs) == 1:
                 value = node.outputs[0]
                 array = _checked_array(arrays[0], value)  # what _run gives, without building the kernel's attrs
                 if array is not None:
                     folded[value] = array
+                    nodes.append(node)
                 continue
             outputs = _known(node.outputs, known) if known is not None else None
             if outputs is None:
@@ -66,6 +72,13 @@ def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int
                 continue
             for value, array in zip(node.outputs, outputs):
                 folded[value] = array
+            nodes.append(node)
+
+
+def _may_be_constant(value: Value | None, folded: Mapping[Value, np.ndarray]) -> bool:
+    """False when :func:`~.onnx_lowering.emitter.constant_of` gives None for ``value`` (it is absent, neither
+    folded nor a constant's output), without reading a constant's array."""
+    return value is not None and (value in folded or value.producer.op == CONST_OP)
 
 
 def _known(values: list[Value], known: Mapping[int, Any]) -> list[np.ndarray] | None:

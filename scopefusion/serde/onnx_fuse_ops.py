@@ -113,7 +113,7 @@ def _global_pool(index: "GraphIndex", node) -> bool:
     axes = _attr(node, "axes")
     if axes is None and len(node.input) > 1 and node.input[1]:
         value = index.constant(node.input[1])
-        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+        axes = None if value is None else [int(a) for a in value.reshape(-1).tolist()]  # Python numbers: int() is quick
     if axes is None or sorted(a % rank for a in axes) != list(range(2, rank)):
         return False
     keep = _attr(node, "keepdims", 1)

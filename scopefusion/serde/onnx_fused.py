@@ -144,8 +144,19 @@ class FusedEmitter:
     (:class:`~.onnx_node.Initializer`), plain-Python until the model is written.
     """
 
+    # Layout tracking (:mod:`.onnx_lowering.layout`): what this node leaves held channels first (output index, name)
+    # and the channels-first forms it wrote (input, name), None until it does either. Scalar constants this node
+    # made (the writer keeps them once the node is written), None until it makes one. Class-level defaults: the
+    # writer makes an emitter per node, and most nodes set neither.
+    held: list[tuple[int, str]] | None = None
+    noted: list[tuple[int, str]] | None = None
+    scalars_made: dict[tuple[str, bytes], str] | None = None
+
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
-                 *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str]) -> None:
+                 *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
+                 layout: "LayoutTracker | None" = None, scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS,
+                 folded: Mapping[Value, Any] | None = None, written: Sequence[OnnxNode] = (),
+                 graph_outputs: Collection[Value] = ()) -> None:
         self.node = node
         self.opset = opset
         self.inputs = tuple(inputs)
@@ -156,20 +167,16 @@ class FusedEmitter:
         self.nodes: list[OnnxNode] = []
         self.initializers: list[Initializer] = []
         self.domains: dict[str, int] = {}
-        # Layout tracking (:mod:`.onnx_lowering.layout`): the tracker of the graph written, or None; what this node
-        # leaves held channels first (output index, name) and the channels-first forms it wrote (input, name).
-        self.layout: LayoutTracker | None = None
-        self.held: list[tuple[int, str]] | None = None
-        self.noted: list[tuple[int, str]] | None = None
-        # Scalar constants of the graph written, by (dtype, bytes): those of earlier nodes (set by the writer),
-        # and those this node made (the writer keeps them once the node is written).
-        self.scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS
-        self.scalars_made: dict[tuple[str, bytes], str] | None = None
-        # The values of the graph computed from constants when the writer lowers ``tf`` ops (set by it), else None.
-        self.folded: Mapping[Value, Any] | None = None
-        # The nodes the writer has written so far in the graph, and the graph's outputs (set by it).
-        self.written: Sequence[OnnxNode] = ()
-        self.graph_outputs: Collection[Value] = ()
+        # What the writer tells of the graph written (the defaults outside one):
+        # the layout tracker of the graph, or None (:mod:`.onnx_lowering.layout`);
+        self.layout = layout
+        # the scalar constants earlier nodes of the graph made, by (dtype, bytes);
+        self.scalars = scalars
+        # the values of the graph computed from constants when the writer lowers ``tf`` ops, else None;
+        self.folded = folded
+        # the nodes written so far in the graph, and the graph's outputs.
+        self.written = written
+        self.graph_outputs = graph_outputs
 
     @property
     def where(self) -> str:

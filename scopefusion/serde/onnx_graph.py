@@ -199,8 +199,7 @@ class GraphWriter:
                 continue
             if op == CONST_OP:
                 value = node.outputs[0]
-                if (left_out is not None and _read_only_by(value, folded_nodes)
-                        and value not in output_ids):
+                if left_out is not None and value not in output_ids and _read_only_by(value, folded_nodes):
                     left_out.append(names[value])
                     continue
                 initializers.append(of_array(names[value], node.attrs.as_tensor("value")))
@@ -208,7 +207,7 @@ class GraphWriter:
             if node in folded_nodes:
                 for value in node.outputs:
                     if value in names:
-                        for user, _ in value.uses:
+                        for user, _ in value._uses:  # the uses themselves, not the copy Value.uses makes
                             if user not in folded_nodes:  # needed by a node that is written
                                 initializers.append(of_array(names[value], scope.folded[value]))
                                 break
@@ -254,20 +253,12 @@ class GraphWriter:
             return set()  # folding serves the lowering; a structural export keeps every tf node
         graph = scope.graph
         known = self.known_values if scope.parent is None else None  # inference's, of the main graph's values
-        folded = scope.folded = fold_constants(graph, known)
+        computed: list[Node] = []  # the nodes whose every output is folded
+        folded = scope.folded = fold_constants(graph, known, computed)
         if not folded:
             return set()
         outputs = set(graph.outputs)
-        whole: set[Node] = set()
-        for n in graph.nodes:
-            values = n.outputs
-            if len(values) == 1:  # the common case, without a generator
-                key = values[0]
-                if key in folded and key not in outputs:
-                    whole.add(n)
-            elif values and all(v in folded and v not in outputs for v in values):
-                whole.add(n)
-        return whole
+        return {n for n in computed if outputs.isdisjoint(n.outputs)}
 
     def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
         """Names every value of the graph (see the module NOTE); returns the graph outputs as (value, name)."""
@@ -302,21 +293,29 @@ class GraphWriter:
             else:
                 outputs.append((value, "" if names.get(value) == wanted else claim(wanted)))
         bodies = False
+        taken = self._tensors.taken
+        unnamed: list[Value] = []  # the values left without a name, in order
         for node in graph.nodes:
             if node.subgraphs:
                 bodies = True
             for value in node.outputs:
+                if value in names:
+                    continue
                 tensor = value.meta.get("tensor_name")
-                if tensor and value not in names:
-                    names[value] = claim(tensor)
+                if not tensor:
+                    unnamed.append(value)
+                    continue
+                if tensor in taken:
+                    tensor = claim(tensor)
+                else:  # what claim does with a free name, without its call: most tensor names are free
+                    taken.add(tensor)
+                names[value] = tensor
         scope.has_bodies = bodies
         outputs_ = set(graph.outputs)
         if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
-            for node in graph.nodes:
-                const = node.op == CONST_OP
-                for value in node.outputs:
-                    if value not in names and (const or value in outputs_ or value.uses):
-                        names[value] = claim(value.name)
+            for value in unnamed:
+                if value.producer.op == CONST_OP or value in outputs_ or value._uses:
+                    names[value] = claim(value.name)
             return [(v, name or names[v]) for v, name in outputs]
         visible = scope.visible
         for node in graph.nodes:
@@ -326,7 +325,7 @@ class GraphWriter:
             for value in node.outputs:
                 name = names.get(value)
                 if name is None:
-                    if not (const or value in outputs_ or value.uses):
+                    if not (const or value in outputs_ or value._uses):
                         continue
                     value_name = value.name
                     name = names[value] = claim(value_name)
@@ -342,7 +341,7 @@ class GraphWriter:
 
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Node, scope: _Scope, defined: set[Value]) -> list[OnnxNode]:
-        dialect = node.dialect
+        dialect = node._dialect
         standard = dialect == "onnx" or dialect.startswith("onnx:")
         inputs: list[str] = []
         back_edges: list[str] = []
@@ -477,13 +476,13 @@ class GraphWriter:
         names = scope.names
         for value in node.outputs:
             name = names.get(value)
-            used.append(bool(value.uses) or value in graph_outputs)
+            used.append(bool(value._uses) or value in graph_outputs)
             if name is None:
                 name = names[value] = self._tensors.claim(value.name)
             outputs.append(name)
         tracker = scope.layout
         plan: PassThrough | None = None
-        if tracker is not None and node.op_type in CANDIDATES:
+        if tracker is not None and node._op_type in CANDIDATES:
             if tracker.first:
                 plan = tracker.pass_through(node, inputs, folded)
             if plan is None:
@@ -501,43 +500,19 @@ class GraphWriter:
             for k, name in zip(plan.held, plan.alias):
                 tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
             return [], ""
-        while True:
-            if plan is not None:
-                inputs = plan.inputs
-                if plan.held:
-                    outputs = list(own)
-                    for k in plan.held:
-                        outputs[k] = self._tensors.claim(f"{own[k]}/channels_first")
-            emitter: FusedEmitter
-            if folded is None:
-                emitter = FusedEmitter(node, self.opset, inputs, outputs, used,
-                                       fresh_tensor=self._tensors.claim, fresh_node=self._nodes.claim)
-            else:
-                emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                          fresh_node=self._nodes.claim, folded=folded,
-                                          write_body=lambda g: self.write(g, parent=scope), names=scope.names,
-                                          overrides=plan.overrides if plan is not None else None)
-            emitter.layout = tracker
-            emitter.scalars = scope.scalars
-            emitter.written = scope.written
-            emitter.graph_outputs = graph_outputs
-            if self.lowerings is not None and len(self.lowerings):
-                emitter.folded = scope.folded
-            if plan is not None:
-                emitter.initializers.extend(plan.initializers)
-            try:
-                exporter(emitter)
-            except Unmapped as e:
-                if plan is None:
-                    return None, str(e)
-                plan, outputs = None, own  # not on the channels-first forms: as it is
-                continue
-            except SerdeError:
-                raise
-            except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
-                detail = " ".join(str(e).split())
-                raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
-            break
+        emitter: FusedEmitter | None = None
+        if plan is not None:
+            if plan.held:
+                outputs = list(own)
+                for k in plan.held:
+                    outputs[k] = self._tensors.claim(f"{own[k]}/channels_first")
+            emitter, _ = self._run_exporter(node, scope, exporter, folded, plan.inputs, outputs, used, plan)
+            if emitter is None:
+                plan, outputs = None, own  # declined on the channels-first forms: as it is
+        if emitter is None:
+            emitter, reason = self._run_exporter(node, scope, exporter, folded, inputs, outputs, used, None)
+            if emitter is None:
+                return None, reason
         emitted = emitter.nodes
         written = emitted[0].output if len(emitted) == 1 else {o for n in emitted for o in n.output}
         held = emitter.held
@@ -565,6 +540,37 @@ class GraphWriter:
         if tracker is not None and (plan is not None or held is not None or emitter.noted is not None):
             self._track(node, tracker, emitter, plan, outputs, own)
         return emitted, ""
+
+    def _run_exporter(self, node: Node, scope: _Scope, exporter: Any, folded: dict[Value, Any] | None,
+                      inputs: list[str], outputs: list[str], used: list[bool],
+                      plan: PassThrough | None) -> tuple[FusedEmitter | None, str]:
+        """Runs ``exporter`` on a new emitter of ``node`` (a fused one when ``folded`` is None, else a lowering one,
+        on the channels-first forms of ``plan``); returns the emitter, or None and the reason it declined."""
+        emitter: FusedEmitter
+        if folded is None:
+            emitter = FusedEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
+                                   fresh_node=self._nodes.claim, layout=scope.layout, scalars=scope.scalars,
+                                   folded=scope.folded if self.lowerings is not None and len(self.lowerings) else None,
+                                   written=scope.written, graph_outputs=scope.output_ids or ())
+        else:
+            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
+                                      fresh_node=self._nodes.claim, folded=folded,
+                                      write_body=lambda g: self.write(g, parent=scope), names=scope.names,
+                                      overrides=plan.overrides if plan is not None else None, layout=scope.layout,
+                                      scalars=scope.scalars, written=scope.written,
+                                      graph_outputs=scope.output_ids or ())
+        if plan is not None:
+            emitter.initializers.extend(plan.initializers)
+        try:
+            exporter(emitter)
+        except Unmapped as e:
+            return None, str(e)
+        except SerdeError:
+            raise
+        except Exception as e:  # an exporter bug must name the node, not surface as a bare traceback
+            detail = " ".join(str(e).split())
+            raise SerdeError(f"{_where(node, scope)}: its ONNX exporter failed ({type(e).__name__}: {detail}); report this with the model") from None
+        return emitter, ""
 
     @staticmethod
     def _track(node: Node, tracker: LayoutTracker, emitter: FusedEmitter, plan: PassThrough | None,
@@ -595,7 +601,7 @@ def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
 
 def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:
     """True when every node reading ``value`` is folded whole (none, for an unread value)."""
-    for user, _ in value.uses:
+    for user, _ in value._uses:
         if user not in folded_nodes:
             return False
     return True

@@ -40,3 +40,16 @@ def test_a_known_value_of_another_type_than_its_value_is_not_taken(tf_convnet_pb
     with_wrong = onnx_fold.fold_constants(graph, known)
     assert list(with_wrong) == list(computed)
     assert all(with_wrong[v].dtype == a.dtype and np.array_equal(with_wrong[v], a) for v, a in computed.items())
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb"])
+def test_the_nodes_folding_lists_are_those_whose_every_output_it_folds(fixture, request):
+    model = convert(request.getfixturevalue(fixture))
+    graph = model.graph
+    nodes: list = []
+    folded = onnx_fold.fold_constants(graph, model.inference.known_values, nodes)
+    assert nodes  # the weights read through identities and reshapes
+    assert nodes == [n for n in graph.nodes if n.outputs and all(v in folded for v in n.outputs)]
+    # Every node skipped for a computed first input folds nothing either (the check only spares the constants' reads).
+    assert not any(v in folded for n in graph.nodes if n.inputs and n.inputs[0] is not None
+                   and not onnx_fold._may_be_constant(n.inputs[0], folded) for v in n.outputs)

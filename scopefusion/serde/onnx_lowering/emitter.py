@@ -8,7 +8,7 @@ that is a constant (after folding, see :mod:`scopefusion.serde.onnx_fold`), int6
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -16,10 +16,13 @@ from ...dtypes import DType
 from ...ir.graph import CONST_OP, Graph, Node, Value
 from ...ir.types import TensorType
 from ..onnx_attrs import onnx_elem_type
-from ..onnx_fused import FusedEmitter
+from ..onnx_fused import _NO_SCALARS, FusedEmitter
 from ..onnx_node import Initializer
 from ..onnx_node import Node as OnnxNode
 from ..onnx_proto import AttributeProto, GraphProto, np_dtype_to_tensor_dtype
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .layout import LayoutTracker
 
 __all__ = ["INT64_MAX", "INT64_MIN", "LoweringEmitter", "constant_of"]
 
@@ -46,8 +49,11 @@ class LoweringEmitter(FusedEmitter):
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
                  *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
                  folded: Mapping[Value, np.ndarray], write_body: Callable[[Graph], GraphProto] | None = None,
-                 names: Mapping[Value, str] | None = None, overrides: Mapping[int, np.ndarray] | None = None) -> None:
-        super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node)
+                 names: Mapping[Value, str] | None = None, overrides: Mapping[int, np.ndarray] | None = None,
+                 layout: "LayoutTracker | None" = None, scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS,
+                 written: Sequence[OnnxNode] = (), graph_outputs: Collection[Value] = ()) -> None:
+        super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node,
+                         layout=layout, scalars=scalars, folded=folded, written=written, graph_outputs=graph_outputs)
         self._folded = folded
         self._write_body = write_body
         self._names = names or {}

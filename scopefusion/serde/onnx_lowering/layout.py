@@ -391,7 +391,7 @@ class LayoutTracker:
             value = _constant(c, folded)
             if value is None or value.size > _NEUTRAL_ELEMENTS or value.dtype.kind not in "iuf":
                 continue
-            if value.size and value.reshape(-1).item(0) != neutral:
+            if value.size and value.item(0) != neutral:  # the first element, by flat index, without a reshaped view
                 continue
             if np.count_nonzero(value if neutral == 0 else value != neutral):
                 continue

@@ -21,6 +21,7 @@ class LoweringRegistry:
     def __init__(self, lowerings: Iterable[tuple[str, Lowering]] = ()) -> None:
         # a str value names the builtin family module whose LOWERINGS holds the function (not yet imported)
         self._lowerings: dict[str, Lowering | str] = {}
+        self._shared = False  # whether _lowerings is the builtin table (:data:`_FAMILY_OF`), copied before a change
         for op_type, fn in lowerings:
             self.register(op_type, fn)
 
@@ -34,12 +35,18 @@ class LoweringRegistry:
             raise SerdeError(f"tf op type {op_type!r}: give the plain type (\"Conv2D\"), without the dialect")
         if op_type in self._lowerings and not replace:
             raise SerdeError(f"tf op type {op_type!r} has an ONNX lowering already; pass replace=True to replace it")
+        if self._shared:
+            self._lowerings = dict(self._lowerings)
+            self._shared = False
         self._lowerings[op_type] = lowering
 
     def get(self, op_type: str) -> Lowering | None:
         found = self._lowerings.get(op_type)
         if isinstance(found, str):
-            fn = self._lowerings[op_type] = _family_lowerings(found)[op_type]
+            # Resolving it resolves the builtin table too: a registry reading that table finds the function there.
+            fn = _family_lowerings(found)[op_type]
+            if not self._shared:
+                self._lowerings[op_type] = fn
             return fn
         return found
 
@@ -142,6 +149,9 @@ def default_lowerings() -> LoweringRegistry:
     """A fresh registry holding every builtin lowering (each family's module imported on first use)."""
     if not _FAMILY_OF:
         _fill_family_table()
+    # It reads the builtin table itself until a lowering is registered: an export that registers none (most)
+    # does not copy the table, and a registration never reaches another registry.
     registry = LoweringRegistry()
-    registry._lowerings = dict(_FAMILY_OF)
+    registry._lowerings = _FAMILY_OF
+    registry._shared = True
     return registry
