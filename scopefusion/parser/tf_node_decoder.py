@@ -32,7 +32,7 @@ from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, 
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
 from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node, split_inputs
+from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
@@ -130,7 +130,10 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
     (the bytes from the first attribute to the node's end, nothing else among them) by those bytes, and a
     node ending in the same bytes takes that dict without decoding them: they decode to the same attributes."""
     name = op = device = ""
-    input_texts: list[str] = []
+    # Each input as split_inputs parses it, as it is met: most nodes have no control input (and constants no
+    # input at all), which keep the shared NO_INPUTS.
+    inputs: list[tuple[str, int]] = NO_INPUTS
+    controls: list[str] = NO_INPUTS
     pairs: list[tuple[str, Any]] = []
     decoded_entries = _DECODED_ENTRIES
     attrs: dict[str, Any] | None = None
@@ -173,7 +176,21 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         except UnicodeDecodeError:
             raise _Fallback from None
         if tag == 0x1A:
-            input_texts.append(text)
+            if text[:1] == "^":
+                if controls is NO_INPUTS:
+                    controls = [text[1:]]
+                else:
+                    controls.append(text[1:])
+                continue
+            if ":" in text:
+                producer, _, index = text.rpartition(":")
+                tensor = (producer, int(index)) if index.isdigit() else (text, 0)
+            else:
+                tensor = (text, 0)
+            if inputs is NO_INPUTS:
+                inputs = [tensor]
+            else:
+                inputs.append(tensor)
         elif tag == 0x0A:
             name = text
         elif tag == 0x12:
@@ -200,10 +217,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    if not input_texts:
-        return framework_node(name, op, NO_INPUTS, NO_INPUTS, attrs, value, frame, device)
-    inputs, controls = split_inputs(input_texts)
-    return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, device)
+    return framework_node(name, op, inputs, controls, attrs, value, frame, device)
 
 
 def _skip_unknown(data: bytes, pos: int, end: int) -> int:
