@@ -102,7 +102,8 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
                 stripped, views = strip_field(1, len(nodes), field_start, pos)
                 nodes.append(_node(stripped, 0, len(stripped), views, shared))
             else:
-                nodes.append(_node(data, field_start, pos, node_views.get(len(nodes)), shared))
+                views = node_views.get(len(nodes)) if node_views else None  # (none when read whole: cut as met)
+                nodes.append(_node(data, field_start, pos, views, shared))
             continue
         name, cls = _GRAPH_MESSAGES[tag]
         if name in values:
@@ -166,7 +167,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
             known = decoded_entries.get(entry)
             if known is None:
                 known = _attr(data, field_start, pos, entry, views)
-                if entry not in decoded_entries:  # a value that is not immutable
+                if run is not None and entry not in decoded_entries:  # a value that is not immutable
                     run = None
             pairs.append(known)
             continue
@@ -201,7 +202,10 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         raise _Fallback  # decode_node_def's error
     # decode_attrs's order (by name); a name given twice is left to protobuf, as _decode_node_def leaves it.
     if attrs is None:
-        if len(pairs) > 1:
+        if len(pairs) == 2:  # (a constant's dtype and value, most often) ordered without sort's calls of the key
+            if pairs[0][0] > pairs[1][0]:
+                pairs.reverse()
+        elif len(pairs) > 2:
             pairs.sort(key=_BY_NAME)
         attrs = dict(pairs)
         if len(attrs) != len(pairs):
@@ -246,7 +250,8 @@ def _attr(data: bytes, pos: int, end: int, entry: bytes, views: ContentViews | N
         ((name, message),) = into.items()
     else:
         name, message = known
-    if message.WhichOneof("value") == "tensor":  # as decode_attrs decodes a tensor (which it never remembers)
+    # WhichOneof("value") read without the call (the message is one of message_decoder's).
+    if message._which == "tensor":  # as decode_attrs decodes a tensor (which it never remembers)
         return name, tensor_to_numpy(message.tensor, None if views is None else views.get(name))
     value = decode_attrs({name: message}, views)[name]
     if len(entry) <= MAX_CACHED_ENTRY and is_immutable_attr(message):
