@@ -126,13 +126,16 @@ def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, c
     (or ``consumed``, e.g. graph outputs) reads, at least one.
     """
     unknown: list[SourceNode] = []  # nodes of ops the table does not know: counted from their consumers
+    builtin = signatures.builtin_fixed_counts  # most ops' counts, found there without a call
     fixed: dict[str, int | None] = {}  # op type -> its output count when the attributes do not decide it
     num_outputs = signatures.num_outputs
     for node in nodes:
         if node.output_names:
             continue
         op_type = node.op_type
-        count = fixed.get(op_type)
+        count = builtin.get(op_type)
+        if count is None:
+            count = fixed.get(op_type)
         if count is None:
             count = num_outputs(op_type, node.attrs)
             if count is None:
