@@ -30,6 +30,7 @@ import numpy as np
 
 from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, NodeDef
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
+from .node_cuts import cut_entry
 from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
 from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
@@ -243,7 +244,13 @@ def _attr(data: bytes, pos: int, end: int, entry: bytes, views: ContentViews | N
     """``(name, value)`` of the attribute map entry ``entry`` (``data[pos:end]``): its message as
     ``_decode_node_def`` finds it (from the shared entry table, else by ``map_entry``), decoded by
     ``decode_attrs``; an immutable value is remembered by its encoding."""
-    known = AttrValue._entry_cache.get(entry) if end - pos <= MAX_CACHED_ENTRY else None
+    if end - pos <= MAX_CACHED_ENTRY:
+        known = AttrValue._entry_cache.get(entry)
+    else:
+        tensor = _tensor_apart(data, pos, end, views)
+        if tensor is not None:
+            return tensor
+        known = None
     if known is None:
         into: dict[str, Any] = {}
         map_entry(into, _ATTR_MAP, data, pos, end, 1)
@@ -259,3 +266,25 @@ def _attr(data: bytes, pos: int, end: int, entry: bytes, views: ContentViews | N
             _DECODED_ENTRIES.clear()
         _DECODED_ENTRIES[entry] = (name, value)
     return name, value
+
+
+def _tensor_apart(data: bytes, pos: int, end: int, views: ContentViews | None) -> tuple[str, Any] | None:
+    """``_attr``'s answer for an entry too long for the shared entry table (``data[pos:end]``) when it holds a
+    tensor whose only long field is its ``tensor_content`` (a constant of a few hundred values): the rest of the
+    entry, short, is read from that table (decoded once per process, as short entries are), and the content,
+    copied as decoding the whole entry copies it, is given to ``tensor_to_numpy`` as its cut content. Else
+    None (``_attr`` decodes the entry)."""
+    cut = cut_entry(data, pos, end, 1)
+    if cut is None:
+        return None
+    rest, name, content, length = cut
+    if len(rest) > MAX_CACHED_ENTRY or (views is not None and name in views):
+        return None
+    known = AttrValue._entry_cache.get(rest)
+    if known is None:
+        into: dict[str, Any] = {}
+        map_entry(into, _ATTR_MAP, rest, 0, len(rest), 1)
+        ((_, message),) = into.items()
+    else:
+        message = known[1]
+    return name, tensor_to_numpy(message.tensor, (data[content:content + length], 0, length))
