@@ -113,8 +113,8 @@ class _UnchangeableEmptyList(list):
 
 
 #: The ``inputs`` and ``control_inputs`` of the TF decoders' nodes that have none (constants; nearly every node
-#: has no control input): one list equal to ``[]``, shared and unchangeable, instead of one empty list per node
-#: for the garbage collector to walk.
+#: has no control input), and their ``output_names`` until they are named: one list equal to ``[]``, shared and
+#: unchangeable, instead of one empty list per node for the garbage collector to walk.
 NO_INPUTS: list[Any] = _UnchangeableEmptyList()
 
 

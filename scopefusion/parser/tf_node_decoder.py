@@ -174,7 +174,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
             continue
         run = None
         try:
-            text = data[field_start:pos].decode("utf-8")
+            text = data[field_start:pos].decode()  # (UTF-8)
         except UnicodeDecodeError:
             raise _Fallback from None
         if tag == 0x1A:

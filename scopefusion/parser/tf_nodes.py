@@ -113,7 +113,7 @@ def framework_node(name: str, op: str, inputs: list[tuple[str, int]], controls: 
     node.value = value
     node.subgraphs = {}
     node.frame = frame
-    node.output_names = []
+    node.output_names = NO_INPUTS  # named by assign_output_names, which gives each node its own list
     node.device = device
     node.synthetic = False
     return node
