@@ -142,11 +142,12 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
     run: bytes | None = None  # the bytes from the first attribute to the end, while they may be shared
     while pos < end:
         tag = data[pos]
-        if tag not in _NODE_TAGS or pos + 1 >= end:
+        if tag not in _NODE_TAGS:
             pos = _skip_unknown(data, pos, end)
             run = None
             continue
         field = pos
+        # (A tag that ends the node reads its length past the end: the field runs past it, refused below.)
         length = data[pos + 1]
         if length < 0x80:
             pos += 2

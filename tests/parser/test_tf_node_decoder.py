@@ -170,6 +170,8 @@ def test_unusual_but_valid_nodes_decode_in_one_pass(data):
     _node(NAME, _field(0, 0, b"\x01")),  # field number 0
     _node(NAME, _field(50, 3, b"") + _field(50, 4, b"")),  # a group
     _node(NAME, _field(3, 2, b"abc")[:-1]),  # truncated
+    _node(NAME, b"\x1a") + _node(_field(1, 2, b"m"), _field(2, 2, b"Op")),  # a field's tag ends the node
+    _node(NAME, b"\x1a"),  # ... and the GraphDef
     _node(_field(2, 2, b"Op")),  # no name: decode_node_def's error
     _node(_field(1, 2, b"c"), _field(2, 2, b"Const")),  # a constant without a tensor: decode_node_def's error
     _node(NAME, _attr("t", _field(8, 2, _field(1, 0, b"\x63")))),  # a tensor of no known dtype: decode_node_def's error
