@@ -17,7 +17,7 @@ from typing import Any
 
 from .wire import WireError, encode_varint, read_varint
 
-__all__ = ["cut_node"]
+__all__ = ["cut_entry", "cut_node"]
 
 _ATTR_TAG = 0x2A  # NodeDef.attr (field 5, length-delimited)
 _KEY_TAG, _VALUE_TAG = 0x0A, 0x12  # a map entry's key and value
@@ -71,7 +71,7 @@ def cut_node(data: bytes, start: int, end: int, threshold: int,
             return None
         payload, nxt = field
         if tag == _ATTR_TAG and nxt - payload >= threshold:
-            cut = _cut_entry(data, payload, nxt, threshold)
+            cut = cut_entry(data, payload, nxt, threshold)
             if cut is None:
                 return None
             entry, key, content, content_length = cut
@@ -89,7 +89,7 @@ def cut_node(data: bytes, start: int, end: int, threshold: int,
     return b"".join(pieces), views
 
 
-def _cut_entry(data: bytes, pos: int, end: int, threshold: int) -> tuple[bytes, str, int, int] | None:
+def cut_entry(data: bytes, pos: int, end: int, threshold: int) -> tuple[bytes, str, int, int] | None:
     """``(stripped entry, key, content offset, content length)`` of the attribute map entry in
     ``data[pos:end]``, when it is a short key then a value holding only a tensor whose only large field is
     its one ``tensor_content``; else None."""

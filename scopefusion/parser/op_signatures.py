@@ -58,6 +58,7 @@ class _BuiltinOps:
         self._table = table
         self._parsed: dict[str, tuple[OutputArg, ...]] = {}
         self._fixed: dict[str, int | None] = {}  # op type -> fixed_count's answer
+        self.fixed_counts: Mapping[str, int | None] = self._fixed  # (read it, do not change it)
         self._positions: dict[tuple[str, str], int | None] = {}  # see single_position
 
     def single_position(self, op_type: str, arg: str) -> int | None:
@@ -121,6 +122,10 @@ class OpSignatures:
     def __init__(self, functions: Mapping[str, Sequence[OutputArg]] | None = None) -> None:
         self._ops, self._defaults, self.tensorflow_version = _builtin_table()
         self._functions = {name: tuple(args) for name, args in (functions or {}).items()}
+        #: :meth:`fixed_count`'s answers so far for builtin ops, by op type (read it, do not change it): the
+        #: table's own, shared by every graph, so a reader finds most ops' counts without a call; empty when a
+        #: library function may shadow a builtin op.
+        self.builtin_fixed_counts: Mapping[str, int | None] = {} if self._functions else self._ops.fixed_counts
 
     def outputs(self, op_type: str) -> tuple[OutputArg, ...] | None:
         found = self._functions.get(op_type)

@@ -113,8 +113,8 @@ class _UnchangeableEmptyList(list):
 
 
 #: The ``inputs`` and ``control_inputs`` of the TF decoders' nodes that have none (constants; nearly every node
-#: has no control input): one list equal to ``[]``, shared and unchangeable, instead of one empty list per node
-#: for the garbage collector to walk.
+#: has no control input), and their ``output_names`` until they are named: one list equal to ``[]``, shared and
+#: unchangeable, instead of one empty list per node for the garbage collector to walk.
 NO_INPUTS: list[Any] = _UnchangeableEmptyList()
 
 
@@ -252,42 +252,49 @@ class SourceGraph:
         exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
         in_order = True  # whether every counted edge's producer comes earlier in the file than its consumer
         shared_edge = _ONE_EDGE.get  # _one_edge's answer when it has made it before (most edges), without a call
+        control_edge = _one_edge(CONTROL_SLOT, CONTROL_SLOT)
         for i, node in enumerate(node_list):
             consumer = node.name
             producers: dict[str, dict[int, int]] = {}
             in_edges[consumer] = producers
-            for slot, (producer, index) in enumerate(node.inputs):
-                if index == -1 and not producer:
-                    continue  # ABSENT_INPUT: an omitted optional input
-                keyed = producers.get(producer)
-                if keyed is None:
-                    consumers = out_edges.get(producer)
-                    if consumers is None:
-                        raise ParseError(
-                            f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
-                            f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
-                        )
-                    producers[producer] = consumers[consumer] = shared_edge((slot, index)) or _one_edge(slot, index)
-                    if in_order and position[producer] >= i and (
-                            not exempt or producer not in exempt or node.op_type != "Merge"):
-                        in_order = False
-                else:  # a second edge from the producer: its own dict (the first may be shared)
-                    producers[producer] = out_edges[producer][consumer] = {**keyed, slot: index}
-            for producer in node.control_inputs:
-                keyed = producers.get(producer)
-                if keyed is None:
-                    consumers = out_edges.get(producer)
-                    if consumers is None:
-                        raise ParseError(
-                            f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
-                            f"^{producer}, but no node has that name; the graph is incomplete"
-                        )
-                    producers[producer] = consumers[consumer] = shared_edge(_CONTROL_EDGE) or _one_edge(CONTROL_SLOT, CONTROL_SLOT)
-                    if in_order and position[producer] >= i and (
-                            not exempt or producer not in exempt or node.op_type != "Merge"):
-                        in_order = False
-                else:
-                    producers[producer] = out_edges[producer][consumer] = {**keyed, CONTROL_SLOT: CONTROL_SLOT}
+            data_inputs = node.inputs
+            if data_inputs:  # (a constant has none, and nearly every node no control input: their loops are skipped)
+                slot = -1  # counted by hand: cheaper than enumerate's pairs
+                for producer, index in data_inputs:
+                    slot += 1
+                    if index == -1 and not producer:
+                        continue  # ABSENT_INPUT: an omitted optional input
+                    keyed = producers.get(producer)
+                    if keyed is None:
+                        consumers = out_edges.get(producer)
+                        if consumers is None:
+                            raise ParseError(
+                                f"{self._where()}: node {node.name!r} ({node.op_type}) input {slot} names "
+                                f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
+                            )
+                        producers[producer] = consumers[consumer] = shared_edge((slot, index)) or _one_edge(slot, index)
+                        if in_order and position[producer] >= i and (
+                                not exempt or producer not in exempt or node.op_type != "Merge"):
+                            in_order = False
+                    else:  # a second edge from the producer: its own dict (the first may be shared)
+                        producers[producer] = out_edges[producer][consumer] = {**keyed, slot: index}
+            controls = node.control_inputs
+            if controls:
+                for producer in controls:
+                    keyed = producers.get(producer)
+                    if keyed is None:
+                        consumers = out_edges.get(producer)
+                        if consumers is None:
+                            raise ParseError(
+                                f"{self._where()}: node {node.name!r} ({node.op_type}) has a control input "
+                                f"^{producer}, but no node has that name; the graph is incomplete"
+                            )
+                        producers[producer] = consumers[consumer] = control_edge
+                        if in_order and position[producer] >= i and (
+                                not exempt or producer not in exempt or node.op_type != "Merge"):
+                            in_order = False
+                    else:
+                        producers[producer] = out_edges[producer][consumer] = {**keyed, CONTROL_SLOT: CONTROL_SLOT}
         for out in self.outputs:
             if out.node not in by_name:
                 raise ParseError(

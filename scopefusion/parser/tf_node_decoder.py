@@ -30,9 +30,10 @@ import numpy as np
 
 from .graph_def_decoder import _ATTR_MAP, _GRAPH_MESSAGES, AttrValue, GraphDef, NodeDef
 from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, varint
+from .node_cuts import cut_entry
 from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node, split_inputs
+from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
@@ -102,7 +103,8 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
                 stripped, views = strip_field(1, len(nodes), field_start, pos)
                 nodes.append(_node(stripped, 0, len(stripped), views, shared))
             else:
-                nodes.append(_node(data, field_start, pos, node_views.get(len(nodes)), shared))
+                views = node_views.get(len(nodes)) if node_views else None  # (none when read whole: cut as met)
+                nodes.append(_node(data, field_start, pos, views, shared))
             continue
         name, cls = _GRAPH_MESSAGES[tag]
         if name in values:
@@ -130,18 +132,22 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
     (the bytes from the first attribute to the node's end, nothing else among them) by those bytes, and a
     node ending in the same bytes takes that dict without decoding them: they decode to the same attributes."""
     name = op = device = ""
-    input_texts: list[str] = []
+    # Each input as split_inputs parses it, as it is met: most nodes have no control input (and constants no
+    # input at all), which keep the shared NO_INPUTS.
+    inputs: list[tuple[str, int]] = NO_INPUTS
+    controls: list[str] = NO_INPUTS
     pairs: list[tuple[str, Any]] = []
     decoded_entries = _DECODED_ENTRIES
     attrs: dict[str, Any] | None = None
     run: bytes | None = None  # the bytes from the first attribute to the end, while they may be shared
     while pos < end:
         tag = data[pos]
-        if tag not in _NODE_TAGS or pos + 1 >= end:
+        if tag not in _NODE_TAGS:
             pos = _skip_unknown(data, pos, end)
             run = None
             continue
         field = pos
+        # (A tag that ends the node reads its length past the end: the field runs past it, refused below.)
         length = data[pos + 1]
         if length < 0x80:
             pos += 2
@@ -163,17 +169,31 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
             known = decoded_entries.get(entry)
             if known is None:
                 known = _attr(data, field_start, pos, entry, views)
-                if entry not in decoded_entries:  # a value that is not immutable
+                if run is not None and entry not in decoded_entries:  # a value that is not immutable
                     run = None
             pairs.append(known)
             continue
         run = None
         try:
-            text = data[field_start:pos].decode("utf-8")
+            text = data[field_start:pos].decode()  # (UTF-8)
         except UnicodeDecodeError:
             raise _Fallback from None
         if tag == 0x1A:
-            input_texts.append(text)
+            if text[:1] == "^":
+                if controls is NO_INPUTS:
+                    controls = [text[1:]]
+                else:
+                    controls.append(text[1:])
+                continue
+            if ":" in text:
+                producer, _, index = text.rpartition(":")
+                tensor = (producer, int(index)) if index.isdigit() else (text, 0)
+            else:
+                tensor = (text, 0)
+            if inputs is NO_INPUTS:
+                inputs = [tensor]
+            else:
+                inputs.append(tensor)
         elif tag == 0x0A:
             name = text
         elif tag == 0x12:
@@ -184,7 +204,10 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         raise _Fallback  # decode_node_def's error
     # decode_attrs's order (by name); a name given twice is left to protobuf, as _decode_node_def leaves it.
     if attrs is None:
-        if len(pairs) > 1:
+        if len(pairs) == 2:  # (a constant's dtype and value, most often) ordered without sort's calls of the key
+            if pairs[0][0] > pairs[1][0]:
+                pairs.reverse()
+        elif len(pairs) > 2:
             pairs.sort(key=_BY_NAME)
         attrs = dict(pairs)
         if len(attrs) != len(pairs):
@@ -200,10 +223,7 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    if not input_texts:
-        return framework_node(name, op, NO_INPUTS, NO_INPUTS, attrs, value, frame, device)
-    inputs, controls = split_inputs(input_texts)
-    return framework_node(name, op, inputs or NO_INPUTS, controls or NO_INPUTS, attrs, value, frame, device)
+    return framework_node(name, op, inputs, controls, attrs, value, frame, device)
 
 
 def _skip_unknown(data: bytes, pos: int, end: int) -> int:
@@ -225,14 +245,21 @@ def _attr(data: bytes, pos: int, end: int, entry: bytes, views: ContentViews | N
     """``(name, value)`` of the attribute map entry ``entry`` (``data[pos:end]``): its message as
     ``_decode_node_def`` finds it (from the shared entry table, else by ``map_entry``), decoded by
     ``decode_attrs``; an immutable value is remembered by its encoding."""
-    known = AttrValue._entry_cache.get(entry) if end - pos <= MAX_CACHED_ENTRY else None
+    if end - pos <= MAX_CACHED_ENTRY:
+        known = AttrValue._entry_cache.get(entry)
+    else:
+        tensor = _tensor_apart(data, pos, end, views)
+        if tensor is not None:
+            return tensor
+        known = None
     if known is None:
         into: dict[str, Any] = {}
         map_entry(into, _ATTR_MAP, data, pos, end, 1)
         ((name, message),) = into.items()
     else:
         name, message = known
-    if message.WhichOneof("value") == "tensor":  # as decode_attrs decodes a tensor (which it never remembers)
+    # WhichOneof("value") read without the call (the message is one of message_decoder's).
+    if message._which == "tensor":  # as decode_attrs decodes a tensor (which it never remembers)
         return name, tensor_to_numpy(message.tensor, None if views is None else views.get(name))
     value = decode_attrs({name: message}, views)[name]
     if len(entry) <= MAX_CACHED_ENTRY and is_immutable_attr(message):
@@ -240,3 +267,25 @@ def _attr(data: bytes, pos: int, end: int, entry: bytes, views: ContentViews | N
             _DECODED_ENTRIES.clear()
         _DECODED_ENTRIES[entry] = (name, value)
     return name, value
+
+
+def _tensor_apart(data: bytes, pos: int, end: int, views: ContentViews | None) -> tuple[str, Any] | None:
+    """``_attr``'s answer for an entry too long for the shared entry table (``data[pos:end]``) when it holds a
+    tensor whose only long field is its ``tensor_content`` (a constant of a few hundred values): the rest of the
+    entry, short, is read from that table (decoded once per process, as short entries are), and the content,
+    copied as decoding the whole entry copies it, is given to ``tensor_to_numpy`` as its cut content. Else
+    None (``_attr`` decodes the entry)."""
+    cut = cut_entry(data, pos, end, 1)
+    if cut is None:
+        return None
+    rest, name, content, length = cut
+    if len(rest) > MAX_CACHED_ENTRY or (views is not None and name in views):
+        return None
+    known = AttrValue._entry_cache.get(rest)
+    if known is None:
+        into: dict[str, Any] = {}
+        map_entry(into, _ATTR_MAP, rest, 0, len(rest), 1)
+        ((_, message),) = into.items()
+    else:
+        message = known[1]
+    return name, tensor_to_numpy(message.tensor, (data[content:content + length], 0, length))

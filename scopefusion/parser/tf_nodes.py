@@ -113,7 +113,7 @@ def framework_node(name: str, op: str, inputs: list[tuple[str, int]], controls: 
     node.value = value
     node.subgraphs = {}
     node.frame = frame
-    node.output_names = []
+    node.output_names = NO_INPUTS  # named by assign_output_names, which gives each node its own list
     node.device = device
     node.synthetic = False
     return node
@@ -126,13 +126,16 @@ def assign_output_names(nodes: Sequence[SourceNode], signatures: OpSignatures, c
     (or ``consumed``, e.g. graph outputs) reads, at least one.
     """
     unknown: list[SourceNode] = []  # nodes of ops the table does not know: counted from their consumers
+    builtin = signatures.builtin_fixed_counts  # most ops' counts, found there without a call
     fixed: dict[str, int | None] = {}  # op type -> its output count when the attributes do not decide it
     num_outputs = signatures.num_outputs
     for node in nodes:
         if node.output_names:
             continue
         op_type = node.op_type
-        count = fixed.get(op_type)
+        count = builtin.get(op_type)
+        if count is None:
+            count = fixed.get(op_type)
         if count is None:
             count = num_outputs(op_type, node.attrs)
             if count is None:

@@ -49,3 +49,26 @@ def test_library_functions_are_ops_too():
     assert sigs.output_index("MyFn", {"N": 2}, "rest", 1) == 2
     assert OutputArg.parse("out*N") == OutputArg("out", number_attr="N")
     assert OutputArg.parse("out+T") == OutputArg("out", type_list_attr="T")
+
+
+def test_output_names_from_the_shared_builtin_counts_are_those_the_signatures_give():
+    """assign_output_names reads most ops' counts from the builtin table's answers; a library function named like
+    a builtin op shadows it, so with functions those answers are not read."""
+    from scopefusion.parser.source_graph import SourceNode
+    from scopefusion.parser.tf_nodes import assign_output_names
+
+    def names(signatures: OpSignatures) -> list[list[str]]:
+        nodes = [SourceNode("a", "Relu"), SourceNode("b", "Unique"), SourceNode("c", "NoOp"), SourceNode("d", "Relu"),
+                 SourceNode("e", "Split", attrs={"num_split": 3}), SourceNode("f", "NotAnOp"),
+                 SourceNode("g", "Identity", inputs=[("f", 2)])]
+        assign_output_names(nodes, signatures)
+        return [n.output_names for n in nodes]
+
+    builtin = OpSignatures()
+    names(builtin)  # the table has answered for these ops now
+    assert builtin.builtin_fixed_counts["Relu"] == 1 and builtin.builtin_fixed_counts["Split"] is None
+    assert names(builtin) == [["a:0"], ["b:0", "b:1"], [], ["d:0"], ["e:0", "e:1", "e:2"], ["f:0", "f:1", "f:2"],
+                              ["g:0"]]
+    shadowed = OpSignatures({"Relu": [OutputArg("x"), OutputArg("y")]})
+    assert not shadowed.builtin_fixed_counts
+    assert names(shadowed)[0] == ["a:0", "a:1"] and names(shadowed)[3] == ["d:0", "d:1"]

@@ -212,6 +212,41 @@ def test_reading_the_file_whole_or_by_chunks_gives_identical_graphs(tf_mobilenet
             assert isinstance(_root(a.value), mmap.mmap) and isinstance(_root(b.value), mmap.mmap), a.name
 
 
+def test_a_small_file_read_unmapped_gives_the_graph_a_mapped_one_gives(tmp_path, monkeypatch):
+    """A small GraphDef is not mapped: its constants, cut out of the file or not, are read-only views of the
+    bytes read, equal to those of the mapped file."""
+    from scopefusion.parser import loader
+    from scopefusion.parser.proto import tf_framework_pb2 as tfpb
+
+    from . import tf_graph_util as tg
+
+    weights = np.arange(600, dtype=np.float32).reshape(20, 30)
+    big = tfpb.TensorProto(dtype=tfpb.DT_FLOAT, tensor_content=weights.tobytes())
+    big.tensor_shape.dim.add(size=20)
+    big.tensor_shape.dim.add(size=30)
+    path = tg.write(tmp_path / "small.pb", [
+        tg.node("x", "Placeholder", dtype=tg.type_attr()),
+        tg.node("w", "Const", dtype=tg.type_attr(), value=tfpb.AttrValue(tensor=big)),
+        tg.const("one"),
+        tg.node("mm", "MatMul", ["x", "w"], T=tg.type_attr()),
+        tg.node("y", "Add", ["mm", "one"], T=tg.type_attr()),
+    ])
+    assert path.stat().st_size <= loader.UNMAPPED_BYTES
+    unmapped = load(path)
+    monkeypatch.setattr(loader, "UNMAPPED_BYTES", 0)
+    mapped = load(path)
+    assert [(n.name, n.op_type, n.inputs, n.control_inputs, n.output_names, sorted(n.attrs)) for n in unmapped] == [
+        (n.name, n.op_type, n.inputs, n.control_inputs, n.output_names, sorted(n.attrs)) for n in mapped
+    ]
+    for a, b in zip(unmapped, mapped):
+        for key, value in a.attrs.items():
+            assert _same_attr(value, b.attrs[key]) if isinstance(value, np.ndarray) else value == b.attrs[key]
+    assert np.array_equal(unmapped.node("w").value, weights) and not unmapped.node("w").value.flags.writeable
+    assert isinstance(_root(unmapped.node("w").value), bytes) and isinstance(_root(mapped.node("w").value), mmap.mmap)
+    with pytest.raises(ValueError):
+        unmapped.node("w").value.ravel()[0] = 1
+
+
 def _loops_with_dropped_values() -> bytes:
     """TF1 loops one in the other over ``x`` [2]; each body computes a value nothing reads."""
     import tensorflow as tf

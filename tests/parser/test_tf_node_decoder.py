@@ -104,6 +104,36 @@ def test_nodes_ending_in_the_same_attributes_share_one_dict(tf_mobilenet_pb):
     assert len({id(n.attrs) for n in nodes if n.op_type == "Const"}) == len([n for n in nodes if n.op_type == "Const"])
 
 
+def _tensor(dtype: int, shape: list[int], **fields) -> tfpb.TensorProto:
+    tensor = tfpb.TensorProto(dtype=dtype, **fields)
+    for size in shape:
+        tensor.tensor_shape.dim.add(size=size)
+    return tensor
+
+
+@pytest.mark.parametrize("tensor", [
+    _tensor(tfpb.DT_FLOAT, [10, 15], tensor_content=np.arange(150, dtype=np.float32).tobytes()),
+    _tensor(tfpb.DT_INT8, [700], tensor_content=bytes(range(100)) * 7),
+    _tensor(tfpb.DT_FLOAT, [2, 75], tensor_content=bytes(600), float_val=[1.5]),  # the content is read
+    _tensor(tfpb.DT_STRING, [3], tensor_content=b"\xc8\x01\xc8\x01\xc8\x01" + b"s" * 600),
+    _tensor(tfpb.DT_FLOAT, [150], float_val=list(range(150))),  # no content: the entry is decoded whole
+    _tensor(tfpb.DT_STRING, [2], tensor_content=b"\xff\x7f" + b"s" * 600),  # strings longer than it: refused
+])
+def test_constants_of_a_few_hundred_values_decode_in_one_pass(tensor):
+    """A tensor entry too long for the shared entry table is read as its content and the rest of the entry."""
+    from . import tf_graph_util as tg
+
+    graph = tfpb.GraphDef(node=[tg.node("c", "Const", dtype=tfpb.AttrValue(type=tensor.dtype),
+                                        value=tfpb.AttrValue(tensor=tensor))])
+    data = graph.SerializeToString()
+    assert 512 < len(data) < 1024 + 64
+    if tensor.tensor_content.startswith(b"\xff"):
+        assert one_pass(data) is None and not check_same_nodes(data)
+        return
+    assert check_same_nodes(data)
+    assert not one_pass(data)[1][0].value.flags.writeable
+
+
 def _loadable(data: bytes, debug_info: bool = False) -> bytes:
     """The decoder tests' graph of every kind of field, its int tensor given the shape its values need (and
     without the debug info of its first node, unless ``debug_info``)."""
@@ -140,6 +170,8 @@ def test_unusual_but_valid_nodes_decode_in_one_pass(data):
     _node(NAME, _field(0, 0, b"\x01")),  # field number 0
     _node(NAME, _field(50, 3, b"") + _field(50, 4, b"")),  # a group
     _node(NAME, _field(3, 2, b"abc")[:-1]),  # truncated
+    _node(NAME, b"\x1a") + _node(_field(1, 2, b"m"), _field(2, 2, b"Op")),  # a field's tag ends the node
+    _node(NAME, b"\x1a"),  # ... and the GraphDef
     _node(_field(2, 2, b"Op")),  # no name: decode_node_def's error
     _node(_field(1, 2, b"c"), _field(2, 2, b"Const")),  # a constant without a tensor: decode_node_def's error
     _node(NAME, _attr("t", _field(8, 2, _field(1, 0, b"\x63")))),  # a tensor of no known dtype: decode_node_def's error
