@@ -33,7 +33,7 @@ from ..parser.source_graph import (
 )
 from ..records import Record
 from .attr_checks import check_source_attrs
-from .source_attrs import convert_attrs
+from .source_attrs import convert_attrs, convert_source_attrs
 from .splat_consts import add_constant
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,7 +222,7 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
+        attrs, dropped = convert_source_attrs(plain, opdef, graph_converter=ctx.build_attr_body)
         if dropped or "N" in plain:  # what check_source_attrs checks (nothing else can fail it)
             check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
@@ -239,8 +239,8 @@ class OpParserRegistry:
         # An op whose output count no attribute decides (most TF ops) has it in the table _num_outputs keeps.
         fixed = self._fixed_outputs.get(node.op_type) if framework == FRAMEWORK_TENSORFLOW else None
         n_out = fixed if fixed is not None else self._num_outputs(framework, node, opdef)
-        if not controls and not bodies:
-            made = graph._add_converted(op, dialect, op_type, opdef, inputs, node.name, attrs, n_out)
+        if not bodies:
+            made = graph._add_converted(op, dialect, op_type, opdef, inputs, node.name, attrs, n_out, controls)
             if made is not None:
                 return made
         return graph.add_node(
@@ -252,7 +252,7 @@ class OpParserRegistry:
             control_inputs=controls,
             subgraphs=bodies,
             allow_unknown=True,
-            attrs_of_declared_kinds=True,  # convert_attrs above, declared kinds only, of a source node's names
+            attrs_of_declared_kinds=True,  # convert_source_attrs above: declared kinds only, of a source node's names
         )
 
     def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:
