@@ -140,3 +140,21 @@ def test_a_constant_definition_declaring_more_is_checked_again():
     made = graph.add_const(np.zeros(2, np.float32), "c").producer
     assert made.attrs.get("note") == 1.5
     assert "note" not in graph.node("b").attrs.names()
+
+
+@pytest.mark.parametrize("name", ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf2_control_flow_pb"])
+def test_remembered_output_counts_are_the_signatures_counts(name, request):
+    """Output counts found by attribute identities are what the signature table gives, first and again."""
+    from scopefusion.ir_builder import op_parsers
+    from scopefusion.parser import load
+    from scopefusion.parser.op_signatures import builtin_signatures
+
+    source = load(request.getfixturevalue(name))
+    signatures = builtin_signatures()
+    nodes = list(source.nodes)
+    for body in source.functions.values():
+        nodes.extend(body.nodes)
+    for _ in range(2):
+        for node in nodes:
+            assert op_parsers._counted_outputs(signatures, node) == signatures.num_outputs(node.op_type, node.attrs)
+
