@@ -361,7 +361,8 @@ _UNNOTED: dict[bool, tuple[bool, str | None]] = {True: (True, None), False: (Fal
 _Answer = tuple[list["Type | None"], list["np.ndarray | None"], bool, tuple]
 
 SHARED_ANSWERS_LIMIT = 4096  # answers kept for later conversions; the table starts afresh when full
-SHARED_ANSWER_ELEMENTS = 1024  # folded elements an answer may hold to be kept for later conversions
+SHARED_ANSWER_ELEMENTS = 256  # folded elements an answer may hold to be kept for later conversions
+SHARED_BUDGETS_LIMIT = 4  # folded-value budgets whose answers are kept; the tables start afresh past them
 
 
 def _shared_answers(context: IRContext, fold_limit: int) -> dict[tuple, _Answer]:
@@ -370,6 +371,8 @@ def _shared_answers(context: IRContext, fold_limit: int) -> dict[tuple, _Answer]
     tables = context.memo.setdefault(__name__, {})
     found = tables.get(fold_limit)
     if found is None:
+        if len(tables) >= SHARED_BUDGETS_LIMIT:
+            tables.clear()
         found = tables[fold_limit] = {}
     return found
 

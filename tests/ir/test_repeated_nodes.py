@@ -293,3 +293,11 @@ def test_converting_again_adds_no_remembered_attribute_maps(tf_mobilenet_pb):
     model = convert(tf_mobilenet_pb)
     assert any(n.op.startswith("fused.") for n in model.graph.nodes)
     assert (len(shape_inference._attrs_memo), len(shape_inference._plain_memo)) == (maps, plain)
+
+
+def test_answers_are_kept_for_a_few_budgets_only(tf_mobilenet_pb, monkeypatch):
+    monkeypatch.setattr(shape_inference, "SHARED_BUDGETS_LIMIT", 2)
+    for limit in (1001, 1002, 1003):
+        model = convert(tf_mobilenet_pb, max_folded_bytes=limit)
+    tables = model.graph.context.memo[shape_inference.__name__]
+    assert 1003 in tables and len(tables) <= 2
