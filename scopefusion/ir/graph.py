@@ -562,14 +562,17 @@ def _declared_or_private(attrs: Mapping[str, Any], specs: Mapping[str, Any]) -> 
 
 
 def _complete_as_given(opdef: OpDef, attrs: Mapping[str, Any]) -> bool:
-    """Whether every name of ``attrs`` is declared by ``opdef`` or private and every declared name is there:
-    :meth:`Graph.add_node` then stores a vouched map as it is and ``complete_attrs`` adds nothing. Remembered
-    with the definition's bindings by the tuple of names (a definition that changes forgets its bindings)."""
-    key = ("complete", tuple(attrs))
+    """Whether every name of ``attrs`` is declared by ``opdef`` or private, or ``opdef`` accepts undeclared
+    names (``open_attrs``, a framework op), and every declared name is there: :meth:`Graph.add_node` then
+    stores a vouched map as it is and ``complete_attrs`` adds nothing. Remembered with the definition's
+    bindings by whether it is open and the tuple of names (a definition that changes forgets its bindings)."""
+    open_attrs = opdef.open_attrs
+    key = ("complete", open_attrs, tuple(attrs))
     found = opdef._bindings.get(key)
     if found is None:
         declared = opdef.attrs
-        found = opdef._bindings[key] = _declared_or_private(attrs, declared) and attrs.keys() >= declared.keys()
+        found = opdef._bindings[key] = (open_attrs or _declared_or_private(attrs, declared)) and (
+            attrs.keys() >= declared.keys())
     return found
 
 
