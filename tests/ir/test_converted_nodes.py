@@ -158,3 +158,29 @@ def test_remembered_output_counts_are_the_signatures_counts(name, request):
         for node in nodes:
             assert op_parsers._counted_outputs(signatures, node) == signatures.num_outputs(node.op_type, node.attrs)
 
+
+
+def test_fused_nodes_take_the_shortcut_as_add_node_adds_them(model_path, monkeypatch):
+    """A fused op whose converted attributes add_node would store as they are is added through
+    ``Graph._add_converted``: the same graph, layout and bytes as through ``add_node``."""
+    from scopefusion.ir_builder import op_parsers
+
+    fast = convert(model_path)
+    monkeypatch.setattr(op_parsers, "_stored_as_converted", lambda attrs, opdef: False)
+    slow = convert(model_path)
+    if "mobilenet" in model_path.name or "bert" in model_path.name:
+        assert any(n.op.startswith("fused.") for n in fast.graph.nodes)
+    assert first_difference(fast.graph, slow.graph) is None
+    assert _layout(fast.graph) == _layout(slow.graph)
+    for fmt in ("ge", "ge-text", "onnx"):
+        assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
+
+
+def test_fused_attributes_of_another_kind_go_through_add_node():
+    from scopefusion.ir_builder import op_parsers
+
+    op = OpDef("Fused", "fused").input("x").output("y").attr("eps", FLOAT, default=1e-5)
+    assert op_parsers._stored_as_converted({"eps": AttrValue(FLOAT, 1.0), "_rule": AttrValue.of("r")}, op)
+    assert not op_parsers._stored_as_converted({"eps": AttrValue.of(1)}, op)  # an INT where a FLOAT is declared
+    assert not op_parsers._stored_as_converted({"other": AttrValue.of(1)}, op)
+    assert not op_parsers._stored_as_converted({"": AttrValue.of(1)}, None)
