@@ -234,7 +234,7 @@ class OpParserRegistry:
             value = built.get(edge) if type(edge) is tuple else None
             inputs.append(value if value is not None else ctx.input_value(node, slot))
             slot += 1
-        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
+        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else None
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
         # An op whose output count no attribute decides (most TF ops) has it in the table _num_outputs keeps.
         fixed = self._fixed_outputs.get(node.op_type) if framework == FRAMEWORK_TENSORFLOW else None
@@ -249,7 +249,7 @@ class OpParserRegistry:
             name=node.name,
             attrs=attrs,
             num_outputs=n_out,
-            control_inputs=controls,
+            control_inputs=controls or (),
             subgraphs=bodies,
             allow_unknown=True,
             attrs_of_declared_kinds=True,  # convert_source_attrs above: declared kinds only, of a source node's names
