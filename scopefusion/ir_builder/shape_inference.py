@@ -132,12 +132,12 @@ def infer_graph(
         twins = earlier[0].nodes
         earlier_known = earlier[1].known_values
         earlier_outcomes = earlier[1].outcomes
-    # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     # Answers by node key: those of other conversions in this context and fold limit, and this graph's own
     # answers holding too many elements to keep after it.
     shared = _shared_answers(context, fold_limit)
     repeated: dict[tuple, _Answer] = {}
     identity = _identity_kernel()
+    # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     collect = _reads_names(graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:
