@@ -13,16 +13,14 @@ that node's output types, folded values and counts instead of being inferred aga
 of exactly those inputs, the node's attributes and its output count, which a clone shares; nodes with
 bodies or loop back edges are always inferred.
 
-A node that reads exactly what an earlier node of the same op definition read (the same interned input
-types, equal small known values where inference or folding reads them, equal plain attributes, as many
-outputs) takes that node's output types and folded values (shared arrays) instead of being inferred again:
-a model repeats its shape arithmetic and its layers, and the conversions of a process that share an
-:class:`~scopefusion.ir.types.IRContext` (see ``convert``) repeat each other's nodes. The answers are kept
-in the context under the folded-value budget (which decides what folds), with the definition that gave them:
-a definition whose specs or functions changed since answers anew. An answer holding more than
-:data:`SHARED_ANSWER_ELEMENTS` folded elements is kept for its own graph only. A node whose inference or
-folding said anything (an error, an unfolded note, a failed fold) is never remembered, and a node that takes
-its input's type (below), which costs no more than its key, is not keyed.
+Within one graph, a node that reads exactly what an earlier node of the same op definition read (the same
+interned input types, equal small known values where inference or folding reads them, equal plain
+attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
+being inferred again: a model repeats its shape arithmetic and its layers. A node whose inference or
+folding said anything (an error, an unfolded note, a failed fold) is never remembered. A node is keyed only
+once a later node of its op definition reads the same input types (until then it cannot be repeated, and
+most nodes of a small model never are), and a node that takes its input's type (below), which costs no more
+than its key, is not keyed.
 
 A node whose op has no inference function and whose every output follows one input's dtype and shape (an
 ``Identity``, an activation) takes that input's interned type directly; it is still folded as any node is,
@@ -49,8 +47,8 @@ from ..errors import InferenceError
 from ..ir.attrs import AttrValue
 from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.inference import input_info
-from ..ir.opdef import InferContext, InputInfo, OpDef
-from ..ir.types import IRContext, TensorType, Type
+from ..ir.opdef import InferContext, InputInfo
+from ..ir.types import TensorType, Type
 from ..records import Record
 from .consistency import check_contradictions
 
@@ -132,10 +130,9 @@ def infer_graph(
         twins = earlier[0].nodes
         earlier_known = earlier[1].known_values
         earlier_outcomes = earlier[1].outcomes
-    # Answers by node key: those of other conversions in this context and fold limit, and this graph's own
-    # answers holding too many elements to keep after it.
-    shared = _shared_answers(context, fold_limit)
-    repeated: dict[tuple, _Answer] = {}
+    repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
+    # By the types a node reads (see _types_read): the nodes inferred with them whose keys are not made yet.
+    unkeyed: dict[tuple, list[tuple[Node, tuple[list[Type | None], list[np.ndarray | None], bool]]]] = {}
     identity = _identity_kernel()
     # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     collect = _reads_names(graph.nodes)
@@ -197,15 +194,28 @@ def infer_graph(
             direct = None
         else:
             direct = _direct_types(opdef, node.inputs, len(node.outputs))
-        # A node that takes its input's type costs about what keying it would: it is not keyed.
-        key = None if direct is not None or node.subgraphs else _node_key(node, known_values)
+        # A node that takes its input's type costs about what keying it would: it is not keyed. Nor is a
+        # node that reads types no earlier node read, which cannot repeat one: its key is made (and its answer
+        # remembered under it) only once a later node reads those types too.
+        key = None
+        types_read = None if direct is not None or node.subgraphs else _types_read(node)
+        if types_read is not None:
+            earlier_nodes = unkeyed.get(types_read)
+            if earlier_nodes is None:
+                unkeyed[types_read] = []
+            else:
+                for earlier_node, earlier_answer in earlier_nodes:
+                    earlier_key = _node_key(earlier_node, known_values)
+                    if earlier_key is not None:
+                        repeated[earlier_key] = earlier_answer
+                earlier_nodes.clear()
+                key = _node_key(node, known_values)
+                types_read = None  # keyed now: remembered under its key, if at all
         if key is not None:
-            answer = shared.get(key)
-            if answer is None and repeated:
-                answer = repeated.get(key)
-            if answer is not None and _answered_by(opdef, answer[3]):
-                types, shared_arrays, was_folded, _ = answer
-                for value, t, array in zip(node.outputs, types, shared_arrays):
+            answer = repeated.get(key)
+            if answer is not None:
+                types, shared, was_folded = answer
+                for value, t, array in zip(node.outputs, types, shared):
                     value.type = t
                     if array is not None:
                         known_values[id(value)] = array
@@ -261,7 +271,7 @@ def infer_graph(
                 check_contradictions(node, infos, inferred)
             folded = _try_fold(node, infos, attrs) if _fold_fits(node, inferred, result, fold_limit) else None
         if folded is _FOLD_FAILED:
-            folded = key = None
+            folded = key = types_read = None
         arrays: list[np.ndarray | None] = []
         if folded is None and direct is not None:
             # Nothing folded: each output takes its input's interned type, as _type_outputs would give it.
@@ -275,8 +285,9 @@ def infer_graph(
         note = result.unfolded[-1] if len(result.unfolded) > unfolded else None
         result.outcomes[id(node)] = _UNNOTED[folded is not None] if note is None else (folded is not None, note)
         if key is not None and note is None:
-            _remember(shared, repeated, key, (
-                [value.type for value in node.outputs], arrays, folded is not None, _definition(opdef)))
+            repeated[key] = ([value.type for value in node.outputs], arrays, folded is not None)
+        elif types_read is not None and note is None:
+            unkeyed[types_read].append((node, ([value.type for value in node.outputs], arrays, folded is not None)))
     if progress is not None:
         progress(total, total)
     dynamic_values = result.dynamic_values
@@ -356,53 +367,6 @@ def _folded_as_typed(direct: list[TensorType], folded: list[np.ndarray | None], 
 # A node's outcome without a note, one tuple for every such node: by whether it folded.
 _UNNOTED: dict[bool, tuple[bool, str | None]] = {True: (True, None), False: (False, None)}
 
-# A node's answer: its outputs' types, their folded values (or None), whether it folded, and the definition
-# that answered (see _definition).
-_Answer = tuple[list["Type | None"], list["np.ndarray | None"], bool, tuple]
-
-SHARED_ANSWERS_LIMIT = 4096  # answers kept for later conversions; the table starts afresh when full
-SHARED_ANSWER_ELEMENTS = 256  # folded elements an answer may hold to be kept for later conversions
-SHARED_BUDGETS_LIMIT = 4  # folded-value budgets whose answers are kept; the tables start afresh past them
-
-
-def _shared_answers(context: IRContext, fold_limit: int) -> dict[tuple, _Answer]:
-    """The answers kept for the conversions sharing ``context`` under the folded-value budget ``fold_limit``
-    (which decides what folds). Their keys hold the context's interned types, so they live with it."""
-    tables = context.memo.setdefault(__name__, {})
-    found = tables.get(fold_limit)
-    if found is None:
-        if len(tables) >= SHARED_BUDGETS_LIMIT:
-            tables.clear()
-        found = tables[fold_limit] = {}
-    return found
-
-
-def _definition(opdef: OpDef) -> tuple:
-    """What of ``opdef`` an answer was made with: the definition itself (kept alive, so its id in the keys is
-    not reused), its bindings table (replaced whenever a spec is declared or changed) and its functions."""
-    return (opdef, opdef._bindings, opdef.infer_shape, opdef.infer_dtype, opdef.fold, opdef.reference)
-
-
-def _answered_by(opdef: OpDef, made_with: tuple) -> bool:
-    """Whether an answer made with ``made_with`` (see _definition) is ``opdef``'s as it is now."""
-    return (made_with[0] is opdef and made_with[1] is opdef._bindings and made_with[2] is opdef.infer_shape
-            and made_with[3] is opdef.infer_dtype and made_with[4] is opdef.fold and made_with[5] is opdef.reference)
-
-
-def _remember(shared: dict[tuple, _Answer], repeated: dict[tuple, _Answer], key: tuple, answer: _Answer) -> None:
-    """Keeps ``answer`` for later conversions when its folded values are small, else for this graph only."""
-    size = 0
-    for array in answer[1]:
-        if array is not None:
-            size += array.size
-    if size > SHARED_ANSWER_ELEMENTS:
-        repeated[key] = answer
-        return
-    if len(shared) >= SHARED_ANSWERS_LIMIT:
-        shared.clear()
-    shared[key] = answer
-
-
 _CHECKED_OPS = frozenset({"Reshape", "Range"})  # op types whose inferred outputs check_contradictions reads
 
 # Largest known input value (in elements) whose bytes go into a node's key (see _node_key).
@@ -421,11 +385,30 @@ def _identity_kernel() -> Callable[..., object] | None:
     return None if module is None else getattr(module, "identity_kernel", None)
 
 
+def _types_read(node: Node) -> tuple | None:
+    """The op definition, output count and input types of ``node``, which its key (:func:`_node_key`) starts
+    with, so two nodes of one key have the same; None for a node read through a loop back edge or from an
+    input with no type yet, which is never keyed here.
+
+    NOTE: a node is keyed only once a later node reads the same, perhaps long after it was inferred. Its key
+    then reads what it read: its inputs' known values were found before it (by their producers, scheduled
+    earlier) and do not change, unless an input is a loop back edge, whose value is found later."""
+    parts: list = [id(node.opdef), len(node.outputs)]
+    for value in node.inputs:
+        if value is None:
+            parts.append(None)
+            continue
+        t = value.type
+        if t is None or value.meta.get("back_edge"):
+            return None
+        parts.append(t)
+    return tuple(parts)
+
+
 def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
     """What ``node``'s inference and folding read: its op definition, output count, each input's interned
     type and (small, numeric) known value, and its attributes' plain values; None when part of it cannot be
-    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute), or for a node
-    reading a loop back edge, whose type and value are found after it.
+    compared exactly and cheaply (a larger or non-numeric value, a tensor or graph attribute).
 
     NOTE: a known value is part of the key only where something reads it: a value-dependent input (its
     inference sees the value), or every input when the op can fold (a ``fold`` hook, or a kernel while
@@ -453,7 +436,7 @@ def _node_key(node: Node, known: dict[int, np.ndarray]) -> tuple | None:
         if value is None:
             parts.append(None)
             continue
-        if value.type is None or value.meta.get("back_edge"):  # a loop back edge, whose value is found later
+        if value.type is None:  # a loop back edge not inferred yet
             return None
         data = known.get(id(value))
         if data is None or (depends is not None and slot not in depends):

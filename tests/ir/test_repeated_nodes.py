@@ -1,9 +1,10 @@
-"""A node that reads what an earlier node of the same op read, in its graph or in an earlier conversion sharing
-its IRContext, takes that node's answer (``shape_inference``): the result is exactly what inferring every node
-gives, on TF and ONNX models, and the converted model's bytes are the same."""
+"""Within one graph, a node that reads what an earlier node of the same op read takes that node's answer
+(``shape_inference``): the result is exactly what inferring every node gives, on TF and ONNX models, and the
+converted model's bytes are the same."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -73,96 +74,41 @@ def test_repeated_nodes_give_what_inferring_each_gives(model_path, static, monke
     _every_node_inferred(monkeypatch)
     want, want_result = from_scratch(graph, shapes)
     assert_same_inference(got, got_result, want, want_result)
-    inferring = [n for n in graph.nodes if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype)
-                 and not n.subgraphs]
-    assert keys or not inferring  # every node with an inference function (and no bodies) was keyed
+    assert keys or not _repeated_inferring_defs(graph)  # nodes were keyed where some can repeat
 
 
-def test_a_model_converted_again_takes_the_answers_of_its_first_conversion(model_path, monkeypatch):
-    """The second conversion finds its nodes' answers in the shared context: the same inference, notes,
-    counts and bytes as a conversion that infers every node."""
-    convert(model_path)
-    hits = []
-    shared_answers = shape_inference._shared_answers
-
-    def recorded(context, fold_limit):
-        table = shared_answers(context, fold_limit)
-        hits.append(table)
-        return table
-
-    monkeypatch.setattr(shape_inference, "_shared_answers", recorded)
-    again = convert(model_path)
-    assert hits and any(hits)  # the first conversion left answers
-    _every_node_inferred(monkeypatch)
-    inferred = convert(model_path)
-    assert_same_values(again.graph, again.inference, inferred.graph, inferred.inference)
-    assert list(again.inference.outcomes.values()) == list(inferred.inference.outcomes.values())
-    for fmt in ("ge", "ge-text", "onnx"):
-        assert again.to_bytes(fmt) == inferred.to_bytes(fmt), fmt
+def _repeated_inferring_defs(graph: Graph) -> list[tuple]:
+    """The op definitions with an inference function and input types that more than one node of ``graph``
+    reads: only their nodes are keyed (a node reading what no earlier node read cannot repeat one, and a node
+    taking its input's type is not keyed)."""
+    counts = Counter(
+        shape_inference._types_read(n) for n in graph.nodes
+        if n.opdef is not None and (n.opdef.infer_shape or n.opdef.infer_dtype) and not n.subgraphs
+    )
+    return [read for read, count in counts.items() if read is not None and count > 1]
 
 
-def _shared_definition(model, op: str):
-    return next(n.opdef for n in model.graph.nodes if n.op == op)
+def test_nodes_are_keyed_only_once_a_later_node_reads_the_same_types(tf_mobilenet_pb, monkeypatch):
+    """A node is keyed when a later node reads its op's input types (both are then), never before; a node
+    reading a loop back edge, whose known value is found after it, is never keyed."""
+    keyed = []
+    node_key = shape_inference._node_key
 
+    def counted(node, known):
+        keyed.append(node)
+        return node_key(node, known)
 
-def test_a_definition_whose_function_changed_answers_anew(tf_mobilenet_pb, monkeypatch):
-    """An answer is taken only from the definition as it was when it answered: a new shape function (or
-    spec) is asked, in every later conversion."""
-    opdef = _shared_definition(convert(tf_mobilenet_pb), "tf.Conv2D")
-    asked = []
-    original = opdef.infer_shape
-
-    def counted(ctx):
-        asked.append(ctx.node_name)
-        original(ctx)
-
-    monkeypatch.setattr(opdef, "infer_shape", counted)
+    monkeypatch.setattr(shape_inference, "_node_key", counted)
     convert(tf_mobilenet_pb)
-    assert asked
-    first = len(asked)
-    convert(tf_mobilenet_pb)
-    assert len(asked) == first  # answered again, under the new function
-    monkeypatch.setattr(opdef, "_bindings", {})  # as declaring a spec does
-    convert(tf_mobilenet_pb)
-    assert len(asked) > first
-
-
-def test_answers_are_kept_per_folded_value_budget(tf_mobilenet_pb):
-    """What folds depends on the budget: a conversion under another budget takes no answer of this one."""
-    from scopefusion.convert import _shared_ir_context
-
-    convert(tf_mobilenet_pb)
-    context = _shared_ir_context()
-    tables = context.memo[shape_inference.__name__]
-    convert(tf_mobilenet_pb, max_folded_bytes=64)
-    assert 64 in tables and tables[64] and len(tables) >= 2
-
-
-def test_shared_answers_are_bounded(tf_mobilenet_pb, monkeypatch):
-    monkeypatch.setattr(shape_inference, "SHARED_ANSWERS_LIMIT", 8)
-    model = convert(tf_mobilenet_pb, max_folded_bytes=12345)
-    table = model.graph.context.memo[shape_inference.__name__][12345]
-    assert 0 < len(table) <= 8
-
-
-def test_answers_with_many_folded_elements_stay_with_their_graph(monkeypatch):
-    """An answer over SHARED_ANSWER_ELEMENTS folded elements is not kept for later conversions, and a
-    node repeating it in its own graph still takes it."""
-    monkeypatch.setattr(shape_inference, "SHARED_ANSWER_ELEMENTS", 0)
-    path = REPO / "testdata" / "torch_encoder_opset17.onnx"
-    model = convert(path, input_shapes={"input_ids": [2, 16]}, max_folded_bytes=54321)
-    table = model.graph.context.memo[shape_inference.__name__][54321]
-    kept = [a.size for answer in table.values() for a in answer[1] if a is not None]
-    assert model.inference.folded and table and not any(kept)
+    reads = Counter(shape_inference._types_read(n) for n in keyed)
+    assert keyed and all(count > 1 for count in reads.values()), reads
 
 
 def test_a_node_reading_a_loop_back_edge_is_never_keyed(tf1_cond_pb):
-    model = convert(tf1_cond_pb)
-    graph, known = model.graph, model.inference.known_values
+    graph = convert(tf1_cond_pb).graph
     readers = [n for n in graph.nodes if any(v is not None and v.meta.get("back_edge") for v in n.inputs)]
-    assert readers and all(shape_inference._node_key(n, known) is None for n in readers)
-    assert any(shape_inference._node_key(n, known) is not None for n in graph.nodes
-               if n.inputs and n.opdef is not None and n not in readers)
+    assert readers and all(shape_inference._types_read(n) is None for n in readers)
+    assert any(shape_inference._types_read(n) is not None for n in graph.nodes if n.inputs and n not in readers)
 
 
 def test_the_encoder_repeats_its_shape_arithmetic(monkeypatch):
@@ -293,11 +239,3 @@ def test_converting_again_adds_no_remembered_attribute_maps(tf_mobilenet_pb):
     model = convert(tf_mobilenet_pb)
     assert any(n.op.startswith("fused.") for n in model.graph.nodes)
     assert (len(shape_inference._attrs_memo), len(shape_inference._plain_memo)) == (maps, plain)
-
-
-def test_answers_are_kept_for_a_few_budgets_only(tf_mobilenet_pb, monkeypatch):
-    monkeypatch.setattr(shape_inference, "SHARED_BUDGETS_LIMIT", 2)
-    for limit in (1001, 1002, 1003):
-        model = convert(tf_mobilenet_pb, max_folded_bytes=limit)
-    tables = model.graph.context.memo[shape_inference.__name__]
-    assert 1003 in tables and len(tables) <= 2
