@@ -382,9 +382,9 @@ def _shared_ir_context() -> Any:
     parameters give one object), so conversions can share them, and a conversion finds most of its types made
     by an earlier one. A new context replaces it once it holds ``_SHARED_CONTEXT_TYPES`` types (graphs made in
     the old one keep it). One per thread, as interning a new type is not atomic."""
-    from scopefusion.ir.types import IRContext  # absolute: see _convert
-
     context = _shared_context.context
     if context is None or context.interned_count() > _SHARED_CONTEXT_TYPES:
+        from scopefusion.ir.types import IRContext  # absolute: see _convert
+
         context = _shared_context.context = IRContext()
     return context

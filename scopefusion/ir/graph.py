@@ -317,14 +317,16 @@ class Graph:
         return node
 
     def _add_converted(self, op: str, dialect: str, op_type: str, opdef: OpDef | None, inputs: list[Value | None],
-                       name: str, attrs: dict[str, AttrValue], num_outputs: int) -> Node | None:
+                       name: str, attrs: dict[str, AttrValue], num_outputs: int, controls: list[Node] | None = None,
+                       ) -> Node | None:
         """The node ``add_node(op, inputs, name=name, attrs=attrs, num_outputs=num_outputs, allow_unknown=True,
-        attrs_of_declared_kinds=True)`` would add, added without its general steps (most of a model's nodes
-        come this way), or None, adding nothing, where those steps decide something: a taken or empty name, an
-        empty or undeclared public attribute name on a definition that refuses such names, or input and output
-        counts the definition has not accepted before. ``op`` is ``f"{dialect}.{op_type}"``, ``opdef`` what
-        the registry gives for it; ``inputs`` are values of this graph (or None), which the node keeps (an empty
-        list: :data:`NO_VALUES` instead), as it keeps ``attrs`` (the caller's vouch as for add_node, and a map nothing else holds)."""
+        attrs_of_declared_kinds=True, control_inputs=controls or ())`` would add, added without its general steps
+        (most of a model's nodes come this way), or None, adding nothing, where those steps decide something: a
+        taken or empty name, an empty or undeclared public attribute name on a definition that refuses such names,
+        or input and output counts the definition has not accepted before. ``op`` is ``f"{dialect}.{op_type}"``,
+        ``opdef`` what the registry gives for it; ``inputs`` are values of this graph (or None), which the node keeps
+        (an empty list: :data:`NO_VALUES` instead), as it keeps ``attrs`` (the caller's vouch as for add_node, and a
+        map nothing else holds) and ``controls`` (nodes of this graph, a list nothing else holds)."""
         if not name or name in self._names or "" in attrs:
             return None
         if opdef is not None:
@@ -345,6 +347,8 @@ class Graph:
             if value is not None:
                 value._uses[(node, slot)] = None
             slot += 1
+        if controls:
+            node.control_inputs = controls
         self._names[name] = node
         self.nodes.append(node)
         return node
@@ -383,16 +387,20 @@ class Graph:
         if not name or name in self._names:
             return None
         opdef = self.registry.lookup(CONST_OP)
-        if opdef is None or len(opdef.outputs) != 1 or ("node", 0, 1) not in opdef._bindings:
-            return None
-        spec = opdef.attrs.get("value")
-        if spec is None or spec.type_id is not typed.type_id:
+        if opdef is None:
             return None
         stored = {"value": typed}
-        try:
-            opdef.complete_attrs(stored, name)
-        except ValueError as e:
-            raise GraphError(f"graph {self.name!r}: {e}") from None
+        if not opdef._bindings.get(("const", typed.type_id)):  # see _const_as_given
+            if len(opdef.outputs) != 1 or ("node", 0, 1) not in opdef._bindings:
+                return None
+            spec = opdef.attrs.get("value")
+            if spec is None or spec.type_id is not typed.type_id:
+                return None
+            try:
+                opdef.complete_attrs(stored, name)
+            except ValueError as e:
+                raise GraphError(f"graph {self.name!r}: {e}") from None
+            _note_const_as_given(opdef, typed.type_id)
         node = _bare_node(self, name, _CONST_DIALECT, _CONST_TYPE, CONST_OP, stored, opdef)
         node.outputs = _one_output(node)
         node.inputs = NO_VALUES
@@ -554,15 +562,26 @@ def _declared_or_private(attrs: Mapping[str, Any], specs: Mapping[str, Any]) -> 
 
 
 def _complete_as_given(opdef: OpDef, attrs: Mapping[str, Any]) -> bool:
-    """Whether every name of ``attrs`` is declared by ``opdef`` or private and every declared name is there:
-    :meth:`Graph.add_node` then stores a vouched map as it is and ``complete_attrs`` adds nothing. Remembered
-    with the definition's bindings by the tuple of names (a definition that changes forgets its bindings)."""
-    key = ("complete", tuple(attrs))
+    """Whether every name of ``attrs`` is declared by ``opdef`` or private, or ``opdef`` accepts undeclared
+    names (``open_attrs``, a framework op), and every declared name is there: :meth:`Graph.add_node` then
+    stores a vouched map as it is and ``complete_attrs`` adds nothing. Remembered with the definition's
+    bindings by whether it is open and the tuple of names (a definition that changes forgets its bindings)."""
+    open_attrs = opdef.open_attrs
+    key = ("complete", open_attrs, tuple(attrs))
     found = opdef._bindings.get(key)
     if found is None:
         declared = opdef.attrs
-        found = opdef._bindings[key] = _declared_or_private(attrs, declared) and attrs.keys() >= declared.keys()
+        found = opdef._bindings[key] = (open_attrs or _declared_or_private(attrs, declared)) and (
+            attrs.keys() >= declared.keys())
     return found
+
+
+def _note_const_as_given(opdef: OpDef, type_id: AttrType) -> None:
+    """Notes with ``opdef``'s bindings (a definition that changes forgets them) that :meth:`Graph._new_const`
+    may add a constant whose value is of kind ``type_id`` at once: the definition has one output and a ``value``
+    of that kind, ``add_node`` has accepted its arity, and ``{"value": ...}`` is its complete attribute map."""
+    if _complete_as_given(opdef, {"value": None}):
+        opdef._bindings[("const", type_id)] = True
 
 
 def _bare_node(graph: Graph, name: str, dialect: str, op_type: str, op: str, attrs: dict[str, AttrValue],

@@ -19,7 +19,7 @@ from ..dtypes import DType
 from ..errors import FusionError, ParseError
 from ..ir.attrs import LIST_STR, STR, AttrValue
 from ..ir.graph import Graph, GraphError, Node, Value
-from ..ir.opdef import ParamType
+from ..ir.opdef import OpDef, ParamType
 from ..parser.source_graph import (
     ABSENT_INPUT,
     FRAMEWORK_ONNX,
@@ -33,7 +33,7 @@ from ..parser.source_graph import (
 )
 from ..records import Record
 from .attr_checks import check_source_attrs
-from .source_attrs import convert_attrs
+from .source_attrs import convert_attrs, convert_source_attrs
 from .splat_consts import add_constant
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,7 +222,7 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
+        attrs, dropped = convert_source_attrs(plain, opdef, graph_converter=ctx.build_attr_body)
         if dropped or "N" in plain:  # what check_source_attrs checks (nothing else can fail it)
             check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
@@ -234,13 +234,13 @@ class OpParserRegistry:
             value = built.get(edge) if type(edge) is tuple else None
             inputs.append(value if value is not None else ctx.input_value(node, slot))
             slot += 1
-        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else []
+        controls = [c for c in (ctx.node_for(n) for n in node.control_inputs) if c is not None] if node.control_inputs else None
         bodies = {key: ctx.build_body(body, f"{node.name}/{key}") for key, body in subgraphs.items()} if subgraphs else None
         # An op whose output count no attribute decides (most TF ops) has it in the table _num_outputs keeps.
         fixed = self._fixed_outputs.get(node.op_type) if framework == FRAMEWORK_TENSORFLOW else None
         n_out = fixed if fixed is not None else self._num_outputs(framework, node, opdef)
-        if not controls and not bodies:
-            made = graph._add_converted(op, dialect, op_type, opdef, inputs, node.name, attrs, n_out)
+        if not bodies:
+            made = graph._add_converted(op, dialect, op_type, opdef, inputs, node.name, attrs, n_out, controls)
             if made is not None:
                 return made
         return graph.add_node(
@@ -249,10 +249,10 @@ class OpParserRegistry:
             name=node.name,
             attrs=attrs,
             num_outputs=n_out,
-            control_inputs=controls,
+            control_inputs=controls or (),
             subgraphs=bodies,
             allow_unknown=True,
-            attrs_of_declared_kinds=True,  # convert_attrs above, declared kinds only, of a source node's names
+            attrs_of_declared_kinds=True,  # convert_source_attrs above: declared kinds only, of a source node's names
         )
 
     def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:
@@ -270,7 +270,7 @@ class OpParserRegistry:
                 fixed = self._fixed_outputs[node.op_type] = self._signatures.fixed_count(node.op_type)
             if fixed is not None:
                 return fixed
-            n = self._signatures.num_outputs(node.op_type, node.attrs)
+            n = _counted_outputs(self._signatures, node)
             if n is not None:
                 return n
         if opdef is not None and all(s.param is ParamType.REQUIRED for s in opdef.outputs):
@@ -308,9 +308,16 @@ class OpParserRegistry:
         if dropped:
             ctx.dropped_attrs[fusion.name] = dropped
         typed["_original_nodes"] = _names_attr(provenance["_original_nodes"])
-        name = fusion.name if fusion.name not in ctx.graph else ctx.graph.unique_name(fusion.name)
+        graph = ctx.graph
+        name = fusion.name if fusion.name not in graph else graph.unique_name(fusion.name)
         try:
-            return ctx.graph.add_node(
+            if _stored_as_converted(typed, opdef):
+                dialect, _, op_type = op.rpartition(".")
+                made = graph._add_converted(op, dialect, op_type, opdef, inputs, name, typed, num_outputs,
+                                            list(controls) if controls else None)
+                if made is not None:
+                    return made
+            return graph.add_node(
                 op, inputs, name=name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
             )
         except (GraphError, ValueError, TypeError) as e:
@@ -347,12 +354,53 @@ class OpParserRegistry:
             raise FusionError(_arity_message(fusion, inner.name, op, len(inputs), num_outputs, e)) from None
 
 
+def _stored_as_converted(attrs: dict[str, AttrValue], opdef: OpDef | None) -> bool:
+    """Whether :meth:`Graph.add_node` would store every value of ``attrs`` (values ``convert_attrs`` made) as it
+    is, which ``Graph._add_converted`` then does: under a non-empty name that is private, undeclared where
+    ``opdef`` accepts such names, or declared of the value's kind (or with no definition at all)."""
+    if opdef is None:
+        return "" not in attrs
+    specs = opdef.attrs
+    for name, value in attrs.items():
+        if not name:
+            return False
+        if name[0] == "_":
+            continue
+        spec = specs.get(name)
+        if not (opdef.open_attrs if spec is None else spec.type_id is value.type_id):
+            return False
+    return True
+
+
 def _arity_message(fusion: "AcceptedFusion", node: str, op: str, n_in: int, n_out: int, error: Exception) -> str:
     return (
         f"rule {fusion.pass_name}: fusion {fusion.name!r} makes node {node!r} ({op}) with {n_in} input and {n_out} "
         f"output port(s), which its op definition does not accept ({error}); fix the rule's insert_inputs / "
         "insert_outputs"
     )
+
+
+# (TF op type, attribute names, ids of their values) -> (the values, kept alive so no identity is reused, and
+# the op's output count in the builtin signatures): see _counted_outputs.
+_COUNTED_OUTPUTS: dict[tuple[Any, ...], tuple[tuple[Any, ...], int | None]] = {}
+COUNTED_OUTPUTS_LIMIT = 4096  # the table starts afresh when full
+
+
+def _counted_outputs(signatures: "OpSignatures", node: SourceNode) -> int | None:
+    """``signatures.num_outputs(node.op_type, node.attrs)`` for the builtin signatures (which never change),
+    remembered by the op type, the attribute names and their values' identities: the frontends give a model's
+    nodes the same value objects for equal values (see :func:`.source_attrs.convert_source_attrs`)."""
+    attrs = node.attrs
+    values = tuple(attrs.values())
+    key = (node.op_type, tuple(attrs), tuple(map(id, values)))
+    found = _COUNTED_OUTPUTS.get(key)
+    if found is not None:
+        return found[1]
+    n = signatures.num_outputs(node.op_type, attrs)
+    if len(_COUNTED_OUTPUTS) >= COUNTED_OUTPUTS_LIMIT:
+        _COUNTED_OUTPUTS.clear()
+    _COUNTED_OUTPUTS[key] = (values, n)
+    return n
 
 
 def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:

@@ -130,11 +130,11 @@ def infer_graph(
         twins = earlier[0].nodes
         earlier_known = earlier[1].known_values
         earlier_outcomes = earlier[1].outcomes
-    # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     repeated: dict[tuple, tuple[list[Type | None], list[np.ndarray | None], bool]] = {}
     # By the types a node reads (see _types_read): the nodes inferred with them whose keys are not made yet.
     unkeyed: dict[tuple, list[tuple[Node, tuple[list[Type | None], list[np.ndarray | None], bool]]]] = {}
     identity = _identity_kernel()
+    # Only bodies and outer-name inputs read the names: a graph with neither does not collect them.
     collect = _reads_names(graph.nodes)
     for position, node in enumerate(graph.nodes):
         if progress is not None and position % 256 == 0:

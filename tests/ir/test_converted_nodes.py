@@ -101,3 +101,86 @@ def test_values_computed_inside_a_tf1_loop_frame_are_marked(name, request):
                        for value in node.outputs for user, _ in value._uses if user.outputs)
         if node.op_type in ("Exit", "RefExit"):
             assert not any(value.ref in marked for value in node.outputs)
+
+
+def test_nodes_with_control_inputs_take_the_shortcut_as_add_node_adds_them():
+    graph, op = _graph()
+    x = graph.add_input("x", None)
+    graph.add_node("t.Scale", [x], name="a", allow_unknown=True)
+    first = graph.add_node("t.Scale", [x], name="b", allow_unknown=True)
+    controls = [first]
+    made = graph._add_converted("t.Scale", "t", "Scale", op, [x], "c", {}, 1, controls)
+    assert made is not None and made.control_inputs is controls
+    assert graph._add_converted("t.Scale", "t", "Scale", op, [x], "d", {}, 1, []) is not None
+    assert graph.node("d").control_inputs == ()
+    graph.verify()
+
+
+def test_constants_are_what_add_node_makes(model_path, monkeypatch):
+    """Constants added through ``Graph._new_const`` (its checks of the definition remembered with its bindings)
+    are what ``add_node`` adds, in a first conversion and in later ones."""
+    convert(model_path)
+    fast = convert(model_path)
+    monkeypatch.setattr(Graph, "_new_const", lambda self, name, typed: None)
+    slow = convert(model_path)
+    assert first_difference(fast.graph, slow.graph) is None
+    assert _layout(fast.graph) == _layout(slow.graph)
+    for fmt in ("ge", "ge-text", "onnx"):
+        assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
+
+
+def test_a_constant_definition_declaring_more_is_checked_again():
+    import numpy as np
+
+    ops = {op.qualified_name: op.copy() for op in core_ops()}
+    graph = Graph("g", IRContext(), OpRegistry(ops.values()))
+    graph.add_const(np.zeros(2, np.float32), "a")
+    graph.add_const(np.zeros(2, np.float32), "b")
+    ops["ge.Const"].attr("note", FLOAT, default=1.5)  # a definition that declares more forgets what it noted
+    made = graph.add_const(np.zeros(2, np.float32), "c").producer
+    assert made.attrs.get("note") == 1.5
+    assert "note" not in graph.node("b").attrs.names()
+
+
+@pytest.mark.parametrize("name", ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf2_control_flow_pb"])
+def test_remembered_output_counts_are_the_signatures_counts(name, request):
+    """Output counts found by attribute identities are what the signature table gives, first and again."""
+    from scopefusion.ir_builder import op_parsers
+    from scopefusion.parser import load
+    from scopefusion.parser.op_signatures import builtin_signatures
+
+    source = load(request.getfixturevalue(name))
+    signatures = builtin_signatures()
+    nodes = list(source.nodes)
+    for body in source.functions.values():
+        nodes.extend(body.nodes)
+    for _ in range(2):
+        for node in nodes:
+            assert op_parsers._counted_outputs(signatures, node) == signatures.num_outputs(node.op_type, node.attrs)
+
+
+
+def test_fused_nodes_take_the_shortcut_as_add_node_adds_them(model_path, monkeypatch):
+    """A fused op whose converted attributes add_node would store as they are is added through
+    ``Graph._add_converted``: the same graph, layout and bytes as through ``add_node``."""
+    from scopefusion.ir_builder import op_parsers
+
+    fast = convert(model_path)
+    monkeypatch.setattr(op_parsers, "_stored_as_converted", lambda attrs, opdef: False)
+    slow = convert(model_path)
+    if "mobilenet" in model_path.name or "bert" in model_path.name:
+        assert any(n.op.startswith("fused.") for n in fast.graph.nodes)
+    assert first_difference(fast.graph, slow.graph) is None
+    assert _layout(fast.graph) == _layout(slow.graph)
+    for fmt in ("ge", "ge-text", "onnx"):
+        assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
+
+
+def test_fused_attributes_of_another_kind_go_through_add_node():
+    from scopefusion.ir_builder import op_parsers
+
+    op = OpDef("Fused", "fused").input("x").output("y").attr("eps", FLOAT, default=1e-5)
+    assert op_parsers._stored_as_converted({"eps": AttrValue(FLOAT, 1.0), "_rule": AttrValue.of("r")}, op)
+    assert not op_parsers._stored_as_converted({"eps": AttrValue.of(1)}, op)  # an INT where a FLOAT is declared
+    assert not op_parsers._stored_as_converted({"other": AttrValue.of(1)}, op)
+    assert not op_parsers._stored_as_converted({"": AttrValue.of(1)}, None)

@@ -51,3 +51,61 @@ def test_a_list_of_dtypes_is_converted_once_and_shared():
     first = convert_attrs({"T": (dtypes.FLOAT32, dtypes.INT32)}, opdef)[0]["T"]
     again = convert_attrs({"T": (dtypes.FLOAT32, dtypes.INT32)}, opdef)[0]["T"]
     assert again is first and first.value == (dtypes.FLOAT32, dtypes.INT32)
+
+
+def _general(attrs, opdef, *, graph_converter=None):
+    return convert_attrs(attrs, opdef, graph_converter=graph_converter, declared_kinds_only=True)
+
+
+@pytest.mark.parametrize("fixture", ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf2_control_flow_pb"])
+def test_remembered_attribute_maps_convert_models_as_converting_each_map(request, fixture, monkeypatch):
+    """Source nodes' attribute maps found by their values' identities: the same graphs and bytes as converting
+    every map, in a first conversion and in one that finds the maps of the first."""
+    from scopefusion.convert import convert
+    from scopefusion.ir.compare import first_difference
+    from scopefusion.ir_builder import op_parsers
+
+    path = request.getfixturevalue(fixture)
+    convert(path)
+    remembered = convert(path)
+    monkeypatch.setattr(op_parsers, "convert_source_attrs", _general)
+    general = convert(path)
+    assert first_difference(remembered.graph, general.graph) is None
+    for node, other in zip(remembered.graph.nodes, general.graph.nodes, strict=True):
+        assert list(node.attrs.names()) == list(other.attrs.names()), node.name
+    for fmt in ("ge", "ge-text", "onnx"):
+        assert remembered.to_bytes(fmt) == general.to_bytes(fmt), fmt
+
+
+def test_a_remembered_attribute_map_is_a_new_map_each_time():
+    opdef = OpDef("Op", "t").attr("a", A.INT).attr("b", A.LIST_INT, default=())
+    attrs = {"a": 3, "z": "x"}
+    first, dropped = source_attrs.convert_source_attrs(attrs, opdef)
+    first["added"] = A.AttrValue(A.INT, 1)
+    again, dropped_again = source_attrs.convert_source_attrs(attrs, opdef)
+    assert again is not first and "added" not in again and dropped_again == dropped
+    assert same(again["a"], A.AttrValue(A.INT, 3))
+
+
+def test_a_definition_declaring_more_converts_its_maps_again():
+    opdef = OpDef("Op", "t", open_attrs=True)
+    attrs = {"a": 3}
+    assert source_attrs.convert_source_attrs(attrs, opdef)[0]["a"].type_id is A.INT
+    opdef.attr("a", A.FLOAT)  # declared now: a float
+    assert source_attrs.convert_source_attrs(attrs, opdef)[0]["a"].type_id is A.FLOAT
+
+
+def test_maps_with_graph_values_are_not_remembered():
+    from scopefusion.parser.source_graph import SourceGraph
+
+    made = []
+
+    def converter(body):
+        made.append(body)
+        return object()
+
+    body = SourceGraph.__new__(SourceGraph)
+    attrs = {"body": body}
+    for _ in range(2):
+        source_attrs.convert_source_attrs(attrs, None, graph_converter=converter)
+    assert len(made) == 2
