@@ -33,7 +33,7 @@ from ..parser.source_graph import (
 )
 from ..records import Record
 from .attr_checks import check_source_attrs
-from .source_attrs import convert_attrs, convert_source_attrs
+from .source_attrs import convert_attrs
 from .splat_consts import add_constant
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,7 +222,7 @@ class OpParserRegistry:
         # Bodies go to node.subgraphs only (by attribute name), not a second time as GRAPH attributes.
         subgraphs = node.subgraphs
         plain = {k: v for k, v in node.attrs.items() if k not in subgraphs} if subgraphs else node.attrs
-        attrs, dropped = convert_source_attrs(plain, opdef, graph_converter=ctx.build_attr_body)
+        attrs, dropped = convert_attrs(plain, opdef, graph_converter=ctx.build_attr_body, declared_kinds_only=True)
         if dropped or "N" in plain:  # what check_source_attrs checks (nothing else can fail it)
             check_source_attrs(node.name, op, plain, dropped, opdef, len(node.inputs))
         if dropped:
@@ -252,7 +252,7 @@ class OpParserRegistry:
             control_inputs=controls or (),
             subgraphs=bodies,
             allow_unknown=True,
-            attrs_of_declared_kinds=True,  # convert_source_attrs above: declared kinds only, of a source node's names
+            attrs_of_declared_kinds=True,  # convert_attrs above, declared kinds only, of a source node's names
         )
 
     def _num_outputs(self, framework: str, node: SourceNode, opdef) -> int:
@@ -270,7 +270,7 @@ class OpParserRegistry:
                 fixed = self._fixed_outputs[node.op_type] = self._signatures.fixed_count(node.op_type)
             if fixed is not None:
                 return fixed
-            n = _counted_outputs(self._signatures, node)
+            n = self._signatures.num_outputs(node.op_type, node.attrs)
             if n is not None:
                 return n
         if opdef is not None and all(s.param is ParamType.REQUIRED for s in opdef.outputs):
@@ -378,29 +378,6 @@ def _arity_message(fusion: "AcceptedFusion", node: str, op: str, n_in: int, n_ou
         f"output port(s), which its op definition does not accept ({error}); fix the rule's insert_inputs / "
         "insert_outputs"
     )
-
-
-# (TF op type, attribute names, ids of their values) -> (the values, kept alive so no identity is reused, and
-# the op's output count in the builtin signatures): see _counted_outputs.
-_COUNTED_OUTPUTS: dict[tuple[Any, ...], tuple[tuple[Any, ...], int | None]] = {}
-COUNTED_OUTPUTS_LIMIT = 4096  # the table starts afresh when full
-
-
-def _counted_outputs(signatures: "OpSignatures", node: SourceNode) -> int | None:
-    """``signatures.num_outputs(node.op_type, node.attrs)`` for the builtin signatures (which never change),
-    remembered by the op type, the attribute names and their values' identities: the frontends give a model's
-    nodes the same value objects for equal values (see :func:`.source_attrs.convert_source_attrs`)."""
-    attrs = node.attrs
-    values = tuple(attrs.values())
-    key = (node.op_type, tuple(attrs), tuple(map(id, values)))
-    found = _COUNTED_OUTPUTS.get(key)
-    if found is not None:
-        return found[1]
-    n = signatures.num_outputs(node.op_type, attrs)
-    if len(_COUNTED_OUTPUTS) >= COUNTED_OUTPUTS_LIMIT:
-        _COUNTED_OUTPUTS.clear()
-    _COUNTED_OUTPUTS[key] = (values, n)
-    return n
 
 
 def is_back_edge(source: SourceGraph, producer: str, consumer: SourceNode) -> bool:

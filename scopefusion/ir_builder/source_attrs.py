@@ -25,16 +25,13 @@ import numpy as np
 from .. import dtypes as _dt
 from ..dtypes import DType
 from ..ir import attrs as A
-from ..ir.attrs import AttrType, AttrValue, NamedAttrs, _same, infer_attr_type
+from ..ir.attrs import AttrType, AttrValue, NamedAttrs, infer_attr_type
 from ..ir.opdef import OpDef
 
-__all__ = ["CONVERTED_LIMIT", "convert_attrs", "convert_source_attrs", "convert_value"]
+__all__ = ["CONVERTED_LIMIT", "convert_attrs", "convert_value"]
 
-CONVERTED_LIMIT = 4096  # remembered conversions (of values, and of maps); each table starts afresh when full
+CONVERTED_LIMIT = 4096  # remembered conversions; the table starts afresh when full
 _converted: dict[tuple[Any, ...], AttrValue] = {}
-# (id of the definition, attribute names, ids of their values) -> (the definition and its bindings, the values,
-# kept alive so no identity is reused, the converted map and the dropped names): see convert_source_attrs.
-_converted_maps: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 _HANDLE_DTYPES = {"DT_RESOURCE": _dt.RESOURCE, "DT_VARIANT": _dt.VARIANT}
@@ -145,32 +142,6 @@ def convert_attrs(
             continue
         out[name] = converted
     return out, dropped
-
-
-def convert_source_attrs(
-    attrs: Mapping[str, Any], opdef: OpDef | None, *, graph_converter: Callable[[Any], Any] | None = None
-) -> tuple[dict[str, AttrValue], list[str]]:
-    """``convert_attrs(attrs, opdef, graph_converter=graph_converter, declared_kinds_only=True)``, a new map and
-    a new list each call, for a source node's attributes.
-
-    NOTE: the frontends give the nodes of a model the same value objects for equal values (one ``(1, 1, 1, 1)``
-    for every ``strides``), so a map's names and the identities of its values find its conversion by the same
-    definition (as it is: its bindings change whenever a spec is declared); the entry keeps the values alive,
-    so no identity is reused. Only maps whose converted values nodes can share (kinds whose payloads are
-    immutable: not graphs), and without a body to build (given to ``graph_converter``), are remembered."""
-    values = tuple(attrs.values())
-    key = (id(opdef), tuple(attrs), tuple(map(id, values)))
-    found = _converted_maps.get(key)
-    if found is not None and found[0] is opdef and found[1] is (None if opdef is None else opdef._bindings):
-        return dict(found[3]), list(found[4])
-    converted, dropped = convert_attrs(attrs, opdef, graph_converter=graph_converter, declared_kinds_only=True)
-    if all(value.type_id.copy is _same for value in converted.values()) and not any(
-            type(value).__name__ == "SourceGraph" for value in values):  # a body is built each time
-        if len(_converted_maps) >= CONVERTED_LIMIT:
-            _converted_maps.clear()
-        bindings = None if opdef is None else opdef._bindings
-        _converted_maps[key] = (opdef, bindings, values, dict(converted), tuple(dropped))
-    return converted, dropped
 
 
 def _key(value: Any, declared: AttrType | None) -> tuple[Any, ...] | None:

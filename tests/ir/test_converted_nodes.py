@@ -142,24 +142,6 @@ def test_a_constant_definition_declaring_more_is_checked_again():
     assert "note" not in graph.node("b").attrs.names()
 
 
-@pytest.mark.parametrize("name", ["tf_mobilenet_pb", "tf_bert_pb", "tf1_cond_pb", "tf2_control_flow_pb"])
-def test_remembered_output_counts_are_the_signatures_counts(name, request):
-    """Output counts found by attribute identities are what the signature table gives, first and again."""
-    from scopefusion.ir_builder import op_parsers
-    from scopefusion.parser import load
-    from scopefusion.parser.op_signatures import builtin_signatures
-
-    source = load(request.getfixturevalue(name))
-    signatures = builtin_signatures()
-    nodes = list(source.nodes)
-    for body in source.functions.values():
-        nodes.extend(body.nodes)
-    for _ in range(2):
-        for node in nodes:
-            assert op_parsers._counted_outputs(signatures, node) == signatures.num_outputs(node.op_type, node.attrs)
-
-
-
 def test_fused_nodes_take_the_shortcut_as_add_node_adds_them(model_path, monkeypatch):
     """A fused op whose converted attributes add_node would store as they are is added through
     ``Graph._add_converted``: the same graph, layout and bytes as through ``add_node``."""
