@@ -318,7 +318,7 @@ class Graph:
 
     def _add_converted(self, op: str, dialect: str, op_type: str, opdef: OpDef | None, inputs: list[Value | None],
                        name: str, attrs: dict[str, AttrValue], num_outputs: int, controls: list[Node] | None = None,
-                       ) -> Node | None:
+                       kinds_vouched: bool = True) -> Node | None:
         """The node ``add_node(op, inputs, name=name, attrs=attrs, num_outputs=num_outputs, allow_unknown=True,
         attrs_of_declared_kinds=True, control_inputs=controls or ())`` would add, added without its general steps
         (most of a model's nodes come this way), or None, adding nothing, where those steps decide something: a
@@ -326,8 +326,12 @@ class Graph:
         or input and output counts the definition has not accepted before. ``op`` is ``f"{dialect}.{op_type}"``,
         ``opdef`` what the registry gives for it; ``inputs`` are values of this graph (or None), which the node keeps
         (an empty list: :data:`NO_VALUES` instead), as it keeps ``attrs`` (the caller's vouch as for add_node, and a
-        map nothing else holds) and ``controls`` (nodes of this graph, a list nothing else holds)."""
+        map nothing else holds) and ``controls`` (nodes of this graph, a list nothing else holds). Without
+        ``kinds_vouched`` the caller vouches only for the values being AttrValues: a value whose kind contradicts
+        its declared one (which add_node's checks refuse) also gives None."""
         if not name or name in self._names or "" in attrs:
+            return None
+        if not kinds_vouched and opdef is not None and not _of_declared_kinds(attrs, opdef):
             return None
         if opdef is not None:
             if ("node", len(inputs), num_outputs) not in opdef._bindings:
@@ -559,6 +563,20 @@ def _declared_or_private(attrs: Mapping[str, Any], specs: Mapping[str, Any]) -> 
     if attrs.keys() <= specs.keys():
         return True
     return all(name[0] == "_" for name in attrs.keys() - specs.keys())
+
+
+def _of_declared_kinds(attrs: Mapping[str, AttrValue], opdef: OpDef) -> bool:
+    """Whether :meth:`Graph.add_node` stores each value of ``attrs`` as it is (the rule of its loop over them):
+    under a private name, an undeclared one where ``opdef`` accepts such names, or a declared one of its kind."""
+    specs = opdef.attrs
+    open_attrs = opdef.open_attrs
+    for name, value in attrs.items():
+        if name[0] == "_":
+            continue
+        spec = specs.get(name)
+        if not (open_attrs if spec is None else spec.type_id is value.type_id):
+            return False
+    return True
 
 
 def _complete_as_given(opdef: OpDef, attrs: Mapping[str, Any]) -> bool:

@@ -19,7 +19,7 @@ from ..dtypes import DType
 from ..errors import FusionError, ParseError
 from ..ir.attrs import LIST_STR, STR, AttrValue
 from ..ir.graph import Graph, GraphError, Node, Value
-from ..ir.opdef import OpDef, ParamType
+from ..ir.opdef import ParamType
 from ..parser.source_graph import (
     ABSENT_INPUT,
     FRAMEWORK_ONNX,
@@ -311,12 +311,11 @@ class OpParserRegistry:
         graph = ctx.graph
         name = fusion.name if fusion.name not in graph else graph.unique_name(fusion.name)
         try:
-            if _stored_as_converted(typed, opdef):
-                dialect, _, op_type = op.rpartition(".")
-                made = graph._add_converted(op, dialect, op_type, opdef, inputs, name, typed, num_outputs,
-                                            list(controls) if controls else None)
-                if made is not None:
-                    return made
+            dialect, _, op_type = op.rpartition(".")
+            made = graph._add_converted(op, dialect, op_type, opdef, inputs, name, typed, num_outputs,
+                                        list(controls) if controls else None, kinds_vouched=False)
+            if made is not None:
+                return made
             return graph.add_node(
                 op, inputs, name=name, attrs=typed, num_outputs=num_outputs, control_inputs=controls, allow_unknown=True
             )
@@ -352,24 +351,6 @@ class OpParserRegistry:
             )
         except (GraphError, ValueError, TypeError) as e:
             raise FusionError(_arity_message(fusion, inner.name, op, len(inputs), num_outputs, e)) from None
-
-
-def _stored_as_converted(attrs: dict[str, AttrValue], opdef: OpDef | None) -> bool:
-    """Whether :meth:`Graph.add_node` would store every value of ``attrs`` (values ``convert_attrs`` made) as it
-    is, which ``Graph._add_converted`` then does: under a non-empty name that is private, undeclared where
-    ``opdef`` accepts such names, or declared of the value's kind (or with no definition at all)."""
-    if opdef is None:
-        return "" not in attrs
-    specs = opdef.attrs
-    for name, value in attrs.items():
-        if not name:
-            return False
-        if name[0] == "_":
-            continue
-        spec = specs.get(name)
-        if not (opdef.open_attrs if spec is None else spec.type_id is value.type_id):
-            return False
-    return True
 
 
 def _arity_message(fusion: "AcceptedFusion", node: str, op: str, n_in: int, n_out: int, error: Exception) -> str:

@@ -44,15 +44,15 @@ def test_converted_nodes_are_what_add_node_makes(model_path, monkeypatch):
     added: Counter = Counter()
     original = Graph._add_converted
 
-    def counted(self, *args):
-        node = original(self, *args)
+    def counted(self, *args, **options):
+        node = original(self, *args, **options)
         added[node is not None] += 1
         return node
 
     monkeypatch.setattr(Graph, "_add_converted", counted)
     fast = convert(model_path)
     assert added[True] > added[False], "most one-to-one nodes take the shortcut"
-    monkeypatch.setattr(Graph, "_add_converted", lambda self, *args: None)
+    monkeypatch.setattr(Graph, "_add_converted", lambda self, *args, **options: None)
     slow = convert(model_path)
     assert first_difference(fast.graph, slow.graph) is None
     assert _layout(fast.graph) == _layout(slow.graph)
@@ -145,10 +145,10 @@ def test_a_constant_definition_declaring_more_is_checked_again():
 def test_fused_nodes_take_the_shortcut_as_add_node_adds_them(model_path, monkeypatch):
     """A fused op whose converted attributes add_node would store as they are is added through
     ``Graph._add_converted``: the same graph, layout and bytes as through ``add_node``."""
-    from scopefusion.ir_builder import op_parsers
+    from scopefusion.ir import graph as graph_module
 
     fast = convert(model_path)
-    monkeypatch.setattr(op_parsers, "_stored_as_converted", lambda attrs, opdef: False)
+    monkeypatch.setattr(graph_module, "_of_declared_kinds", lambda attrs, opdef: False)  # every fused op: add_node
     slow = convert(model_path)
     if "mobilenet" in model_path.name or "bert" in model_path.name:
         assert any(n.op.startswith("fused.") for n in fast.graph.nodes)
@@ -158,11 +158,15 @@ def test_fused_nodes_take_the_shortcut_as_add_node_adds_them(model_path, monkeyp
         assert fast.to_bytes(fmt) == slow.to_bytes(fmt), fmt
 
 
-def test_fused_attributes_of_another_kind_go_through_add_node():
-    from scopefusion.ir_builder import op_parsers
-
-    op = OpDef("Fused", "fused").input("x").output("y").attr("eps", FLOAT, default=1e-5)
-    assert op_parsers._stored_as_converted({"eps": AttrValue(FLOAT, 1.0), "_rule": AttrValue.of("r")}, op)
-    assert not op_parsers._stored_as_converted({"eps": AttrValue.of(1)}, op)  # an INT where a FLOAT is declared
-    assert not op_parsers._stored_as_converted({"other": AttrValue.of(1)}, op)
-    assert not op_parsers._stored_as_converted({"": AttrValue.of(1)}, None)
+def test_attributes_of_another_kind_go_through_add_node_unless_vouched():
+    graph, op = _graph()
+    x = graph.add_input("x", None)
+    graph.add_node("t.Scale", [x], name="first")  # the definition has accepted these counts
+    args = ("t.Scale", "t", "Scale", op, [x])
+    # An INT where a FLOAT is declared: add_node's checks decide, unless the caller vouches for the kinds.
+    assert graph._add_converted(*args, "a", {"factor": AttrValue.of(1)}, 1, kinds_vouched=False) is None
+    assert graph._add_converted(*args, "b", {"factor": AttrValue(FLOAT, 1.0), "_rule": AttrValue.of("r")}, 1,
+                                kinds_vouched=False) is not None
+    assert graph._add_converted(*args, "c", {"": AttrValue(FLOAT, 1.0)}, 1, kinds_vouched=False) is None
+    with pytest.raises(GraphError):
+        graph.add_node("t.Scale", [x], name="a", attrs={"factor": AttrValue.of(1)}, attrs_of_declared_kinds=False)
