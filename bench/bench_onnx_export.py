@@ -13,7 +13,9 @@ Per model (frozen GraphDefs built from code into a work directory, nothing commi
   (``optimize_model(model_type="bert")``); each export is timed in blocks with only its own session alive
   (5 warm-up runs per block), the exports of one model taking turns over 5 rounds, so the machine's load
   weighs on them alike;
-* node and Transpose counts of each export; max error against TensorFlow (abs, rel where values exceed 1).
+* node and Transpose counts of each export, and the nodes onnxruntime runs of it (its graph after the
+  session's default optimizations, as the timed sessions run it: folding a Conv's scale into its weights,
+  a Pad into its Conv, and the like); max error against TensorFlow (abs, rel where values exceed 1).
 
 tf2onnx is an optional bench dependency (``pip install -e .[bench]``); where it is missing or fails on a
 model, the table says so with the exception, and the scopefusion columns are still measured.
@@ -154,6 +156,21 @@ def counts(data: bytes) -> tuple[int, int]:
     return len(proto.graph.node), sum(n.op_type == "Transpose" for n in proto.graph.node)
 
 
+def runtime_nodes(data: bytes) -> int:
+    """How many nodes onnxruntime runs of the model ``data``: those of the graph its CPU session makes with
+    the default graph optimizations (the timed sessions' settings), written out and counted."""
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        options.log_severity_level = 3
+        options.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
+        ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        return len(onnx.load(options.optimized_model_filepath, load_external_data=False).graph.node)
+
+
 def tf2onnx_export(path: Path, repeat: int) -> tuple[float, bytes]:
     import tensorflow as tf
     import tf2onnx
@@ -203,6 +220,7 @@ def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, ru
     expected = source_runner(model.source).run(feeds)
     row["ours_export_s"] = seconds
     row["ours_nodes"], row["ours_transposes"] = counts(data)
+    row["ours_runtime_nodes"] = runtime_nodes(data)
     row["ours_error"] = max_error(run_outputs(data, feeds), expected)
     runnable: list[tuple[bytes, dict[str, np.ndarray]]] = [(data, feeds)]
     try:
@@ -217,6 +235,7 @@ def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, ru
     their_feeds = {f"{k}:0": v for k, v in feeds.items()}
     try:
         row["tf2onnx_error"] = max_error(run_outputs(theirs, their_feeds), expected, ":0")
+        row["tf2onnx_runtime_nodes"] = runtime_nodes(theirs)
         runnable.append((theirs, their_feeds))
     except Exception as e:
         row["tf2onnx"] = f"onnxruntime refused tf2onnx's export: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
@@ -243,8 +262,8 @@ def _ms(seconds: float | None) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("| model | export ms (ours / tf2onnx, x) | ORT ms (ours / tf2onnx / +opt) | nodes (ours / tf2onnx) "
-            "| Transposes (ours / tf2onnx) | max error (ours / tf2onnx) |")
-    lines = [head, "|" + "---|" * 6]
+            "| nodes onnxruntime runs (ours / tf2onnx) | Transposes (ours / tf2onnx) | max error (ours / tf2onnx) |")
+    lines = [head, "|" + "---|" * 7]
 
     def f(row: dict[str, Any], key: str, fmt: str) -> str:
         return format(row[key], fmt) if key in row else "-"
@@ -255,6 +274,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {r['model']} | {_ms(r.get('ours_export_s'))} / {_ms(r.get('tf2onnx_export_s'))} ({speed}) "
             f"| {f(r, 'ours_ms', '.3f')} / {f(r, 'tf2onnx_ms', '.3f')} / {f(r, 'tf2onnx_opt_ms', '.3f')} "
             f"| {f(r, 'ours_nodes', 'd')} / {f(r, 'tf2onnx_nodes', 'd')} "
+            f"| {f(r, 'ours_runtime_nodes', 'd')} / {f(r, 'tf2onnx_runtime_nodes', 'd')} "
             f"| {f(r, 'ours_transposes', 'd')} / {f(r, 'tf2onnx_transposes', 'd')} "
             f"| {f(r, 'ours_error', '.2g')} / {f(r, 'tf2onnx_error', '.2g')} |"
         )

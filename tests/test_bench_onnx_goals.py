@@ -88,3 +88,19 @@ def test_the_transformers_optimizer_reraises_other_missing_modules(monkeypatch):
     monkeypatch.setattr(optimizer, "optimize_model", optimize_model)
     with pytest.raises(ModuleNotFoundError):
         _bench().transformers_optimized(b"model")
+
+
+def test_the_runtime_node_count_is_that_of_the_graph_onnxruntime_runs():
+    from onnx import TensorProto, helper
+
+    bench = _bench()
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Relu", ["i"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    assert bench.counts(data) == (2, 0)
+    assert bench.runtime_nodes(data) == 1  # onnxruntime removes the Identity when it loads the model
+    row = {"model": "m", "ours_export_s": 0.002, "ours_nodes": 2, "ours_runtime_nodes": 1, "tf2onnx_runtime_nodes": 3}
+    header, _, line = bench.table([row]).splitlines()
+    assert "nodes onnxruntime runs (ours / tf2onnx)" in header and "| 2 / - | 1 / 3 |" in line
