@@ -147,6 +147,7 @@ class Node:
             self.attrs.set_attr(name, value, type_id or (spec.type_id if spec is not None else None))
         except (TypeError, ValueError) as e:
             raise GraphError(str(e)) from None
+        self.graph.edits += 1
 
     def get_all_attrs(self) -> dict[str, AttrValue]:
         return self.attrs.get_all_attrs()
@@ -161,6 +162,7 @@ class Node:
         self.inputs[slot] = new
         if new is not None:
             new._uses[(self, slot)] = None
+        self.graph.edits += 1
 
     def __repr__(self) -> str:
         return f"Node({self.name!r}, {self.op})"
@@ -179,6 +181,9 @@ class Graph:
         self.attrs = Attributes(f"graph {name!r}")
         self._names: dict[str, Node] = {}
         self._next_suffix: dict[str, int] = {}
+        # How many edits the graph's methods (adding, removing or rewiring a node, setting an attribute or the
+        # outputs) have made: what was found of the graph (its inference) holds only for the count it saw.
+        self.edits = 0
 
     # ------------------------------------------------------------------ names
     def unique_name(self, base: str) -> str:
@@ -314,6 +319,7 @@ class Graph:
             node.subgraphs = dict(subgraphs)
         self._names[base] = node
         self.nodes.append(node)
+        self.edits += 1
         return node
 
     def _add_converted(self, op: str, dialect: str, op_type: str, opdef: OpDef | None, inputs: list[Value | None],
@@ -355,6 +361,7 @@ class Graph:
             node.control_inputs = controls
         self._names[name] = node
         self.nodes.append(node)
+        self.edits += 1
         return node
 
     def add_input(self, name: str, type: Type | None) -> Value:
@@ -410,10 +417,12 @@ class Graph:
         node.inputs = NO_VALUES
         self._names[name] = node
         self.nodes.append(node)
+        self.edits += 1
         return node
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         self.outputs = list(values)
+        self.edits += 1
 
     # ------------------------------------------------------------------ rewiring
     def replace_all_uses_with(self, old: Value, new: Value) -> None:
@@ -421,6 +430,7 @@ class Graph:
         for node, slot in list(old._uses):
             node.replace_input_with(slot, new)
         self.outputs = [new if v is old else v for v in self.outputs]
+        self.edits += 1
 
     def remove_node(self, node: Node) -> None:
         """Removes a node whose outputs have no uses and are not graph outputs."""
@@ -435,6 +445,7 @@ class Graph:
             node.replace_input_with(slot, None)
         self.nodes.remove(node)
         del self._names[node.name]
+        self.edits += 1
         if node.op == DATA_OP:
             self.inputs = [v for v in self.inputs if v.producer is not node]
 

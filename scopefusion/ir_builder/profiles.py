@@ -170,7 +170,8 @@ def build_profile(
     """Clones ``graph``, fixes the given input shapes, and infers the clone.
 
     ``inferred``: ``graph``'s own inference result, when it has been inferred; nodes of the clone whose
-    inputs did not change take their answers from it instead of being inferred again.
+    inputs did not change take their answers from it instead of being inferred again (unless ``graph`` has
+    been edited since: :meth:`InferenceResult.describes`).
 
     Raises:
         InferenceError: a shape names no input, has the wrong rank or contradicts a static dim of the
@@ -209,7 +210,7 @@ def build_profile(
         value.type = clone.context.tensor(t.element, dims, t.format)
         fixed[name] = dims
     try:
-        earlier = (graph, inferred) if inferred is not None else None
+        earlier = (graph, inferred) if inferred is not None and inferred.describes(graph) else None
         inference = infer_graph(clone, strict=strict, progress=progress, earlier=earlier)
     except InferenceError as e:
         raise InferenceError(f"profile {index} ({_describe(fixed)}): {e}") from None

@@ -13,6 +13,10 @@ that node's output types, folded values and counts instead of being inferred aga
 of exactly those inputs, the node's attributes and its output count, which a clone shares; nodes with
 bodies or loop back edges are always inferred.
 
+What inference found holds for the graph as it was: a later edit through the graph's methods (counted in
+``Graph.edits``) ends it (:meth:`InferenceResult.describes`), and those who would take its answers (a
+profile's inference, the ONNX export's folding) work them out again from the edited graph.
+
 Within one graph, a node that reads exactly what an earlier node of the same op definition read (the same
 interned input types, equal small known values where inference or folding reads them, equal plain
 attributes, as many outputs) takes that node's output types and folded values (shared arrays) instead of
@@ -73,8 +77,9 @@ MAX_FOLD_ELEMENTS = 1 << 16
 class InferenceResult(Record):
     """What inference found: ops without definitions, dynamic values, folded values."""
 
-    _fields = ("uninferred", "uninferred_nodes", "dynamic_values", "folded", "unfolded", "known_values", "outcomes")
-    _not_shown = frozenset({"outcomes"})
+    _fields = ("uninferred", "uninferred_nodes", "dynamic_values", "folded", "unfolded", "known_values", "outcomes",
+               "graph_edits")
+    _not_shown = frozenset({"outcomes", "graph_edits"})
 
     def __init__(
         self,
@@ -85,6 +90,7 @@ class InferenceResult(Record):
         unfolded: list[str] | None = None,
         known_values: dict[int, np.ndarray] | None = None,
         outcomes: dict[int, tuple[bool, str | None]] | None = None,
+        graph_edits: int | None = None,
     ) -> None:
         self.uninferred = Counter() if uninferred is None else uninferred  # qualified op -> node count
         self.uninferred_nodes = [] if uninferred_nodes is None else uninferred_nodes
@@ -93,10 +99,18 @@ class InferenceResult(Record):
         self.unfolded = [] if unfolded is None else unfolded  # nodes whose value is over max_folded_bytes
         self.known_values = {} if known_values is None else known_values  # id(Value) -> value
         self.outcomes = {} if outcomes is None else outcomes
-    # id(Node) -> (whether the node was folded, its note in ``unfolded`` or None), for inferred nodes
+        # id(Node) -> (whether the node was folded, its note in ``unfolded`` or None), for inferred nodes
+        self.graph_edits = graph_edits  # the inferred graph's Graph.edits when inference ended
 
     def known(self, value: Value) -> np.ndarray | None:
         return self.known_values.get(id(value))
+
+    def describes(self, graph: Graph) -> bool:
+        """Whether this is still what inference found of ``graph``, the graph it inferred: no method of the graph
+        has edited it since. After an edit, a value it knew may be another (a node added anew can even take a
+        removed value's ``id``), so users of its answers (the ONNX export's folding, a profile's inference)
+        work them out again."""
+        return self.graph_edits is not None and self.graph_edits == graph.edits
 
 
 def infer_graph(
@@ -290,6 +304,7 @@ def infer_graph(
             unkeyed[types_read].append((node, ([value.type for value in node.outputs], arrays, folded is not None)))
     if progress is not None:
         progress(total, total)
+    result.graph_edits = graph.edits
     dynamic_values = result.dynamic_values
     for node in graph.nodes:
         if node.op == CONST_OP:

@@ -193,7 +193,7 @@ def _model_proto(
         lowerings=lowerings,
         keep_tf_ops=keep_tf_ops,
         optimize=optimize and source.framework != "onnx",
-        known_values=model.inference.known_values,
+        known_values=model.inference.known_values if model.inference.describes(model.graph) else None,
     )
     if source.is_onnx:
         meta = source.metadata
