@@ -142,7 +142,7 @@ class GraphWriter:
         self._tensors = _Names()
         self._nodes = _Names()
         self._schemas: dict[tuple[str, str], Any] = {}
-        self.left_out: list[str] = []  # constants write_nodes left out as unread (``leave_out_unread``), by name
+        self.left_out: list[str] = []  # initializers write_nodes left out as unread (``leave_out_unread``), by name
         # The shape each graph input and output written says (None for an unknown dim), or None when its type has
         # none, by tensor name (unique in the model): the clean-up reads them here instead of from the messages.
         self.io_shapes: dict[str, list[int | None] | None] = {}
@@ -170,9 +170,10 @@ class GraphWriter:
         clean-up to rewrite before they are written (:func:`.append_nodes`, :func:`.append_value_infos`,
         :func:`.append_initializers`).
 
-        ``leave_out_unread`` (for the clean-up, which removes unread initializers): a constant only nodes folded
-        whole read (a weight read through an ``Identity``), in a graph without bodies, is no initializer; its
-        name goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
+        ``leave_out_unread`` (for the clean-up, which removes unread initializers): in a graph without bodies, a
+        constant or folded value no node written reads is no initializer (a weight read through an ``Identity``
+        whose lowering made its own rearranged copy, a parameter a fused exporter folded into another); its name
+        goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
         scope = _Scope(graph, parent)
         nodes: list[OnnxNode] = []
         scope.written = nodes
@@ -187,29 +188,23 @@ class GraphWriter:
             tracker = scope.layout = LayoutTracker(self._tensors.claim, self._nodes.claim, set(graph.outputs))
         produced: list[Value] = []
         value_infos: list[ValueType] = []
-        initializers: list[Initializer] = []
+        # The initializers, in order, as (name, its Const node or None, its folded array or None): made only once
+        # the nodes are written, when it is known which of them a node reads.
+        constants: list[tuple[str, Node | None, Any]] = []
         names = scope.names
-        of_array = Initializer.of_array
-        # A body may read any tensor of its graph by name: then every constant stays.
-        left_out: list[str] | None = [] if leave_out_unread and folded_nodes and not scope.has_bodies else None
-        output_ids = set(graph.outputs) if left_out is not None else set()
         for node in graph.nodes:
             op = node.op
             if op == DATA_OP:
                 continue
             if op == CONST_OP:
-                value = node.outputs[0]
-                if left_out is not None and value not in output_ids and _read_only_by(value, folded_nodes):
-                    left_out.append(names[value])
-                    continue
-                initializers.append(of_array(names[value], node.attrs.as_tensor("value")))
+                constants.append((names[node.outputs[0]], node, None))
                 continue
             if node in folded_nodes:
                 for value in node.outputs:
                     if value in names:
                         for user, _ in value._uses:  # the uses themselves, not the copy Value.uses makes
                             if user not in folded_nodes:  # needed by a node that is written
-                                initializers.append(of_array(names[value], scope.folded[value]))
+                                constants.append((names[value], None, scope.folded[value]))
                                 break
                     defined.add(value)
                 continue
@@ -222,9 +217,6 @@ class GraphWriter:
                 defined.add(value)
                 if names.get(value) in written:
                     produced.append(value)
-        initializers.extend(scope.initializers)
-        if left_out:
-            self.left_out.extend(left_out)
         add_output, io_shapes = proto.output.add, self.io_shapes
         for value, name in outputs:
             if tracker is not None and value in tracker.pending:  # a graph output is read channels last
@@ -235,6 +227,9 @@ class GraphWriter:
                 nodes.append(OnnxNode.make("Identity", [source], [name], self._nodes.claim(f"{name}/Identity")))
             io_shapes[name] = _value_info_into(add_output(), name, value.type)
         out_names = {name for _, name in outputs}
+        # A body may read any tensor of its graph by name: then every constant stays.
+        read = _names_read(nodes, out_names) if leave_out_unread and not scope.has_bodies else None
+        initializers = self._initializers(constants, scope.initializers, read)
         lowering = self.lowerings is not None
         for value in produced:
             name = names[value]
@@ -245,6 +240,27 @@ class GraphWriter:
         if tracker is not None:
             value_infos.extend(tracker.infos)
         return proto, nodes, value_infos, initializers
+
+    def _initializers(self, constants: list[tuple[str, Node | None, Any]], made: list[Initializer],
+                      read: set[str] | None) -> list[Initializer]:
+        """The graph's initializers: its ``constants`` (see :meth:`write_nodes`), then those the emitters ``made``;
+        with ``read``, the names some node reads, only those read (the others' names go to :attr:`left_out`)."""
+        of_array = Initializer.of_array
+        out: list[Initializer] = []
+        for name, const, array in constants:
+            if read is not None and name not in read:
+                self.left_out.append(name)
+            else:
+                out.append(of_array(name, const.attrs.as_tensor("value") if const is not None else array))
+        if read is None:
+            out.extend(made)
+            return out
+        for initializer in made:
+            if initializer.name in read:
+                out.append(initializer)
+            else:
+                self.left_out.append(initializer.name)
+        return out
 
     def _fold(self, scope: _Scope) -> set[Node]:
         """Folds the graph's constant ``tf`` values (when lowering); returns the nodes folded whole (an IR node
@@ -599,12 +615,15 @@ def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
     return False
 
 
-def _read_only_by(value: Value, folded_nodes: set[Node]) -> bool:
-    """True when every node reading ``value`` is folded whole (none, for an unread value)."""
-    for user, _ in value._uses:
-        if user not in folded_nodes:
-            return False
-    return True
+def _names_read(nodes: list[OnnxNode], outputs: set[str]) -> set[str]:
+    """The tensor names ``nodes`` read (their bodies included) and the graph ``outputs``."""
+    read = set(outputs)
+    update = read.update
+    for node in nodes:
+        update(node.input)
+        if node.body_reads is not None:
+            update(node.body_reads)
+    return read
 
 
 def _where(node: Node, scope: _Scope) -> str:
