@@ -50,6 +50,7 @@ from .onnx_fold import fold_constants
 from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.layout import CANDIDATES, ChannelsFirstType, LayoutTracker, PassThrough
+from .onnx_lowering.misc import write_nothing
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
@@ -59,6 +60,7 @@ __all__ = ["FALLBACK_DOMAIN", "GraphWriter", "IOShapes", "ValueType", "append_va
 
 FALLBACK_DOMAIN = "scopefusion"
 PROVENANCE_ATTRS = ("_fusion_rule", "_original_nodes")
+_SOURCE_OPS = (DATA_OP, CONST_OP)
 
 
 class _Names:
@@ -180,8 +182,8 @@ class GraphWriter:
         proto = into if into is not None else GraphProto()
         proto.name = graph.name
         outputs = self._name_values(scope, proto, dim_params or {})
+        # The values computed so far (a Data or Const node's value counts as defined wherever it is: see _node).
         defined: set[Value] = set(graph.inputs)
-        defined.update([n.outputs[0] for n in graph.nodes if n.op == DATA_OP or n.op == CONST_OP])
         folded_nodes = self._fold(scope)
         tracker: LayoutTracker | None = None
         if self.track_layout and self.lowerings is not None and len(self.lowerings) and not scope.has_bodies:
@@ -367,6 +369,8 @@ class GraphWriter:
                 inputs.append(names[value])
             elif value is None:
                 inputs.append("")
+            elif value.producer.op in _SOURCE_OPS:  # defined before any node runs
+                inputs.append(names[value])
             else:
                 slot = len(inputs)
                 if standard:
@@ -471,6 +475,8 @@ class GraphWriter:
             return None, f"no ONNX lowering is registered for tf op {node.op_type!r}"
         if back_edge:
             return None, "it reads the back edge of a TF1 loop the exporter could not rebuild as a While"
+        if lowering is write_nothing and not node.outputs:  # a NoOp: what its emitter would write, without one
+            return [], ""
         return self._emit(node, scope, inputs, lowering, scope.folded)
 
     def _fused(self, node: Node, scope: _Scope, inputs: list[str]) -> tuple[list[OnnxNode] | None, str]:

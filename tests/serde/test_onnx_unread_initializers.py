@@ -1,14 +1,17 @@
 """Initializers no written node reads are left out before the clean-up, which would remove them: the graph it
-makes is the one it makes from all of them (:meth:`.GraphWriter.write_nodes`, ``leave_out_unread``)."""
+makes is the one it makes from all of them (:meth:`.GraphWriter.write_nodes`, ``leave_out_unread``). A NoOp is
+written as nothing without running its lowering on an emitter."""
 
 from __future__ import annotations
 
 import pytest
 
 from scopefusion.convert import convert
+from scopefusion.serde.onnx_export import model_to_onnx_bytes
 from scopefusion.serde.onnx_fused import fused_exporters_for
 from scopefusion.serde.onnx_graph import GraphWriter
 from scopefusion.serde.onnx_lowering import default_lowerings
+from scopefusion.serde.onnx_lowering.misc import write_nothing
 from scopefusion.serde.onnx_optimize import optimize_nodes
 from scopefusion.serde.onnx_proto import GraphProto
 
@@ -43,3 +46,12 @@ def test_a_weight_a_lowering_rearranges_and_a_constant_it_reads_as_a_value_are_l
     assert any(name.startswith("small_convnet") and "conv" in name and "ReadVariableOp:0" in name for name in left_out)
     assert any("Mean/reduction_indices" in name for name in left_out)
     assert not any("Mean/reduction_indices" in name for name in written)
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_mobilenet_pb"])
+def test_a_no_op_is_written_as_nothing_as_its_lowering_writes_it(fixture, request):
+    model = convert(request.getfixturevalue(fixture))
+    assert any(node.op_type == "NoOp" for node in model.graph.nodes)
+    lowerings = default_lowerings()
+    lowerings.register("NoOp", lambda e: write_nothing(e), replace=True)  # the same lowering, run on an emitter
+    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=lowerings)

@@ -8,7 +8,7 @@ from typing import Callable
 
 from .emitter import LoweringEmitter
 
-__all__ = ["LOWERINGS"]
+__all__ = ["LOWERINGS", "write_nothing"]
 
 _IDENTITIES = ("Identity", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics", "DebugIdentity",
                "EnsureShape", "PlaceholderWithDefault", "Print")
@@ -24,12 +24,13 @@ def _identity_n(e: LoweringEmitter) -> None:
             e.result("Identity", [e.input(k)], k)
 
 
-def _nothing(e: LoweringEmitter) -> None:
+def write_nothing(e: LoweringEmitter) -> None:
+    """The lowering of an op whose outputs nothing reads (TF control only): no nodes."""
     if any(e.used(k) for k in range(len(e.outputs))):
         e.decline("its output is in use")
 
 
 LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
     *((op, _identity) for op in _IDENTITIES),
-    ("IdentityN", _identity_n), ("NoOp", _nothing), ("Assert", _nothing), ("ControlTrigger", _nothing),
+    ("IdentityN", _identity_n), ("NoOp", write_nothing), ("Assert", write_nothing), ("ControlTrigger", write_nothing),
 ]  # fmt: skip
