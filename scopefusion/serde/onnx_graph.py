@@ -247,18 +247,14 @@ class GraphWriter:
                       read: set[str] | None) -> list[Initializer]:
         """The graph's initializers: its ``constants`` (see :meth:`write_nodes`), then those the emitters ``made``;
         with ``read``, the names some node reads, only those read (the others' names go to :attr:`left_out`)."""
-        of_array = Initializer.of_array
         out: list[Initializer] = []
         for name, const, array in constants:
-            if read is not None and name not in read:
-                self.left_out.append(name)
+            if read is None or name in read:
+                out.append(Initializer.of_array(name, const.attrs.as_tensor("value") if const is not None else array))
             else:
-                out.append(of_array(name, const.attrs.as_tensor("value") if const is not None else array))
-        if read is None:
-            out.extend(made)
-            return out
+                self.left_out.append(name)
         for initializer in made:
-            if initializer.name in read:
+            if read is None or initializer.name in read:
                 out.append(initializer)
             else:
                 self.left_out.append(initializer.name)
@@ -623,13 +619,7 @@ def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
 
 def _names_read(nodes: list[OnnxNode], outputs: set[str]) -> set[str]:
     """The tensor names ``nodes`` read (their bodies included) and the graph ``outputs``."""
-    read = set(outputs)
-    update = read.update
-    for node in nodes:
-        update(node.input)
-        if node.body_reads is not None:
-            update(node.body_reads)
-    return read
+    return outputs.union(*[n.input if n.body_reads is None else n.input + n.body_reads for n in nodes])
 
 
 def _where(node: Node, scope: _Scope) -> str:
