@@ -8,10 +8,10 @@ Per model (frozen GraphDefs built from code into a work directory, nothing commi
   each after one untimed warm-up call, the best of at least ``--repeat`` runs, more for fast exports (up to
   200 within a second);
 * onnxruntime CPU latency (2 intra-op threads, default graph optimizations, median of at least ``--runs``
-  runs, more for fast models: up to 2000 within 2 s) of each export on the zoo's profile inputs, and for the
+  runs, more until ``--latency-seconds`` (3 s) have passed, up to 2000) of each export on the zoo's profile inputs, and for the
   transformer models of tf2onnx's export after onnxruntime's transformers optimizer
   (``optimize_model(model_type="bert")``); each export is timed in blocks with only its own session alive
-  (5 warm-up runs per block), the exports of one model taking turns over 5 rounds, so the machine's load
+  (5 warm-up runs per block), the exports of one model taking turns over 10 rounds, so the machine's load
   weighs on them alike;
 * node and Transpose counts of each export, and the nodes onnxruntime runs of it (its graph after the
   session's default optimizations, as the timed sessions run it: folding a Conv's scale into its weights,
@@ -25,7 +25,8 @@ transformers), CNN Transpose counts <= tf2onnx's, export >= 25x faster. After th
 says for each goal how many of the models both exporters convert meet it, naming each model that misses it
 (the Transpose count is checked on every model, CNNs included).
 
-Usage: python bench/bench_onnx_export.py [--models a,b] [--repeat 3] [--runs 30] [--workdir DIR] [--json OUT]
+Usage: python bench/bench_onnx_export.py [--models a,b] [--repeat 3] [--runs 30] [--latency-seconds 3]
+                                         [--workdir DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ def best_of(repeat: int, fn: Callable[[], Any], min_seconds: float = 1.0, max_ru
     return best, result
 
 
-def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, min_seconds: float = 2.0,
-                 max_runs: int = 2000, rounds: int = 5) -> list[float]:
+def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, seconds_each: float = 3.0,
+                 max_runs: int = 2000, rounds: int = 10) -> list[float]:
     """The median latency of each model (bytes, feeds) in ms.
 
     The models are timed in blocks, one session alive at a time, as a deployment runs one: a second
@@ -100,7 +101,8 @@ def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, m
     cores, alternating two live sessions doubles both medians). The blocks alternate over ``rounds``
     rounds, so a change in the machine's load weighs on every model alike. Each block makes its session,
     runs it 5 times untimed, then times at least ``runs / rounds`` runs, more (up to ``max_runs / rounds``)
-    until its share of ``min_seconds`` has passed, so a fast model gets enough runs for its median to settle."""
+    until its share of ``seconds_each`` has passed, so a fast model gets enough runs for its median to settle
+    and a slow one (ResNet50, ~6 ms a run) gets enough rounds for a passing load to weigh on both exports."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -109,7 +111,7 @@ def latencies_ms(models: list[tuple[bytes, dict[str, np.ndarray]]], runs: int, m
     options.log_severity_level = 3
     times: list[list[float]] = [[] for _ in models]
     block_runs = max(1, -(-runs // rounds))
-    block_seconds = min_seconds / (rounds * len(models))
+    block_seconds = seconds_each / rounds
     for _ in range(rounds):
         for k, (data, feeds) in enumerate(models):
             session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
@@ -207,7 +209,8 @@ def transformers_optimized(data: bytes) -> tuple[bytes, str | None]:
         return optimized.model.SerializeToString(), None
 
 
-def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, runs: int) -> dict[str, Any]:
+def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, runs: int,
+            latency_seconds: float = 3.0) -> dict[str, Any]:
     from scopefusion.convert import convert
     from scopefusion.runtime.source_runner import source_runner
     from scopefusion.serde.onnx_export import model_to_onnx_bytes
@@ -227,7 +230,7 @@ def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, ru
         theirs_s, theirs = tf2onnx_export(path, repeat)
     except Exception as e:  # tf2onnx missing or failing: say how
         row["tf2onnx"] = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
-        row["ours_ms"] = latencies_ms(runnable, runs)[0]
+        row["ours_ms"] = latencies_ms(runnable, runs, latency_seconds)[0]
         return row
     row["tf2onnx_export_s"] = theirs_s
     row["speedup"] = theirs_s / seconds
@@ -247,7 +250,7 @@ def measure(name: str, path: Path, shapes: dict[str, list[int]], repeat: int, ru
                 row["tf2onnx_opt_note"] = note
         except Exception as e:
             row["tf2onnx_opt"] = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
-    for key, ms in zip(("ours_ms", "tf2onnx_ms", "tf2onnx_opt_ms"), latencies_ms(runnable, runs)):
+    for key, ms in zip(("ours_ms", "tf2onnx_ms", "tf2onnx_opt_ms"), latencies_ms(runnable, runs, latency_seconds)):
         row[key] = ms
     return row
 
@@ -316,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="", help="comma-separated names (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--latency-seconds", type=float, default=3.0,
+                        help="onnxruntime time per export, over 10 rounds (default 3)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -332,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         path = workdir / f"{name}.pb"
         if not path.exists():
             path.write_bytes(build())
-        row = measure(name, path, shapes, args.repeat, args.runs)
+        row = measure(name, path, shapes, args.repeat, args.runs, args.latency_seconds)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     print(table(rows))
