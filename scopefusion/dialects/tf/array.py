@@ -71,7 +71,7 @@ def _missing_dim(x: tuple[int, ...], dims: list[int]) -> int:
 
 
 def _reshape_kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
-    x, dims = inputs[0], [int(d) for d in np.asarray(inputs[1]).reshape(-1)]
+    x, dims = inputs[0], [int(d) for d in np.asarray(inputs[1]).reshape(-1).tolist()]
     if -1 in dims:
         dims[dims.index(-1)] = _missing_dim(x.shape, dims)
     return [np.reshape(x, dims)]
