@@ -51,6 +51,7 @@ from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.layout import CANDIDATES, ChannelsFirstType, LayoutTracker, PassThrough
 from .onnx_lowering.misc import write_nothing
+from .onnx_lowering.registry import PlainOp
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
@@ -518,7 +519,7 @@ class GraphWriter:
             for k, name in zip(plan.held, plan.alias):
                 tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
             return [], ""
-        emitter: FusedEmitter | None = None
+        emitter: FusedEmitter | _PlainWritten | None = None
         if plan is not None:
             if plan.held:
                 outputs = list(own)
@@ -561,10 +562,17 @@ class GraphWriter:
 
     def _run_exporter(self, node: Node, scope: _Scope, exporter: Any, folded: dict[Value, Any] | None,
                       inputs: list[str], outputs: list[str], used: list[bool],
-                      plan: PassThrough | None) -> tuple[FusedEmitter | None, str]:
+                      plan: PassThrough | None) -> tuple["FusedEmitter | _PlainWritten | None", str]:
         """Runs ``exporter`` on a new emitter of ``node`` (a fused one when ``folded`` is None, else a lowering one,
-        on the channels-first forms of ``plan``); returns the emitter, or None and the reason it declined."""
+        on the channels-first forms of ``plan``); returns the emitter, or None and the reason it declined. A
+        :class:`~.onnx_lowering.registry.PlainOp` that writes its one op is written without an emitter."""
         emitter: FusedEmitter
+        if type(exporter) is PlainOp and outputs:
+            plain = exporter.inputs_of(node, inputs, self.opset)
+            if plain is not None:
+                return _PlainWritten(OnnxNode(exporter.onnx_op, "", self._nodes.claim(f"{node.name}/{exporter.onnx_op}"),
+                                              plain, [outputs[0]] if outputs[0] else [], body=False),
+                                     plan.initializers if plan is not None else []), ""
         if folded is None:
             emitter = FusedEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
                                    fresh_node=self._nodes.claim, layout=scope.layout, scalars=scope.scalars,
@@ -591,7 +599,7 @@ class GraphWriter:
         return emitter, ""
 
     @staticmethod
-    def _track(node: Node, tracker: LayoutTracker, emitter: FusedEmitter, plan: PassThrough | None,
+    def _track(node: Node, tracker: LayoutTracker, emitter: "FusedEmitter | _PlainWritten", plan: PassThrough | None,
                outputs: list[str], own: list[str]) -> None:
         """Records in ``tracker`` what ``node``'s ONNX form holds channels first: the outputs of a node lowered on
         channels-first forms (``plan``), those it left held (``outputs`` the names the emitter wrote, ``own`` the
@@ -605,6 +613,21 @@ class GraphWriter:
         if emitter.held is not None:
             for k, name in emitter.held:
                 tracker.hold(node.outputs[k], name, own[k])
+
+
+class _PlainWritten:
+    """What :meth:`GraphWriter._emit` reads of an emitter, for the one node a
+    :class:`~.onnx_lowering.registry.PlainOp` writes (its emitter would have made nothing else)."""
+
+    __slots__ = ("nodes", "initializers")
+    held: list[tuple[int, str]] | None = None
+    noted: list[tuple[int, str]] | None = None
+    scalars_made: dict[tuple[str, bytes], str] | None = None
+    domains: dict[str, int] = {}  # read only
+
+    def __init__(self, node: OnnxNode, initializers: list[Initializer]) -> None:
+        self.nodes = [node]
+        self.initializers = initializers
 
 
 def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:

@@ -3,16 +3,58 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ...errors import SerdeError
+from ...ir.types import TensorType
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...dtypes import DType
+    from ...ir.graph import Node
     from .emitter import LoweringEmitter
 
-__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "default_lowerings", "family_types"]
+__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "PlainOp", "default_lowerings",
+           "family_types"]
 
 Lowering = Callable[["LoweringEmitter"], None]
+
+
+class PlainOp:
+    """A lowering that writes ONNX op ``onnx_op`` (no attributes) of the node's first ``arity`` inputs into its
+    output 0, through ``lower`` (the lowering itself, run on an emitter), for an export at opset ``min_opset`` or
+    later; for a unary op, only where ``composed`` (given the input's dtype) is False, else ``lower`` writes a
+    composition. Most ``tf`` element-wise ops are one: the writer writes such a node itself, without an emitter
+    (:meth:`inputs_of`), the same node ``lower`` would write."""
+
+    __slots__ = ("onnx_op", "arity", "lower", "min_opset", "composed")
+
+    def __init__(self, onnx_op: str, arity: int, lower: Lowering, min_opset: int = 1,
+                 composed: "Callable[[str, DType], bool] | None" = None) -> None:
+        self.onnx_op = onnx_op
+        self.arity = arity
+        self.lower = lower
+        self.min_opset = min_opset
+        self.composed = composed
+
+    def __call__(self, e: "LoweringEmitter") -> None:
+        self.lower(e)
+
+    def inputs_of(self, node: "Node", inputs: Sequence[str], opset: int) -> list[str] | None:
+        """The inputs of the one ``onnx_op`` node ``lower`` writes for ``node``, whose inputs the writer names
+        ``inputs``; None when it would write something else or decline (an absent input, an unknown dtype, a
+        composition, too low an opset)."""
+        arity = self.arity
+        if opset < self.min_opset or len(inputs) < arity:
+            return None
+        names = list(inputs[:arity])
+        if not all(names):
+            return None
+        composed = self.composed
+        if composed is not None:
+            t = node.inputs[0].type  # type: ignore[union-attr]  # inputs[0] named: the value is there
+            if not isinstance(t, TensorType) or composed(self.onnx_op, t.dtype):
+                return None
+        return names
 
 
 class LoweringRegistry:
