@@ -384,8 +384,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     skips_types = _skips_absent_types()
     if not skips_types or not _EARLY.isdisjoint(_op_types(index)):
         early_pads_into_convs(index)
-        if early_global_pools(index):
-            toposort(index)
+        early_global_pools(index)  # its new nodes in order
 
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
         nonlocal state, dead_free, types, typed_at
