@@ -10,6 +10,7 @@ import pytest
 from scopefusion.convert import convert
 from scopefusion.dtypes import FLOAT16, FLOAT32, FLOAT64
 from scopefusion.serde.onnx_export import model_to_onnx_bytes
+from scopefusion.serde.onnx_fused import fused_exporters_for
 from scopefusion.serde.onnx_lowering import LoweringRegistry, default_lowerings
 from scopefusion.serde.onnx_lowering.missing_kernels import composed
 from scopefusion.serde.onnx_lowering.registry import PlainOp
@@ -73,3 +74,25 @@ def test_composed_answers_as_the_composition_table():
     assert composed("Tan", FLOAT64) and not composed("Tan", FLOAT32)
     assert composed("IsInf", FLOAT16) and not composed("IsInf", FLOAT64)
     assert not composed("Relu", FLOAT64) and not composed("Relu", FLOAT16)
+
+
+@pytest.fixture(scope="module")
+def keras_activation_cnn_pb(model_store) -> Path:
+    """The zoo's Keras CNN with fused BatchNorm, Swish and HardSwish (tests/e2e/zoo.py)."""
+    from tests.e2e.zoo import model_file
+
+    return model_file(model_store, "keras_activation_cnn")
+
+
+def test_the_hard_swish_exporter_writes_its_op_as_through_an_emitter(keras_activation_cnn_pb):
+    model = convert(keras_activation_cnn_pb)
+    builtin = fused_exporters_for(model.graph.registry)
+    exporter = builtin.get("HardSwish")
+    assert isinstance(exporter, PlainOp)
+    plain = fused_exporters_for(model.graph.registry)
+    plain.register("HardSwish", exporter.lower, replace=True)
+    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, exporters=plain)
+    node = next(n for n in model.graph.nodes if n.op_type == "HardSwish")
+    assert exporter.inputs_of(node, ["x"], 14) == ["x"]
+    assert exporter.inputs_of(node, ["x"], 13) is None  # no HardSwish op yet: the exporter composes it
+    assert exporter.inputs_of(node, ["x", "y"], 14) is None  # not the one input it takes

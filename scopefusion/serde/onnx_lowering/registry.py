@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ...errors import SerdeError
 from ...ir.types import TensorType
@@ -20,23 +20,25 @@ Lowering = Callable[["LoweringEmitter"], None]
 
 
 class PlainOp:
-    """A lowering that writes ONNX op ``onnx_op`` (no attributes) of the node's first ``arity`` inputs into its
-    output 0, through ``lower`` (the lowering itself, run on an emitter), for an export at opset ``min_opset`` or
-    later; for a unary op, only where ``composed`` (given the input's dtype) is False, else ``lower`` writes a
-    composition. Most ``tf`` element-wise ops are one: the writer writes such a node itself, without an emitter
-    (:meth:`inputs_of`), the same node ``lower`` would write."""
+    """A lowering (or fused-op exporter) that writes ONNX op ``onnx_op`` (no attributes) of the node's first
+    ``arity`` inputs into its output 0, through ``lower`` (the lowering itself, run on an emitter), for an export at
+    opset ``min_opset`` or later; with ``exact``, only for a node of exactly ``arity`` inputs and one output; for a
+    unary op, only where ``composed`` (given the input's dtype) is False, else ``lower`` writes a composition. Most
+    ``tf`` element-wise ops are one: the writer writes such a node itself, without an emitter (:meth:`inputs_of`),
+    the same node ``lower`` would write."""
 
-    __slots__ = ("onnx_op", "arity", "lower", "min_opset", "composed")
+    __slots__ = ("onnx_op", "arity", "lower", "min_opset", "composed", "exact")
 
-    def __init__(self, onnx_op: str, arity: int, lower: Lowering, min_opset: int = 1,
-                 composed: "Callable[[str, DType], bool] | None" = None) -> None:
+    def __init__(self, onnx_op: str, arity: int, lower: Callable[[Any], None], min_opset: int = 1,
+                 composed: "Callable[[str, DType], bool] | None" = None, exact: bool = False) -> None:
         self.onnx_op = onnx_op
         self.arity = arity
         self.lower = lower
         self.min_opset = min_opset
         self.composed = composed
+        self.exact = exact
 
-    def __call__(self, e: "LoweringEmitter") -> None:
+    def __call__(self, e: Any) -> None:
         self.lower(e)
 
     def inputs_of(self, node: "Node", inputs: Sequence[str], opset: int) -> list[str] | None:
@@ -45,6 +47,8 @@ class PlainOp:
         composition, too low an opset)."""
         arity = self.arity
         if opset < self.min_opset or len(inputs) < arity:
+            return None
+        if self.exact and (len(inputs) != arity or len(node.outputs) != 1):
             return None
         names = list(inputs[:arity])
         if not all(names):
