@@ -34,7 +34,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 
 from __future__ import annotations
 
-from typing import Any, Mapping, cast
+from typing import Any, Callable, Mapping, cast
 
 from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
@@ -90,7 +90,7 @@ class _Scope:
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
     __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout",
-                 "scalars", "written")
+                 "scalars", "written", "write_body")
 
     def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
         self.graph = graph
@@ -105,6 +105,7 @@ class _Scope:
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
         self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
         self.written: list[OnnxNode] = []  # its nodes written so far
+        self.write_body: Callable[[Graph], GraphProto] | None = None  # writes a body of it, once a lowering may
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -573,18 +574,19 @@ class GraphWriter:
                 return _PlainWritten(OnnxNode(exporter.onnx_op, "", self._nodes.claim(f"{node.name}/{exporter.onnx_op}"),
                                               plain, [outputs[0]] if outputs[0] else [], body=False),
                                      plan.initializers if plan is not None else []), ""
+        # The arguments by position (see the NOTE of FusedEmitter.__init__).
         if folded is None:
-            emitter = FusedEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                   fresh_node=self._nodes.claim, layout=scope.layout, scalars=scope.scalars,
-                                   folded=scope.folded if self.lowerings is not None and len(self.lowerings) else None,
-                                   written=scope.written, graph_outputs=scope.output_ids or ())
+            emitter = FusedEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
+                                   scope.layout, scope.scalars,
+                                   scope.folded if self.lowerings is not None and len(self.lowerings) else None,
+                                   scope.written, scope.output_ids or ())
         else:
-            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                      fresh_node=self._nodes.claim, folded=folded,
-                                      write_body=lambda g: self.write(g, parent=scope), names=scope.names,
-                                      overrides=plan.overrides if plan is not None else None, layout=scope.layout,
-                                      scalars=scope.scalars, written=scope.written,
-                                      graph_outputs=scope.output_ids or ())
+            write_body = scope.write_body
+            if write_body is None:
+                write_body = scope.write_body = lambda g: self.write(g, parent=scope)
+            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
+                                      folded, write_body, scope.names, plan.overrides if plan is not None else None,
+                                      scope.layout, scope.scalars, scope.written, scope.output_ids or ())
         if plan is not None:
             emitter.initializers.extend(plan.initializers)
         try:
