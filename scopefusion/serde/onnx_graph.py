@@ -42,6 +42,7 @@ from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.types import TensorType
 from .onnx_attrs import (
     attribute_proto,
+    body_groups,
     is_schema_default,
     onnx_elem_type,
     type_into,
@@ -51,7 +52,7 @@ from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.layout import CANDIDATES, ChannelsFirstType, LayoutTracker, PassThrough
 from .onnx_lowering.misc import write_nothing
-from .onnx_lowering.registry import PlainOp
+from .onnx_lowering.registry import PlainOp, PlainWritten
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
@@ -105,7 +106,7 @@ class _Scope:
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
         self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
         self.written: list[OnnxNode] = []  # its nodes written so far
-        self.write_body: Callable[[Graph], GraphProto] | None = None  # writes a body of it, once a lowering may
+        self.write_body: Callable[[Graph], GraphProto] | None = None  # writes a body of it (set by the writer)
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -179,6 +180,7 @@ class GraphWriter:
         whose lowering made its own rearranged copy, a parameter a fused exporter folded into another); its name
         goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
         scope = _Scope(graph, parent)
+        scope.write_body = lambda body: self.write(body, parent=scope)  # one for all its lowerings
         nodes: list[OnnxNode] = []
         scope.written = nodes
         proto = into if into is not None else GraphProto()
@@ -435,7 +437,7 @@ class GraphWriter:
 
     def _attributes(self, node: Node, scope: _Scope, domain: str, where: str) -> list[AttributeProto]:
         schema = self._schema(node.op_type, domain) if domain == "" or domain.startswith("ai.onnx") else None
-        bodies = _body_groups(node, where)
+        bodies = body_groups(node.subgraphs, where)
         out = []
         for name, value in sorted(node.attrs.items()):
             if name in PROVENANCE_ATTRS or name in bodies:
@@ -520,7 +522,7 @@ class GraphWriter:
             for k, name in zip(plan.held, plan.alias):
                 tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
             return [], ""
-        emitter: FusedEmitter | _PlainWritten | None = None
+        emitter: FusedEmitter | PlainWritten | None = None
         if plan is not None:
             if plan.held:
                 outputs = list(own)
@@ -563,30 +565,25 @@ class GraphWriter:
 
     def _run_exporter(self, node: Node, scope: _Scope, exporter: Any, folded: dict[Value, Any] | None,
                       inputs: list[str], outputs: list[str], used: list[bool],
-                      plan: PassThrough | None) -> tuple["FusedEmitter | _PlainWritten | None", str]:
+                      plan: PassThrough | None) -> tuple["FusedEmitter | PlainWritten | None", str]:
         """Runs ``exporter`` on a new emitter of ``node`` (a fused one when ``folded`` is None, else a lowering one,
-        on the channels-first forms of ``plan``); returns the emitter, or None and the reason it declined. A
-        :class:`~.onnx_lowering.registry.PlainOp` that writes its one op is written without an emitter."""
+        on the channels-first forms of ``plan``; arguments by position, see FusedEmitter.__init__'s NOTE); returns the
+        emitter, or None and the reason it declined. A :class:`PlainOp`'s one node is written without an emitter."""
         emitter: FusedEmitter
         if type(exporter) is PlainOp and outputs:
-            plain = exporter.inputs_of(node, inputs, self.opset)
-            if plain is not None:
-                return _PlainWritten(OnnxNode(exporter.onnx_op, "", self._nodes.claim(f"{node.name}/{exporter.onnx_op}"),
-                                              plain, [outputs[0]] if outputs[0] else [], body=False),
-                                     plan.initializers if plan is not None else []), ""
-        # The arguments by position (see the NOTE of FusedEmitter.__init__).
+            written = exporter.write(node, inputs, outputs[0], self.opset, self._nodes.claim, plan)
+            if written is not None:
+                return written, ""
         if folded is None:
             emitter = FusedEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
                                    scope.layout, scope.scalars,
                                    scope.folded if self.lowerings is not None and len(self.lowerings) else None,
                                    scope.written, scope.output_ids or ())
         else:
-            write_body = scope.write_body
-            if write_body is None:
-                write_body = scope.write_body = lambda g: self.write(g, parent=scope)
             emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
-                                      folded, write_body, scope.names, plan.overrides if plan is not None else None,
-                                      scope.layout, scope.scalars, scope.written, scope.output_ids or ())
+                                      folded, scope.write_body, scope.names,
+                                      plan.overrides if plan is not None else None, scope.layout, scope.scalars,
+                                      scope.written, scope.output_ids or ())
         if plan is not None:
             emitter.initializers.extend(plan.initializers)
         try:
@@ -601,7 +598,7 @@ class GraphWriter:
         return emitter, ""
 
     @staticmethod
-    def _track(node: Node, tracker: LayoutTracker, emitter: "FusedEmitter | _PlainWritten", plan: PassThrough | None,
+    def _track(node: Node, tracker: LayoutTracker, emitter: "FusedEmitter | PlainWritten", plan: PassThrough | None,
                outputs: list[str], own: list[str]) -> None:
         """Records in ``tracker`` what ``node``'s ONNX form holds channels first: the outputs of a node lowered on
         channels-first forms (``plan``), those it left held (``outputs`` the names the emitter wrote, ``own`` the
@@ -615,21 +612,6 @@ class GraphWriter:
         if emitter.held is not None:
             for k, name in emitter.held:
                 tracker.hold(node.outputs[k], name, own[k])
-
-
-class _PlainWritten:
-    """What :meth:`GraphWriter._emit` reads of an emitter, for the one node a
-    :class:`~.onnx_lowering.registry.PlainOp` writes (its emitter would have made nothing else)."""
-
-    __slots__ = ("nodes", "initializers")
-    held: list[tuple[int, str]] | None = None
-    noted: list[tuple[int, str]] | None = None
-    scalars_made: dict[tuple[str, bytes], str] | None = None
-    domains: dict[str, int] = {}  # read only
-
-    def __init__(self, node: OnnxNode, initializers: list[Initializer]) -> None:
-        self.nodes = [node]
-        self.initializers = initializers
 
 
 def _rename_output(nodes: list[OnnxNode], old: str, new: str) -> bool:
@@ -663,26 +645,6 @@ def _provenance(node: Node) -> str:
 def _optional_output(schema: Any, index: int) -> bool:
     formal = schema.outputs[min(index, len(schema.outputs) - 1)] if schema.outputs else None
     return formal is not None and formal.option == "Optional"
-
-
-def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
-    """``node.subgraphs`` as attributes: ``key`` → a graph, ``key:0``, ``key:1``… → a list of graphs."""
-    out: dict[str, Any] = {}
-    lists: dict[str, dict[int, Graph]] = {}
-    for key, body in node.subgraphs.items():
-        base, sep, index = key.rpartition(":")
-        if sep and index.isdigit():
-            lists.setdefault(base, {})[int(index)] = body
-        else:
-            out[key] = body
-    for base, items in lists.items():
-        if base in out or sorted(items) != list(range(len(items))):
-            raise SerdeError(
-                f"{where}: bodies {', '.join(f'{base}:{i}' for i in sorted(items))} do not form one list "
-                f"{base}:0..{len(items) - 1}; fix the node's subgraph keys"
-            )
-        out[base] = [items[i] for i in range(len(items))]
-    return out
 
 
 # A value info not yet written: tensor name, a type ONNX can say (a value's channels-first form has a light type of

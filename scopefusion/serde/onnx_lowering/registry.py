@@ -7,14 +7,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ...errors import SerdeError
 from ...ir.types import TensorType
+from ..onnx_node import Initializer
+from ..onnx_node import Node as OnnxNode
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...dtypes import DType
     from ...ir.graph import Node
     from .emitter import LoweringEmitter
+    from .layout import PassThrough
 
-__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "PlainOp", "default_lowerings",
-           "family_types"]
+__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "PlainOp", "PlainWritten",
+           "default_lowerings", "family_types"]
 
 Lowering = Callable[["LoweringEmitter"], None]
 
@@ -59,6 +62,36 @@ class PlainOp:
             if not isinstance(t, TensorType) or composed(self.onnx_op, t.dtype):
                 return None
         return names
+
+    def write(self, node: "Node", inputs: Sequence[str], output: str, opset: int, fresh_node: Callable[[str], str],
+              plan: "PassThrough | None" = None) -> "PlainWritten | None":
+        """The one node ``lower`` writes for ``node`` (inputs named ``inputs``, output 0 ``output``), without an
+        emitter, or None as :meth:`inputs_of`; ``fresh_node`` claims its name, as the emitter does; the initializers
+        of the layout's ``plan`` (its operands laid out channels first) go with it, as with an emitter."""
+        names = self.inputs_of(node, inputs, opset)
+        if names is None:
+            return None
+        op = self.onnx_op
+        written = PlainWritten(OnnxNode(op, "", fresh_node(f"{node.name}/{op}"), names, [output] if output else [],
+                                        body=False))
+        if plan is not None:
+            written.initializers = plan.initializers
+        return written
+
+
+class PlainWritten:
+    """What the writer reads of an emitter (:meth:`.GraphWriter._emit`), for the one node a :class:`PlainOp` wrote
+    (its emitter would have made nothing else); ``initializers`` are those the writer adds (a layout's operands)."""
+
+    __slots__ = ("nodes", "initializers")
+    held: list[tuple[int, str]] | None = None
+    noted: list[tuple[int, str]] | None = None
+    scalars_made: dict[tuple[str, bytes], str] | None = None
+    domains: dict[str, int] = {}  # read only
+
+    def __init__(self, node: "OnnxNode") -> None:
+        self.nodes = [node]
+        self.initializers: list[Initializer] = []
 
 
 class LoweringRegistry:
