@@ -34,7 +34,7 @@ not allow) as an empty input slot plus ``_back_edges`` (``"slot:tensor"``). Fusi
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, cast
+from typing import Any, Mapping, cast
 
 from ..errors import SerdeError
 from ..ir.attrs import LIST_STR, AttrValue
@@ -90,12 +90,13 @@ class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
-    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout",
-                 "scalars", "written", "write_body")
+    __slots__ = ("graph", "parent", "writer", "names", "visible", "initializers", "folded", "output_ids", "has_bodies",
+                 "layout", "scalars", "written")
 
-    def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
+    def __init__(self, graph: Graph, parent: "_Scope | None", writer: "GraphWriter") -> None:
         self.graph = graph
         self.parent = parent
+        self.writer = writer  # which holds no scope: no reference cycle, nothing left for the collector
         # Keyed by the IR values themselves: a value hashes by identity, looked up without an id() call.
         self.names: dict[Value, str] = {}  # value -> ONNX name
         self.visible: dict[str, str] = {}  # source tensor / IR value name -> ONNX name
@@ -106,7 +107,10 @@ class _Scope:
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
         self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
         self.written: list[OnnxNode] = []  # its nodes written so far
-        self.write_body: Callable[[Graph], GraphProto] | None = None  # writes a body of it (set by the writer)
+
+    def write_body(self, graph: Graph) -> GraphProto:
+        """Writes ``graph``, a body of a node of this graph (which may read this graph's tensors by name)."""
+        return self.writer.write(graph, parent=self)
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -179,8 +183,7 @@ class GraphWriter:
         constant or folded value no node written reads is no initializer (a weight read through an ``Identity``
         whose lowering made its own rearranged copy, a parameter a fused exporter folded into another); its name
         goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
-        scope = _Scope(graph, parent)
-        scope.write_body = lambda body: self.write(body, parent=scope)  # one for all its lowerings
+        scope = _Scope(graph, parent, self)
         nodes: list[OnnxNode] = []
         scope.written = nodes
         proto = into if into is not None else GraphProto()
