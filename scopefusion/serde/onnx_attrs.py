@@ -16,13 +16,14 @@ one 1-D tensor per inner list (int64, or float64 for floats), so ragged lists su
 is written as a ``GRAPH`` instead; otherwise it is a :class:`~scopefusion.errors.SerdeError`.
 
 Graph attributes are not written here: the caller passes a ``write_body`` callable that turns an IR graph
-into a ``GraphProto`` (it owns naming and outer-scope references).
+into a ``GraphProto`` (it owns naming and outer-scope references); :func:`body_groups` tells which of a node's
+bodies make which attribute.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 import numpy as np
 
@@ -43,9 +44,13 @@ from .onnx_proto import (
 )
 from .weight_stream import active_weights, defer_array
 
-__all__ = ["KIND_OF_TYPE", "attribute_proto", "initializer_array", "is_schema_default", "onnx_elem_type", "tensor_into", "tensor_proto", "type_proto"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ir.graph import Graph
+
+__all__ = ["KIND_OF_TYPE", "attribute_proto", "body_groups", "initializer_array", "is_schema_default", "onnx_elem_type", "tensor_into", "tensor_proto", "type_proto"]
 
 _K = AttributeProto
+
 
 # IR attribute type id -> the ONNX attribute kind it takes when no schema says otherwise.
 KIND_OF_TYPE: dict[AttrType, int] = {
@@ -334,3 +339,24 @@ def is_schema_default(value: AttrValue, schema_attr: AttrView) -> bool:
     if isinstance(payload, float) or isinstance(expected, float):
         return isinstance(payload, (int, float)) and np.float32(payload) == np.float32(expected)
     return values_equal(payload, expected)
+
+
+def body_groups(subgraphs: Mapping[str, "Graph"], where: str) -> dict[str, "Graph | list[Graph]"]:
+    """A node's bodies (``node.subgraphs``) as its attributes: ``key`` → a graph (``GRAPH``), ``key:0``,
+    ``key:1``… → a list of graphs (``GRAPHS``); ``where`` names the node in the error."""
+    out: dict[str, Any] = {}
+    lists: dict[str, dict[int, Graph]] = {}
+    for key, body in subgraphs.items():
+        base, sep, index = key.rpartition(":")
+        if sep and index.isdigit():
+            lists.setdefault(base, {})[int(index)] = body
+        else:
+            out[key] = body
+    for base, items in lists.items():
+        if base in out or sorted(items) != list(range(len(items))):
+            raise SerdeError(
+                f"{where}: bodies {', '.join(f'{base}:{i}' for i in sorted(items))} do not form one list "
+                f"{base}:0..{len(items) - 1}; fix the node's subgraph keys"
+            )
+        out[base] = [items[i] for i in range(len(items))]
+    return out

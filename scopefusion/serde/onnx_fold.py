@@ -43,14 +43,27 @@ def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int
                nodes: list[Node]) -> None:
     for node in graph.nodes:
         # Node's private fields, read without its properties: this runs for every node of every export.
-        if node._dialect != "tf" or node._op_type in _NEVER or node.subgraphs or not node.outputs:
+        if node._dialect != "tf":
+            continue
+        inputs = node.inputs
+        first = inputs[0] if inputs else None
+        # Most nodes read a computed tensor first: told without reading any constant (see _may_be_constant).
+        if first is None or (first not in folded and first.producer.op != CONST_OP):
+            continue
+        if node._op_type in _NEVER or node.subgraphs or not node.outputs:
             continue
         opdef = node.opdef
         if opdef is None or opdef.reference is None:
             continue
-        inputs = node.inputs
-        if not inputs or not _may_be_constant(inputs[0], folded):
-            continue  # most nodes read a computed tensor first: told without reading any constant
+        if opdef.reference is identity_kernel and len(inputs) == 1 and len(node.outputs) == 1:
+            # A weight read through an identity (most folds): the constant's array, as the loop below takes it.
+            array = constant_of(first, folded)
+            out = node.outputs[0]
+            array = _checked_array(array, out) if array is not None else None
+            if array is not None:
+                folded[out] = array
+                nodes.append(node)
+            continue
         arrays = []
         for value in inputs:
             array = constant_of(value, folded)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .onnx_node import Node
+from .onnx_order import toposort
 
 if TYPE_CHECKING:  # pragma: no cover
     from .onnx_optimize import GraphIndex
@@ -69,15 +70,43 @@ def early_global_pools(index: "GraphIndex") -> bool:
     whose input is not a Transpose's output (the passes would move that transpose below it), whose input's rank
     the index already knows. No other pass rewrites such a node or its input, so the rewrite the final sweep
     would make of it is the same; the clean-up then ends without the round of every pass that follows a change
-    of the final sweep. True when something changed (new nodes come last)."""
+    of the final sweep. True when something changed. The nodes stay in order (:func:`_put_before_readers`)."""
     changed = False
     producer = index.producer
+    count = len(index.nodes)
     for node in list(index.nodes):
         if node.op_type in _GLOBAL and node.domain in ("", "ai.onnx"):
             source = producer.get(node.input[0])
             if source is None or source.op_type != "Transpose":
                 changed |= _global_pool(index, node)
+    if len(index.nodes) != count:
+        _put_before_readers(index, count)
     return changed
+
+
+def _put_before_readers(index: "GraphIndex", count: int) -> None:
+    """Moves the nodes appended after the first ``count`` (the ``Squeeze`` of each global pool without keepdims,
+    which reads only its pool's output and a new initializer) where :func:`~.onnx_order.toposort` puts them in a
+    graph whose other nodes are in order: each just before the first node that reads its output, else last; without
+    that sort's walk over every node. Sorts when a body reads one's output or two have one first reader (then
+    their order is that reader's)."""
+    nodes = index.nodes
+    added = nodes[count:]
+    places: list[int | None] = []
+    for node in added:
+        readers = index.readers.get(node.output[0])
+        if node.output[0] in index.pinned:
+            toposort(index)
+            return
+        places.append(min(map(nodes.index, readers)) if readers else None)
+    placed = [p for p in places if p is not None]
+    if len(set(placed)) != len(placed):
+        toposort(index)
+        return
+    del nodes[count:]
+    for place, node in sorted(((p, n) for p, n in zip(places, added) if p is not None), key=lambda pn: -pn[0]):
+        nodes.insert(place, node)  # from the last place back, so the earlier places stay where they were
+    nodes.extend(n for p, n in zip(places, added) if p is None)
 
 
 def early_pads_into_convs(index: "GraphIndex") -> bool:

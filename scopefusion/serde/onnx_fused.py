@@ -152,8 +152,10 @@ class FusedEmitter:
     noted: list[tuple[int, str]] | None = None
     scalars_made: dict[tuple[str, bytes], str] | None = None
 
+    # NOTE: every argument may be passed by position: the writer makes an emitter per node and does so (by
+    # keywords, through LoweringEmitter's, making one took about twice as long).
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
-                 *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
+                 fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
                  layout: "LayoutTracker | None" = None, scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS,
                  folded: Mapping[Value, Any] | None = None, written: Sequence[OnnxNode] = (),
                  graph_outputs: Collection[Value] = ()) -> None:

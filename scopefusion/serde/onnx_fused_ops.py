@@ -53,6 +53,7 @@ import numpy as np
 from ..ir.types import TensorType
 from .onnx_fuse_ops import batch_norm_scale
 from .onnx_fused import FusedEmitter, FusedExporter
+from .onnx_lowering.registry import PlainOp
 from .onnx_proto import TensorProto
 
 __all__ = [
@@ -563,7 +564,7 @@ BUILTIN_EXPORTERS: tuple[tuple[str, FusedExporter], ...] = (
     ("DynamicGRU", dynamic_gru),
     ("DynamicRNN", dynamic_rnn),
     ("Gelu", gelu),
-    ("HardSwish", hard_swish),
+    ("HardSwish", PlainOp("HardSwish", 1, hard_swish, 14, exact=True)),  # before opset 14 hard_swish composes it
     ("InstanceNorm", instance_norm),
     ("L2Normalize", l2_normalize),
     ("LayerNorm", layer_norm),

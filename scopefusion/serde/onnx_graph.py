@@ -42,6 +42,7 @@ from ..ir.graph import CONST_OP, DATA_OP, Graph, Node, Value
 from ..ir.types import TensorType
 from .onnx_attrs import (
     attribute_proto,
+    body_groups,
     is_schema_default,
     onnx_elem_type,
     type_into,
@@ -51,6 +52,7 @@ from .onnx_fused import FusedEmitter, FusedExporterRegistry, Unmapped
 from .onnx_lowering import LoweringEmitter, LoweringRegistry
 from .onnx_lowering.layout import CANDIDATES, ChannelsFirstType, LayoutTracker, PassThrough
 from .onnx_lowering.misc import write_nothing
+from .onnx_lowering.registry import PlainOp, PlainWritten
 from .onnx_lowering.tensor_lists import holds_list
 from .onnx_node import Initializer, append_initializers, append_nodes
 from .onnx_node import Node as OnnxNode
@@ -88,12 +90,13 @@ class _Scope:
     """The names one graph gives its values, and the tensor names an enclosed body may read."""
 
     # NOTE: a plain class, not a dataclass: making a dataclass costs a third of a millisecond at import.
-    __slots__ = ("graph", "parent", "names", "visible", "initializers", "folded", "output_ids", "has_bodies", "layout",
-                 "scalars", "written")
+    __slots__ = ("graph", "parent", "writer", "names", "visible", "initializers", "folded", "output_ids", "has_bodies",
+                 "layout", "scalars", "written")
 
-    def __init__(self, graph: Graph, parent: "_Scope | None") -> None:
+    def __init__(self, graph: Graph, parent: "_Scope | None", writer: "GraphWriter") -> None:
         self.graph = graph
         self.parent = parent
+        self.writer = writer  # which holds no scope: no reference cycle, nothing left for the collector
         # Keyed by the IR values themselves: a value hashes by identity, looked up without an id() call.
         self.names: dict[Value, str] = {}  # value -> ONNX name
         self.visible: dict[str, str] = {}  # source tensor / IR value name -> ONNX name
@@ -104,6 +107,10 @@ class _Scope:
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
         self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
         self.written: list[OnnxNode] = []  # its nodes written so far
+
+    def write_body(self, graph: Graph) -> GraphProto:
+        """Writes ``graph``, a body of a node of this graph (which may read this graph's tensors by name)."""
+        return self.writer.write(graph, parent=self)
 
     def resolve(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -176,7 +183,7 @@ class GraphWriter:
         constant or folded value no node written reads is no initializer (a weight read through an ``Identity``
         whose lowering made its own rearranged copy, a parameter a fused exporter folded into another); its name
         goes to :attr:`left_out` (see :class:`~.onnx_optimize.GraphIndex` on why the result is the same)."""
-        scope = _Scope(graph, parent)
+        scope = _Scope(graph, parent, self)
         nodes: list[OnnxNode] = []
         scope.written = nodes
         proto = into if into is not None else GraphProto()
@@ -433,7 +440,7 @@ class GraphWriter:
 
     def _attributes(self, node: Node, scope: _Scope, domain: str, where: str) -> list[AttributeProto]:
         schema = self._schema(node.op_type, domain) if domain == "" or domain.startswith("ai.onnx") else None
-        bodies = _body_groups(node, where)
+        bodies = body_groups(node.subgraphs, where)
         out = []
         for name, value in sorted(node.attrs.items()):
             if name in PROVENANCE_ATTRS or name in bodies:
@@ -518,7 +525,7 @@ class GraphWriter:
             for k, name in zip(plan.held, plan.alias):
                 tracker.hold(node.outputs[k], name, own[k], alias=True)  # type: ignore[union-attr]
             return [], ""
-        emitter: FusedEmitter | None = None
+        emitter: FusedEmitter | PlainWritten | None = None
         if plan is not None:
             if plan.held:
                 outputs = list(own)
@@ -561,22 +568,25 @@ class GraphWriter:
 
     def _run_exporter(self, node: Node, scope: _Scope, exporter: Any, folded: dict[Value, Any] | None,
                       inputs: list[str], outputs: list[str], used: list[bool],
-                      plan: PassThrough | None) -> tuple[FusedEmitter | None, str]:
+                      plan: PassThrough | None) -> tuple["FusedEmitter | PlainWritten | None", str]:
         """Runs ``exporter`` on a new emitter of ``node`` (a fused one when ``folded`` is None, else a lowering one,
-        on the channels-first forms of ``plan``); returns the emitter, or None and the reason it declined."""
+        on the channels-first forms of ``plan``; arguments by position, see FusedEmitter.__init__'s NOTE); returns the
+        emitter, or None and the reason it declined. A :class:`PlainOp`'s one node is written without an emitter."""
         emitter: FusedEmitter
+        if type(exporter) is PlainOp and outputs:
+            written = exporter.write(node, inputs, outputs[0], self.opset, self._nodes.claim, plan)
+            if written is not None:
+                return written, ""
         if folded is None:
-            emitter = FusedEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                   fresh_node=self._nodes.claim, layout=scope.layout, scalars=scope.scalars,
-                                   folded=scope.folded if self.lowerings is not None and len(self.lowerings) else None,
-                                   written=scope.written, graph_outputs=scope.output_ids or ())
+            emitter = FusedEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
+                                   scope.layout, scope.scalars,
+                                   scope.folded if self.lowerings is not None and len(self.lowerings) else None,
+                                   scope.written, scope.output_ids or ())
         else:
-            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, fresh_tensor=self._tensors.claim,
-                                      fresh_node=self._nodes.claim, folded=folded,
-                                      write_body=lambda g: self.write(g, parent=scope), names=scope.names,
-                                      overrides=plan.overrides if plan is not None else None, layout=scope.layout,
-                                      scalars=scope.scalars, written=scope.written,
-                                      graph_outputs=scope.output_ids or ())
+            emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
+                                      folded, scope.write_body, scope.names,
+                                      plan.overrides if plan is not None else None, scope.layout, scope.scalars,
+                                      scope.written, scope.output_ids or ())
         if plan is not None:
             emitter.initializers.extend(plan.initializers)
         try:
@@ -591,7 +601,7 @@ class GraphWriter:
         return emitter, ""
 
     @staticmethod
-    def _track(node: Node, tracker: LayoutTracker, emitter: FusedEmitter, plan: PassThrough | None,
+    def _track(node: Node, tracker: LayoutTracker, emitter: "FusedEmitter | PlainWritten", plan: PassThrough | None,
                outputs: list[str], own: list[str]) -> None:
         """Records in ``tracker`` what ``node``'s ONNX form holds channels first: the outputs of a node lowered on
         channels-first forms (``plan``), those it left held (``outputs`` the names the emitter wrote, ``own`` the
@@ -638,26 +648,6 @@ def _provenance(node: Node) -> str:
 def _optional_output(schema: Any, index: int) -> bool:
     formal = schema.outputs[min(index, len(schema.outputs) - 1)] if schema.outputs else None
     return formal is not None and formal.option == "Optional"
-
-
-def _body_groups(node: Node, where: str) -> dict[str, Graph | list[Graph]]:
-    """``node.subgraphs`` as attributes: ``key`` → a graph, ``key:0``, ``key:1``… → a list of graphs."""
-    out: dict[str, Any] = {}
-    lists: dict[str, dict[int, Graph]] = {}
-    for key, body in node.subgraphs.items():
-        base, sep, index = key.rpartition(":")
-        if sep and index.isdigit():
-            lists.setdefault(base, {})[int(index)] = body
-        else:
-            out[key] = body
-    for base, items in lists.items():
-        if base in out or sorted(items) != list(range(len(items))):
-            raise SerdeError(
-                f"{where}: bodies {', '.join(f'{base}:{i}' for i in sorted(items))} do not form one list "
-                f"{base}:0..{len(items) - 1}; fix the node's subgraph keys"
-            )
-        out[base] = [items[i] for i in range(len(items))]
-    return out
 
 
 # A value info not yet written: tensor name, a type ONNX can say (a value's channels-first form has a light type of

@@ -65,11 +65,12 @@ from .onnx_transposes import push_transposes
 
 __all__ = ["GraphIndex", "Node", "optimize_graph", "optimize_nodes", "toposort"]
 
-_IDENTITY_SWEEP, _DEAD_SWEEP = 0, 6  # the numbers of the identity and dead-node sweeps in optimize_nodes
+_IDENTITY_SWEEP, _DUPLICATES_SWEEP, _DEAD_SWEEP = 0, 1, 6  # the numbers of those sweeps in optimize_nodes
 _FOLDABLE = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"})
 _NEUTRAL = {"Add": (0, True), "Sub": (0, False), "Mul": (1, True), "Div": (1, False)}  # value, either side
 # The op types the sweeps of optimize_nodes (by number) rewrite: a graph without any of them gives them nothing
-# to find. The others (duplicates, transposes, dead nodes) may find something whatever the op types.
+# to find. The others (duplicates, transposes, dead nodes) may find something whatever the op types; duplicates
+# only in a graph with two nodes of one op type.
 _REWRITES: dict[int, frozenset[str]] = {_IDENTITY_SWEEP: frozenset({"Identity"}), 3: frozenset({"Reshape"}),
                                         4: frozenset(_NEUTRAL), 5: _FOLDABLE}
 _EARLY = frozenset({"ReduceMean", "ReduceMax", "Pad"})  # what the early_* rewrites of onnx_fuse_ops rewrite
@@ -384,8 +385,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     skips_types = _skips_absent_types()
     if not skips_types or not _EARLY.isdisjoint(_op_types(index)):
         early_pads_into_convs(index)
-        if early_global_pools(index):
-            toposort(index)
+        early_global_pools(index)  # its new nodes in order
 
     def run(k: int, sweep: Callable[[GraphIndex], bool]) -> bool:
         nonlocal state, dead_free, types, typed_at
@@ -393,11 +393,11 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
             idle[k] = state
             return False
         rewrites = _REWRITES.get(k) if skips_types else None
-        if rewrites is not None:
+        if rewrites is not None or (k == _DUPLICATES_SWEEP and skips_types):
             if typed_at != state:
                 types, typed_at = _op_types(index), state
-            if rewrites.isdisjoint(types):
-                idle[k] = state  # the sweep would look at every node and find none of its op types
+            if rewrites.isdisjoint(types) if rewrites is not None else len(types) == len(index.nodes):
+                idle[k] = state  # it would find none of its op types, or (duplicates) no two nodes of one type
                 return False
         found = sweep(index)
         if found:
@@ -412,7 +412,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     while rounds < 100:
         rounds += 1
         changed = run(_IDENTITY_SWEEP, _remove_identities)
-        changed |= run(1, _merge_duplicates)
+        changed |= run(_DUPLICATES_SWEEP, _merge_duplicates)
         if run(2, push_transposes):
             toposort(index)  # the sweep keeps the index current; only the order of the nodes it added is restored
             changed = True
@@ -463,8 +463,8 @@ def _op_types(index: GraphIndex) -> set[str]:
 
 
 def _skips_absent_types() -> bool:
-    """True: a sweep is not run when the graph has none of the op types it rewrites (:data:`_REWRITES`). A function
-    of its own so that a test can turn the skip off and compare the outputs."""
+    """True: a sweep is not run when the graph has none of the op types it rewrites (:data:`_REWRITES`), nor that of
+    duplicates without two nodes of one op type. A function of its own so that a test can turn the skip off."""
     return True
 
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 from . import missing_kernels
 from .emitter import LoweringEmitter
-from .registry import Lowering
+from .registry import Lowering, PlainOp
 
 __all__ = ["LOWERINGS"]
 
@@ -49,7 +49,7 @@ def _unary(onnx_op: str) -> Lowering:
         op_type, inputs, attrs = missing_kernels.unary(e, onnx_op, e.input(0))
         e.result(op_type, inputs, **attrs)
 
-    return lower
+    return PlainOp(onnx_op, 1, lower, composed=missing_kernels.composed)
 
 
 def _binary(onnx_op: str, min_opset: int = 1) -> Lowering:
@@ -58,7 +58,7 @@ def _binary(onnx_op: str, min_opset: int = 1) -> Lowering:
             e.decline(f"ONNX {onnx_op} needs opset {min_opset}")
         e.result(onnx_op, [e.input(0), e.input(1)])
 
-    return lower
+    return PlainOp(onnx_op, 2, lower, min_opset)
 
 
 def _one(e: LoweringEmitter, value: float, like: int = 0) -> str:

@@ -47,13 +47,14 @@ class LoweringEmitter(FusedEmitter):
     """The emitter of one ``tf`` node (see the module docstring)."""
 
     def __init__(self, node: Node, opset: int, inputs: Sequence[str], outputs: Sequence[str], used: Sequence[bool],
-                 *, fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
+                 fresh_tensor: Callable[[str], str], fresh_node: Callable[[str], str],
                  folded: Mapping[Value, np.ndarray], write_body: Callable[[Graph], GraphProto] | None = None,
                  names: Mapping[Value, str] | None = None, overrides: Mapping[int, np.ndarray] | None = None,
                  layout: "LayoutTracker | None" = None, scalars: Mapping[tuple[str, bytes], str] = _NO_SCALARS,
                  written: Sequence[OnnxNode] = (), graph_outputs: Collection[Value] = ()) -> None:
-        super().__init__(node, opset, inputs, outputs, used, fresh_tensor=fresh_tensor, fresh_node=fresh_node,
-                         layout=layout, scalars=scalars, folded=folded, written=written, graph_outputs=graph_outputs)
+        # By position, as the writer passes them (see the NOTE of FusedEmitter.__init__).
+        FusedEmitter.__init__(self, node, opset, inputs, outputs, used, fresh_tensor, fresh_node, layout, scalars,
+                              folded, written, graph_outputs)
         self._folded = folded
         self._write_body = write_body
         self._names = names or {}

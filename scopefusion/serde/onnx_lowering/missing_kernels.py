@@ -23,10 +23,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...dtypes import DType
 from .compositions import atan
 from .emitter import LoweringEmitter
 
-__all__ = ["unary", "unary_value"]
+__all__ = ["composed", "unary", "unary_value"]
 
 _ONNX_FLOAT, _ONNX_DOUBLE = 1, 11  # TensorProto.FLOAT, TensorProto.DOUBLE
 _LARGE = 2.0**28  # past it x² ± 1 = x² in float64: log(|x| + √(x² ± 1)) = log(|x|) + log 2
@@ -40,6 +41,15 @@ def unary(e: LoweringEmitter, onnx_op: str, x: str, **attrs: Any) -> tuple[str, 
     if composed is None:
         return onnx_op, [x], attrs
     return composed(e, x, dtype, attrs)
+
+
+def composed(onnx_op: str, dtype: DType) -> bool:
+    """True when :func:`unary` writes ``onnx_op`` on an input of ``dtype`` as a composition (not the op itself)."""
+    key = (onnx_op, dtype)
+    found = _IS_COMPOSED.get(key)
+    if found is None:
+        found = _IS_COMPOSED[key] = onnx_op in _COMPOSED.get(dtype.numpy.str[1:], {})
+    return found
 
 
 def unary_value(e: LoweringEmitter, onnx_op: str, x: str, **attrs: Any) -> str:
@@ -148,6 +158,9 @@ def _is_inf(e: LoweringEmitter, x: str, dtype: np.dtype, attrs: dict[str, Any]) 
 
 
 _Composition = Callable[[LoweringEmitter, str, np.dtype, dict[str, Any]], _Last]
+
+# composed()'s answers by (op, dtype), once per process (a DType is one object per dtype).
+_IS_COMPOSED: dict[tuple[str, DType], bool] = {}
 
 _COMPOSED: dict[str, dict[str, _Composition]] = {
     "f8": {

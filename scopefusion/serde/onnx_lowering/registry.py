@@ -3,16 +3,95 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ...errors import SerdeError
+from ...ir.types import TensorType
+from ..onnx_node import Initializer
+from ..onnx_node import Node as OnnxNode
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...dtypes import DType
+    from ...ir.graph import Node
     from .emitter import LoweringEmitter
+    from .layout import PassThrough
 
-__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "default_lowerings", "family_types"]
+__all__ = ["FAMILIES", "FRAME_MARKERS", "Lowering", "LoweringRegistry", "PlainOp", "PlainWritten",
+           "default_lowerings", "family_types"]
 
 Lowering = Callable[["LoweringEmitter"], None]
+
+
+class PlainOp:
+    """A lowering (or fused-op exporter) that writes ONNX op ``onnx_op`` (no attributes) of the node's first
+    ``arity`` inputs into its output 0, through ``lower`` (the lowering itself, run on an emitter), for an export at
+    opset ``min_opset`` or later; with ``exact``, only for a node of exactly ``arity`` inputs and one output; for a
+    unary op, only where ``composed`` (given the input's dtype) is False, else ``lower`` writes a composition. Most
+    ``tf`` element-wise ops are one: the writer writes such a node itself, without an emitter (:meth:`inputs_of`),
+    the same node ``lower`` would write."""
+
+    __slots__ = ("onnx_op", "arity", "lower", "min_opset", "composed", "exact")
+
+    def __init__(self, onnx_op: str, arity: int, lower: Callable[[Any], None], min_opset: int = 1,
+                 composed: "Callable[[str, DType], bool] | None" = None, exact: bool = False) -> None:
+        self.onnx_op = onnx_op
+        self.arity = arity
+        self.lower = lower
+        self.min_opset = min_opset
+        self.composed = composed
+        self.exact = exact
+
+    def __call__(self, e: Any) -> None:
+        self.lower(e)
+
+    def inputs_of(self, node: "Node", inputs: Sequence[str], opset: int) -> list[str] | None:
+        """The inputs of the one ``onnx_op`` node ``lower`` writes for ``node``, whose inputs the writer names
+        ``inputs``; None when it would write something else or decline (an absent input, an unknown dtype, a
+        composition, too low an opset)."""
+        arity = self.arity
+        if opset < self.min_opset or len(inputs) < arity:
+            return None
+        if self.exact and (len(inputs) != arity or len(node.outputs) != 1):
+            return None
+        names = list(inputs[:arity])
+        if not all(names):
+            return None
+        composed = self.composed
+        if composed is not None:
+            t = node.inputs[0].type  # type: ignore[union-attr]  # inputs[0] named: the value is there
+            if not isinstance(t, TensorType) or composed(self.onnx_op, t.dtype):
+                return None
+        return names
+
+    def write(self, node: "Node", inputs: Sequence[str], output: str, opset: int, fresh_node: Callable[[str], str],
+              plan: "PassThrough | None" = None) -> "PlainWritten | None":
+        """The one node ``lower`` writes for ``node`` (inputs named ``inputs``, output 0 ``output``), without an
+        emitter, or None as :meth:`inputs_of`; ``fresh_node`` claims its name, as the emitter does; the initializers
+        of the layout's ``plan`` (its operands laid out channels first) go with it, as with an emitter."""
+        names = self.inputs_of(node, inputs, opset)
+        if names is None:
+            return None
+        op = self.onnx_op
+        written = PlainWritten(OnnxNode(op, "", fresh_node(f"{node.name}/{op}"), names, [output] if output else [],
+                                        body=False))
+        if plan is not None:
+            written.initializers = plan.initializers
+        return written
+
+
+class PlainWritten:
+    """What the writer reads of an emitter (:meth:`.GraphWriter._emit`), for the one node a :class:`PlainOp` wrote
+    (its emitter would have made nothing else); ``initializers`` are those the writer adds (a layout's operands)."""
+
+    __slots__ = ("nodes", "initializers")
+    held: list[tuple[int, str]] | None = None
+    noted: list[tuple[int, str]] | None = None
+    scalars_made: dict[tuple[str, bytes], str] | None = None
+    domains: dict[str, int] = {}  # read only
+
+    def __init__(self, node: "OnnxNode") -> None:
+        self.nodes = [node]
+        self.initializers: list[Initializer] = []
 
 
 class LoweringRegistry:
