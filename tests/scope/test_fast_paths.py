@@ -312,3 +312,26 @@ def test_a_search_whose_anchors_are_all_taken_finds_what_searching_them_finds(fi
             m.node_names for m in everything if not some & set(m.node_names)]
         compared += 1
     assert compared > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_neighbour_numbers_read_by_position_are_the_vertices_numbers(fixture, request, monkeypatch):
+    """Where ``_number_range`` reads the neighbours' positions (none in a fusion, no node renumbered), they are
+    the numbers of their vertices (``_number_of_node``), for every result validated in a conversion."""
+    import math
+
+    from scopefusion.scope._order import ContractedOrder
+
+    real = ContractedOrder._number_range
+    shortcuts = []
+
+    def checked(self, producers, consumers):
+        number = self._number_of_node
+        expected = (max(map(number, producers), default=-math.inf), min(map(number, consumers), default=math.inf))
+        assert real(self, producers, consumers) == expected
+        shortcuts.append(not self._members)
+        return expected
+
+    monkeypatch.setattr(ContractedOrder, "_number_range", checked)
+    assert convert(request.getfixturevalue(fixture)).fusion_run.accepted
+    assert True in shortcuts and False in shortcuts
