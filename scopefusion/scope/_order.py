@@ -293,6 +293,12 @@ class ContractedOrder:
         holding ``consumers`` (-inf and inf for none), as :meth:`_find_cycle_of_unclaimed` finds them while
         walking the members' edges; here the neighbours outside the members are given, so no edge is walked
         and no neighbour is tested for membership, and with no back edge none is skipped."""
+        base = self._base.__getitem__
+        group_at = self._group_at.__getitem__
+        above, below = list(map(base, producers)), list(map(base, consumers))
+        if not self._nodes_renumbered and not any(map(group_at, above)) and not any(map(group_at, below)):
+            # No neighbour lies in a fusion and no node was renumbered: each is its own vertex, numbered by position.
+            return max(above, default=-math.inf), min(below, default=math.inf)
         number = self._number_of_node
         return max(map(number, producers), default=-math.inf), min(map(number, consumers), default=math.inf)
 

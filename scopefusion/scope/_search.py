@@ -331,10 +331,15 @@ class SearchRun:
         match_first = self.match_op if first.__class__ is OpOutput else match_value
         other = tensors[1]
 
-        def rest(st: SearchState) -> SearchState | None:
-            if cannot_match(second, other, st):
-                return None
-            return match_value(second, other, st, then)
+        if second.__class__ is Var:
+            # _cannot_match of a variable fails only on an omitted input, as match_value does, with the same reason.
+            def rest(st: SearchState) -> SearchState | None:
+                return match_value(second, other, st, then)
+        else:
+            def rest(st: SearchState) -> SearchState | None:
+                if cannot_match(second, other, st):
+                    return None
+                return match_value(second, other, st, then)
 
         here = tensors[0]
         if not cannot_match(first, here, state):

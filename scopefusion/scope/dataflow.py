@@ -164,7 +164,7 @@ class Matches(list["Match"]):
 # What building a pattern makes: reading one of these builds a deferred pattern.
 _BUILT = frozenset({"vars", "outputs", "anchor_types", "_ops", "_consts", "_reach", "_op_type_alternatives", "_all_op_types",
                     "_anchors_key", "_may_match_key", "_required_at", "_ops_by_type", "_binding_keys",
-                    "_above_anchor_types"})
+                    "_above_anchor_types", "_above_anchor_singles", "_above_anchor_alternatives"})
 
 
 class DataflowPattern:
@@ -236,6 +236,9 @@ class DataflowPattern:
         # The op types of each op but the first output's, once per distinct tuple: a match binds each such op to
         # a node above the anchor (see earliest_anchor).
         self._above_anchor_types = tuple({op.op_types: None for op in self._ops if op is not first})
+        # The same, split for earliest_anchor: the types of the ops of one type, and the tuples of alternatives.
+        self._above_anchor_singles = frozenset(types[0] for types in self._above_anchor_types if len(types) == 1)
+        self._above_anchor_alternatives = tuple(types for types in self._above_anchor_types if len(types) > 1)
         self._anchor_input_types = tuple(v.op.op_types for v in first.inputs if isinstance(v, OpOutput))
         # Keys of answers kept in a graph's memo, made once: patterns with the same keys share the answers.
         self._anchors_key = ("possible anchors", first.op_types, self._anchor_arity, self._anchor_input_types)
@@ -297,24 +300,19 @@ class DataflowPattern:
 
     def _earliest_anchor(self, graph: ScopeGraph) -> int:
         source = graph.source
+        count = len(source.nodes)
         if not source.edges_run_forward:
             return 0
-        firsts = graph.memo.get("first index by op type")  # shared by the patterns: most need the same types
-        if firsts is None:
-            firsts = graph.memo["first index by op type"] = {}
-        earliest = 0
-        for types in self._above_anchor_types:
-            first = len(source.nodes)
-            for op_type in types:
-                at = firsts.get(op_type)
-                if at is None:
-                    nodes = graph.nodes_by_type(op_type)
-                    at = firsts[op_type] = graph.positions[nodes[0].name] if nodes else len(source.nodes)
-                if at < first:
-                    first = at
-            if first >= earliest:
-                earliest = first + 1
-        return min(earliest, len(source.nodes))
+        firsts = graph.first_positions()  # shared by the patterns
+        singles = self._above_anchor_singles
+        if not firsts.keys() >= singles:
+            return count  # a type of no node: no anchor at all
+        latest = max(map(firsts.__getitem__, singles), default=-1)  # the first node of each single type
+        for types in self._above_anchor_alternatives:
+            first = min([firsts.get(op_type, count) for op_type in types])
+            if first > latest:
+                latest = first
+        return min(latest + 1, count)
 
     def may_anchor(self, graph: ScopeGraph, node: SourceNode) -> bool:
         """False when ``node`` cannot be the first output's op: another input count, or no input made by an
@@ -412,9 +410,7 @@ class DataflowPattern:
                 key = ("nodes of types", types)
                 listed = graph.memo.get(key)
                 if listed is None:
-                    position = graph.positions
-                    listed = graph.memo[key] = sorted(
-                        (n for t in types for n in graph.nodes_by_type(t)), key=lambda n: position[n.name])
+                    listed = graph.memo[key] = _nodes_of_types(graph, types)
                 anchors = listed
         else:
             anchors = [n for n in within.all_nodes if n.op_type in types]
@@ -424,7 +420,10 @@ class DataflowPattern:
         found.tried = len(anchors)
         if not near_miss:
             anchors = self._possible_anchors(graph, anchors, within)
-            anchors = _from_position(anchors, self.earliest_anchor(graph), graph.positions)
+            if taken and all(node.name in taken for node in anchors):
+                anchors = ()  # each would only be deferred, and no later anchor is searched to reveal it
+            else:
+                anchors = _from_position(anchors, self.earliest_anchor(graph), graph.positions)
         deferred: list[SourceNode] = []
         for node in anchors:
             if node.name in taken:
@@ -552,6 +551,16 @@ class DataflowPattern:
 
     def __repr__(self) -> str:
         return f"DataflowPattern({self.name!r})"
+
+
+def _nodes_of_types(graph: ScopeGraph, types: Sequence[str]) -> Sequence[SourceNode]:
+    """The nodes of ``types`` in graph order: the op-type index's list itself when only one of the types is
+    present (``Add`` of ``Add|AddV2`` in a TF2 graph), else those lists merged by position."""
+    lists = [found for found in map(graph.nodes_by_type, types) if found]
+    if len(lists) <= 1:
+        return lists[0] if lists else ()
+    position = graph.positions
+    return sorted((n for found in lists for n in found), key=lambda n: position[n.name])
 
 
 def _from_position(anchors: Sequence[SourceNode], earliest: int, position: Mapping[str, int]) -> Sequence[SourceNode]:

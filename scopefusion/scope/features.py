@@ -351,6 +351,16 @@ class ScopePattern:
         self._rest = tuple(rest)
 
     @property
+    def walk_key(self) -> tuple[Any, ...] | None:
+        """What :meth:`matches` and :meth:`prunes` read of a scope, when that is only its op counts and last
+        name (exact op-type counts and suffixes): patterns with equal keys match the same scopes of a tree, so
+        a walk of the tree for one answers for all (:func:`~.matching.match_one_batch`); else None (a feature
+        reads sub_types or attributes, or a subclass matches its own way)."""
+        if self._rest or type(self) is not ScopePattern:
+            return None
+        return (self._counted, self._suffixes)
+
+    @property
     def required_op_types(self) -> frozenset[str]:
         """The op types its :class:`NodeOpTypeFeature` features require present (``num`` other than -1): a
         scope whose subtree lacks one neither matches nor has a match below it (the feature prunes it)."""

@@ -16,6 +16,23 @@ PASS_THROUGH_OPS = frozenset({"Identity"})
 _MAX_READS = 16
 
 
+_INTERNED_SIZE = 64
+
+# NOTE: a pure cache: a value of op_type_counts / present_type_set -> the first equal value made. Graphs of one
+# model give equal values; handing out the first one lets the answers kept per value (by passes, for every graph)
+# be found by identity, rather than by comparing the sets element by element at each look-up.
+_INTERNED: dict[frozenset[Any], frozenset[Any]] = {}
+
+
+def _interned(value: frozenset[Any]) -> frozenset[Any]:
+    found = _INTERNED.get(value)
+    if found is None:
+        if len(_INTERNED) >= _INTERNED_SIZE:
+            _INTERNED.clear()
+        found = _INTERNED[value] = value
+    return found
+
+
 class ScopeGraph:
     """The scope tree of one :class:`SourceGraph` plus the indexes that rules share.
 
@@ -28,11 +45,15 @@ class ScopeGraph:
             near miss at an anchor, per scope); the run drops it when it ends (:meth:`release_answers`).
     """
 
-    def __init__(self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]]) -> None:
+    def __init__(
+        self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]],
+        firsts: dict[str, int] | None = None,
+    ) -> None:
         self.source = source
         self._tree = tree
         self._positions = source.positions
         self._by_type = by_type
+        self._firsts = firsts  # see first_positions
         self._succ = source.out_edges
         self._by_name = source.by_name
         self._chains: dict[str, list[SourceNode]] = {}
@@ -55,15 +76,17 @@ class ScopeGraph:
     def _build(cls, source: SourceGraph, tree: bool) -> ScopeGraph:
         nodes = source.nodes
         by_type: dict[str, list[SourceNode]] = {}
+        firsts: dict[str, int] = {}
         if tree:  # the tree's pass over the nodes lists them by op type too
-            return cls(source, ScopeTree.from_nodes(nodes, by_type, source.positions), by_type)
-        for node in nodes:
+            return cls(source, ScopeTree.from_nodes(nodes, by_type, source.positions, firsts), by_type, firsts)
+        for i, node in enumerate(nodes):
             bucket = by_type.get(node.op_type)
             if bucket is None:
                 by_type[node.op_type] = [node]
+                firsts[node.op_type] = i
             else:
                 bucket.append(node)
-        return cls(source, None, by_type)
+        return cls(source, None, by_type, firsts)
 
     @property
     def tree(self) -> ScopeTree:
@@ -99,14 +122,31 @@ class ScopeGraph:
         """The op types present in the graph, as a read-only set view (a membership test costs one look-up)."""
         return self._by_type.keys()
 
+    def first_positions(self) -> Mapping[str, int]:
+        """The index in graph order of the first node of each op type present (read-only; do not modify), as
+        the pass over the nodes that listed them by type recorded it (else found from that index once)."""
+        firsts = self._firsts
+        if firsts is None:
+            position = self._positions
+            firsts = self._firsts = {t: position[nodes[0].name] for t, nodes in self._by_type.items() if nodes}
+        return firsts
+
     def op_type_counts(self) -> frozenset[tuple[str, int]]:
         """``(op type, number of nodes of that type)`` for each op type present: everything that
         :attr:`present_types` and the sizes of :meth:`nodes_by_type` tell, as one hashable value (made once
         per run and kept in the memo), so that answers read from those alone can be kept per value."""
         counts: frozenset[tuple[str, int]] | None = self.memo.get("op type counts")
         if counts is None:
-            counts = self.memo["op type counts"] = frozenset((t, len(nodes)) for t, nodes in self._by_type.items())
+            counts = self.memo["op type counts"] = _interned(frozenset((t, len(nodes)) for t, nodes in self._by_type.items()))
         return counts
+
+    def present_type_set(self) -> frozenset[str]:
+        """:attr:`present_types` as a frozenset, made once per run and kept in the memo, so that answers read
+        from the op types alone can be kept per value (see :meth:`op_type_counts`)."""
+        present: frozenset[str] | None = self.memo.get("op types present")
+        if present is None:
+            present = self.memo["op types present"] = _interned(frozenset(self._by_type))
+        return present
 
     def constant_chain(self, name: str) -> list[SourceNode]:
         """``[name's node, ..., constant]``: the pass-through reads (``Identity`` with one data input and

@@ -69,27 +69,43 @@ def match_one_batch(tree: ScopeTree, batch: Sequence[ScopePattern]) -> list[Scop
     results: dict[int, Scope] = {}
     present = tree.root._counts.keys()  # the root counts every node: a type absent there is absent everywhere
     for pattern in batch:
-        sub_type = pattern.sub_type
         required = pattern.required_op_types
         if required and not present >= required:
-            continue  # every scope would be pruned on sight, as below
-        # One required type (the usual case) is tested by one look-up rather than a comparison of key sets.
-        only = next(iter(required)) if len(required) == 1 else None
-        stack = list(reversed(tree.root._children.values()))
-        while stack:
-            scope = stack.pop()
-            if only is not None:
-                if only not in scope._counts:
-                    continue  # as below
-            elif required and not scope._counts.keys() >= required:
-                continue  # pattern.prunes(scope), so no match here nor below: what testing both would find
-            if pattern.matches(scope):
-                scope.sub_type = sub_type
-                results.setdefault(id(scope), scope)
-                continue
-            if scope._children and not pattern.prunes(scope):
-                stack.extend(reversed(scope._children.values()))
+            continue  # every scope would be pruned on sight, as in _walk
+        key = pattern.walk_key
+        found = tree.walks.get(key) if key is not None else None
+        if found is None:
+            found = _walk(tree, pattern)
+            if key is not None:  # what a pattern that reads only op counts and last names finds, found once per tree
+                tree.walks[key] = found
+        sub_type = pattern.sub_type
+        for scope in found:
+            scope.sub_type = sub_type
+            results.setdefault(id(scope), scope)
     return list(results.values())
+
+
+def _walk(tree: ScopeTree, pattern: ScopePattern) -> list[Scope]:
+    """The scopes ``pattern`` matches, in depth-first walk order from the root's children, not descending
+    into a match nor into a scope the pattern prunes."""
+    found: list[Scope] = []
+    required = pattern.required_op_types
+    # One required type (the usual case) is tested by one look-up rather than a comparison of key sets.
+    only = next(iter(required)) if len(required) == 1 else None
+    stack = list(reversed(tree.root._children.values()))
+    while stack:
+        scope = stack.pop()
+        if only is not None:
+            if only not in scope._counts:
+                continue  # as below
+        elif required and not scope._counts.keys() >= required:
+            continue  # pattern.prunes(scope), so no match here nor below: what testing both would find
+        if pattern.matches(scope):
+            found.append(scope)
+            continue
+        if scope._children and not pattern.prunes(scope):
+            stack.extend(reversed(scope._children.values()))
+    return found
 
 
 def match_all_batches(tree: ScopeTree, pattern_sets: Any) -> list[Scope]:

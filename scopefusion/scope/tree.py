@@ -234,6 +234,9 @@ class ScopeTree:
         self._scopes: dict[str, Scope] = {}
         self._order: list[Scope] = [self.root]
         self._graph_nodes: Sequence[SourceNode] = ()
+        # NOTE: a pure cache: what a walk of the tree found for a pattern that reads only op counts and last
+        # names (see matching.match_one_batch), by what the pattern reads; the tree never changes but for sub_types.
+        self.walks: dict[Any, list[Scope]] = {}
 
     @classmethod
     def from_nodes(
@@ -241,17 +244,19 @@ class ScopeTree:
         nodes: Sequence[SourceNode],
         by_type: dict[str, list[SourceNode]] | None = None,
         positions: Mapping[str, int] | None = None,
+        firsts: dict[str, int] | None = None,
     ) -> ScopeTree:
         """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
         same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
         index). ``positions`` maps each node's name to its index in ``nodes`` when the caller has that table
-        already (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own."""
+        already (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own. With
+        ``firsts``, the pass also records there the index of the first node of each op type."""
         tree = cls()
         tree._position = {node.name: i for i, node in enumerate(nodes)} if positions is None else positions
-        tree._build(nodes, {} if by_type is None else by_type)
+        tree._build(nodes, {} if by_type is None else by_type, {} if firsts is None else firsts)
         return tree
 
-    def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]]) -> None:
+    def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]], firsts: dict[str, int]) -> None:
         # NOTE: a node's scope is found from the raw text before the last '/' (see _holder_of_raw). Nodes
         # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
         # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
@@ -283,6 +288,7 @@ class ScopeTree:
             bucket = by_type.get(op)
             if bucket is None:
                 by_type[op] = [node]
+                firsts[op] = i
             else:
                 bucket.append(node)
         # Subtree counts bottom-up: children are created after their parents, so reverse creation order

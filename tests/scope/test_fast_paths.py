@@ -232,3 +232,106 @@ def test_op_counts_views_are_the_mappings_views(source):
         for op_type in ("Const", "MatMul", "NoSuchOp"):
             assert counts.get(op_type) == Mapping.get(counts, op_type)
             assert (op_type in counts) == Mapping.__contains__(counts, op_type)
+
+
+def _walked(tree: ScopeTree, pattern: ScopePattern) -> list:
+    """The scopes a walk finds for ``pattern``, the plain way: each scope tested, none below a match or a pruned scope."""
+    found = []
+    stack = list(reversed(tree.root.children))
+    while stack:
+        scope = stack.pop()
+        if pattern.matches(scope):
+            found.append(scope)
+        elif not pattern.prunes(scope):
+            stack.extend(reversed(scope.children))
+    return found
+
+
+def test_patterns_reading_the_same_counts_and_names_share_one_walk(source):
+    """``match_one_batch`` walks the tree once per ``walk_key`` (what a pattern reads of a scope) and tags
+    the scopes found for each pattern: every builtin scope pattern, and a copy of each under another
+    sub_type, finds what a walk of its own finds and tags it with its own sub_type."""
+    from scopefusion.scope.matching import match_one_batch
+
+    tree = ScopeGraph.build(source).tree
+    shared = 0
+    for pattern in _builtin_scope_patterns():
+        copy = ScopePattern("copy_of_" + pattern.sub_type, *pattern.features)
+        assert copy.walk_key == pattern.walk_key
+        shared += pattern.walk_key is not None
+        for each in (pattern, copy):
+            tree.reset_sub_types()
+            expected = [s for s in _walked(tree, each) if not s.is_root]
+            assert match_one_batch(tree, [each]) == expected, each
+            assert all(s.sub_type == each.sub_type for s in expected)
+    assert shared > 0 and tree.walks
+
+
+def test_a_pattern_reading_sub_types_or_a_subclass_walks_on_its_own():
+    class Custom(ScopePattern):
+        pass
+
+    assert ScopePattern("tagged", ScopeFeature("layer", 1)).walk_key is None
+    assert ScopePattern("attr", NodeAttrFeature("Conv2D", "padding", "SAME")).walk_key is None
+    assert Custom("custom", NodeOpTypeFeature("Conv2D", 1)).walk_key is None
+    assert ScopePattern("plain", NodeOpTypeFeature("Conv2D", 1)).walk_key is not None
+
+
+def test_first_positions_are_those_of_each_types_first_node(source):
+    """The index of each op type's first node, as the pass that lists the nodes by type records it, is the
+    position of the first node of that type in the index (also for a graph built without a tree)."""
+    for with_tree in (True, False):
+        graph = ScopeGraph.build(source, tree=with_tree)
+        expected = {t: graph.positions[graph.nodes_by_type(t)[0].name] for t in graph.op_types()}
+        assert dict(graph.first_positions()) == expected
+        assert list(graph.first_positions()) == graph.op_types()
+
+
+def test_equal_op_type_sets_of_two_graphs_are_one_object(source):
+    """Graphs of one model hand out the same op-type counts and set, so answers kept per value are found by identity."""
+    first, second = ScopeGraph.build(source), ScopeGraph.build(source)
+    assert first.op_type_counts() is second.op_type_counts()
+    assert first.present_type_set() is second.present_type_set() == frozenset(first.present_types)
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_a_search_whose_anchors_are_all_taken_finds_what_searching_them_finds(fixture, request):
+    """``find`` without near misses, told that some op nodes are taken, skips an anchor list whose every
+    anchor is taken; what it answers is what deferring each of those anchors gives: no match."""
+    graph = ScopeGraph.build(load(request.getfixturevalue(fixture)))
+    compared = 0
+    for pattern in _builtin_dataflow_patterns():
+        anchors = [n for t in pattern.anchor_types for n in graph.nodes_by_type(t)]
+        if not anchors:
+            continue
+        taken = frozenset(n.name for n in anchors)
+        assert list(pattern.find(graph, near_miss=False, taken=taken)) == []
+        everything = pattern.find(graph, near_miss=False)
+        some = frozenset(m.node_names[-1] for m in everything[:1])
+        assert [m.node_names for m in pattern.find(graph, near_miss=False, taken=some)] == [
+            m.node_names for m in everything if not some & set(m.node_names)]
+        compared += 1
+    assert compared > 0
+
+
+@pytest.mark.parametrize("fixture", MODELS)
+def test_neighbour_numbers_read_by_position_are_the_vertices_numbers(fixture, request, monkeypatch):
+    """Where ``_number_range`` reads the neighbours' positions (none in a fusion, no node renumbered), they are
+    the numbers of their vertices (``_number_of_node``), for every result validated in a conversion."""
+    import math
+
+    from scopefusion.scope._order import ContractedOrder
+
+    real = ContractedOrder._number_range
+    shortcuts = []
+
+    def checked(self, producers, consumers):
+        number = self._number_of_node
+        expected = (max(map(number, producers), default=-math.inf), min(map(number, consumers), default=math.inf))
+        assert real(self, producers, consumers) == expected
+        shortcuts.append(not self._members)
+        return expected
+
+    monkeypatch.setattr(ContractedOrder, "_number_range", checked)
+    assert convert(request.getfixturevalue(fixture)).fusion_run.accepted
+    assert True in shortcuts and False in shortcuts

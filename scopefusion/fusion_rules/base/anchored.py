@@ -222,6 +222,10 @@ def best_match(
         for tag, pattern in patterns:
             if node.op_type not in pattern.anchor_types:
                 continue
+            # A match binds one node per pattern op, so a pattern with no more ops than the best match's nodes
+            # cannot replace it (only a larger match does); once there is a best match, no miss is answered.
+            if best is not None and len(pattern._ops) <= len(best[1].nodes):
+                continue
             if not near_miss and not (pattern.may_anchor(graph, node) and pattern.may_match_at(graph, anchor)):
                 continue
             found = pattern.match_at(graph, anchor)
@@ -237,23 +241,32 @@ def best_match(
 
 
 # NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its pairs whose pattern has
-# an op of that type). The tuple is kept with its answer, so its id is not reused while the answer is.
+# an op of that type, largest first). The tuple is kept with its answer, so its id is not reused while the answer is.
 _HOLDING: dict[tuple[int, str], tuple[Any, list[tuple[Any, DataflowPattern]]]] = {}
 _HOLDING_SIZE = 256
 
 
 def _holding_patterns(patterns: Sequence[tuple[Any, DataflowPattern]], op_type: str) -> list[tuple[Any, DataflowPattern]]:
-    """The ``(tag, pattern)`` pairs whose pattern has an op of ``op_type``, in order (do not modify the list):
-    kept per tuple of pairs and op type, as the rules pass the same module-level tuples for every seed and graph."""
+    """The ``(tag, pattern)`` pairs whose pattern has an op of ``op_type``, largest first (:func:`_largest_first`;
+    do not modify the list): kept per tuple of pairs and op type, as the rules pass the same module-level tuples
+    for every seed and graph."""
     if not isinstance(patterns, tuple):
-        return [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)]
+        return _largest_first([(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)])
     key = (id(patterns), op_type)
     cached = _HOLDING.get(key)
     if cached is None or cached[0] is not patterns:
         if len(_HOLDING) >= _HOLDING_SIZE:
             _HOLDING.clear()
-        cached = _HOLDING[key] = (patterns, [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)])
+        holding = [(tag, pattern) for tag, pattern in patterns if pattern.has_op_type(op_type)]
+        cached = _HOLDING[key] = (patterns, _largest_first(holding))
     return cached[1]
+
+
+def _largest_first(patterns: list[tuple[Any, DataflowPattern]]) -> list[tuple[Any, DataflowPattern]]:
+    """``patterns`` with those of more ops first, in order among equals: :func:`best_match` without near misses
+    keeps the same match trying them so (the first largest at each anchor, anchors in order), and a pattern
+    no larger than a match found at the anchor is not tried after it."""
+    return sorted(patterns, key=lambda pair: -len(pair[1]._ops))
 
 
 # NOTE: a pure cache: (id of a tuple of (tag, pattern) pairs, op type) -> (that tuple, its distinct parts below ops

@@ -110,9 +110,7 @@ class ScopedDataflowPass(ScopeBasePass, abc.ABC):
         (:meth:`~scopefusion.scope.DataflowPattern.may_match`). Both tests read only the set of op types the
         graph holds, so the answer is kept per set of op types (every graph of one model has the same) rather
         than each pattern tested again for each graph."""
-        present: frozenset[str] | None = graph.memo.get("op types present")
-        if present is None:
-            present = graph.memo["op types present"] = frozenset(graph.present_types)
+        present = graph.present_type_set()
         pairs = self._required_by_pattern()
         # NOTE: a pure cache: (the pairs it was made for, set of op types -> usable patterns)
         cached = self.__dict__.get("_usable_cache")
