@@ -16,23 +16,6 @@ PASS_THROUGH_OPS = frozenset({"Identity"})
 _MAX_READS = 16
 
 
-_INTERNED_SIZE = 64
-
-# NOTE: a pure cache: a value of op_type_counts / present_type_set -> the first equal value made. Graphs of one
-# model give equal values; handing out the first one lets the answers kept per value (by passes, for every graph)
-# be found by identity, rather than by comparing the sets element by element at each look-up.
-_INTERNED: dict[frozenset[Any], frozenset[Any]] = {}
-
-
-def _interned(value: frozenset[Any]) -> frozenset[Any]:
-    found = _INTERNED.get(value)
-    if found is None:
-        if len(_INTERNED) >= _INTERNED_SIZE:
-            _INTERNED.clear()
-        found = _INTERNED[value] = value
-    return found
-
-
 class ScopeGraph:
     """The scope tree of one :class:`SourceGraph` plus the indexes that rules share.
 
@@ -137,7 +120,7 @@ class ScopeGraph:
         per run and kept in the memo), so that answers read from those alone can be kept per value."""
         counts: frozenset[tuple[str, int]] | None = self.memo.get("op type counts")
         if counts is None:
-            counts = self.memo["op type counts"] = _interned(frozenset((t, len(nodes)) for t, nodes in self._by_type.items()))
+            counts = self.memo["op type counts"] = frozenset((t, len(nodes)) for t, nodes in self._by_type.items())
         return counts
 
     def present_type_set(self) -> frozenset[str]:
@@ -145,7 +128,7 @@ class ScopeGraph:
         from the op types alone can be kept per value (see :meth:`op_type_counts`)."""
         present: frozenset[str] | None = self.memo.get("op types present")
         if present is None:
-            present = self.memo["op types present"] = _interned(frozenset(self._by_type))
+            present = self.memo["op types present"] = frozenset(self._by_type)
         return present
 
     def constant_chain(self, name: str) -> list[SourceNode]:

@@ -287,13 +287,6 @@ def test_first_positions_are_those_of_each_types_first_node(source):
         assert list(graph.first_positions()) == graph.op_types()
 
 
-def test_equal_op_type_sets_of_two_graphs_are_one_object(source):
-    """Graphs of one model hand out the same op-type counts and set, so answers kept per value are found by identity."""
-    first, second = ScopeGraph.build(source), ScopeGraph.build(source)
-    assert first.op_type_counts() is second.op_type_counts()
-    assert first.present_type_set() is second.present_type_set() == frozenset(first.present_types)
-
-
 @pytest.mark.parametrize("fixture", MODELS)
 def test_a_search_whose_anchors_are_all_taken_finds_what_searching_them_finds(fixture, request):
     """``find`` without near misses, told that some op nodes are taken, skips an anchor list whose every
