@@ -183,6 +183,11 @@ def fusion_name(graph: ScopeGraph, claimed: Iterable[str], output: str) -> str:
     scope (and no other node has the name), else the output node's name."""
     claimed = set(claimed)
     tree = graph.tree
+    # The scope found below holds the output's scope, so its subtree has at least as many nodes: when the output's
+    # scope alone holds more nodes than are claimed (all of the graph's), no scope is replaced whole (the usual
+    # answer, told without finding the claimed nodes' scopes).
+    if sum(tree.scope_of(output).op_counts.values()) > len(claimed) and tree.positions.keys() >= claimed:
+        return output
     scopes = {s.name: s for s in map(tree.scope_of, claimed)}.values()
     common = tree.scope_of(output)
     while common.parent is not None and not all(common.contains(s) for s in scopes):
@@ -205,8 +210,12 @@ def best_match(
 ) -> tuple[Any, Match | None, NearMiss | None]:
     """``(tag, match, None)`` for the largest match over ``anchors`` x ``patterns`` that binds op node
     ``must_hold`` and that ``accept`` takes; else ``(None, None, deepest near miss)``. With ``near_miss``
-    False the miss is not wanted (None stands for it), so patterns that cannot match at an anchor
-    (:meth:`~scopefusion.scope.DataflowPattern.may_match_at`) are not searched."""
+    False the miss is not wanted (None stands for it), so patterns that cannot be anchored at a node
+    (:meth:`~scopefusion.scope.DataflowPattern.may_anchor`) are not searched there.
+
+    NOTE: :meth:`~scopefusion.scope.DataflowPattern.may_match_at` is not asked: the anchors come from a seed's
+    neighbours, where a match is likely, and the walk it makes over the levels above an anchor costs about what a
+    search that fails costs; it is pure cost at the anchor of a match."""
     if near_miss:
         # The patterns that can match are tried first, without near misses: a match found there is the
         # answer; only when there is none are all of them searched again for the nearest miss.
@@ -226,7 +235,7 @@ def best_match(
             # cannot replace it (only a larger match does); once there is a best match, no miss is answered.
             if best is not None and len(pattern._ops) <= len(best[1].nodes):
                 continue
-            if not near_miss and not (pattern.may_anchor(graph, node) and pattern.may_match_at(graph, anchor)):
+            if not near_miss and not pattern.may_anchor(graph, node):
                 continue
             found = pattern.match_at(graph, anchor)
             if isinstance(found, Match):
