@@ -254,17 +254,15 @@ class GraphWriter:
                       read: set[str] | None) -> list[Initializer]:
         """The graph's initializers: its ``constants`` (see :meth:`write_nodes`), then those the emitters ``made``;
         with ``read``, the names some node reads, only those read (the others' names go to :attr:`left_out`)."""
-        out: list[Initializer] = []
-        for name, const, array in constants:
-            if read is None or name in read:
-                out.append(Initializer.of_array(name, const.attrs.as_tensor("value") if const is not None else array))
-            else:
-                self.left_out.append(name)
-        for initializer in made:
-            if read is None or initializer.name in read:
-                out.append(initializer)
-            else:
-                self.left_out.append(initializer.name)
+        if read is not None:
+            # Most constants of a TF graph are read only through the identities and reshapes folded away.
+            self.left_out.extend([name for name, _, _ in constants if name not in read])
+            constants = [c for c in constants if c[0] in read]
+            self.left_out.extend([t.name for t in made if t.name not in read])
+            made = [t for t in made if t.name in read]
+        out = [Initializer.of_array(name, const.attrs.as_tensor("value") if const is not None else array)
+               for name, const, array in constants]
+        out.extend(made)
         return out
 
     def _fold(self, scope: _Scope) -> set[Node]:
