@@ -280,7 +280,7 @@ def _graph_model(
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
         _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers, left_out=writer.left_out,
-                                      io_shapes=writer.io_shapes),
+                                      io_shapes=writer.io_shapes, written=True),
                f"graph {graph.name!r} (clean-up)")
     else:
         append_nodes(body, nodes)

@@ -89,3 +89,25 @@ def test_a_cast_out_of_range_in_a_fold_warns_nothing():
         warnings.simplefilter("error")
         array = onnx_fold._checked_array(np.array([np.nan, 1.0], np.float32), value)
     assert array is not None and array.dtype == np.int32
+
+
+@pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb", "tf_rnn_pb", "tf2_control_flow_pb"])
+def test_every_node_read_answers_as_the_walk_from_the_outputs(fixture, request, monkeypatch):
+    from scopefusion.serde import onnx_optimize
+
+    model = convert(request.getfixturevalue(fixture))
+    real = onnx_optimize._every_node_read
+    answers: list[bool] = []
+
+    def checked(index):
+        found = real(index)
+        _, live = onnx_optimize._live(index)
+        assert found == (len(live) == len(index.nodes))
+        answers.append(found)
+        return found
+
+    monkeypatch.setattr(onnx_optimize, "_every_node_read", checked)
+    exported = model_to_onnx_bytes(model)
+    assert answers
+    monkeypatch.setattr(onnx_optimize, "_every_node_read", lambda index: False)  # the walk, always
+    assert model_to_onnx_bytes(model) == exported
