@@ -59,7 +59,7 @@ from .onnx_proto import (
     make_tensor_value_info,
     tensor_dtype_to_np_dtype,
 )
-from .onnx_prune import all_nodes, drop_stale_value_info, prune_body
+from .onnx_prune import all_nodes, drop_stale_value_info, every_node_read, live_nodes, prune_body
 from .onnx_shapes import constant_reshapes, shapes_for_transposes, shapes_from_types
 from .onnx_transposes import push_transposes
 
@@ -135,7 +135,7 @@ class GraphIndex:
         self._taken_names: set[str] | None = None  # every name in use, made on the first fresh name
         self.only_unread_removed = False  # the last sweep of dead nodes removed initializers only, index alike
         # Whether each tensor has one producer and no node reads what a later one writes (a writer's nodes, which the
-        # passes keep so): then a node is dead only when nothing reads what it writes (see _every_node_read).
+        # passes keep so): then a node is dead only when nothing reads what it writes (see onnx_prune.every_node_read).
         self.acyclic = False
         self.rebuild()
 
@@ -371,7 +371,7 @@ def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
     ``graph.initializer`` and then ``initializers`` (those two not yet in the graph), less the unread ones
     ``left_out`` names (see :class:`GraphIndex`, also for ``io_shapes``); writes what is left into the graph.
     ``written``: the nodes are a writer's (:meth:`.GraphWriter.write_nodes`), so each tensor has one producer and
-    no node reads what a later one writes (see :func:`_every_node_read`)."""
+    no node reads what a later one writes (see :func:`.onnx_prune.every_node_read`)."""
     index = GraphIndex(graph, nodes, value_infos, initializers, left_out, io_shapes)
     index.acyclic = written
     shapes_from_types(index)
@@ -658,14 +658,14 @@ def _fold(node: Node, values: list) -> np.ndarray | None:
 
 def _remove_dead(index: GraphIndex) -> bool:
     """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs
-    (none when every node is live, told without it: :func:`_every_node_read`)."""
-    if index.acyclic and _every_node_read(index):
+    (none when every node is live, told without it: :func:`.onnx_prune.every_node_read`)."""
+    if index.acyclic and every_node_read(index):
         read = set(index.outputs)  # what the walk gathers when every node is live: what they all read
         read.update(chain.from_iterable([n.input if n.body_reads is None else n.input + n.body_reads
                                          for n in index.nodes]))
         changed = nodes_removed = False
     else:
-        read, live = _live(index)
+        read, live = live_nodes(index)
         changed = nodes_removed = len(live) != len(index.nodes)
         if changed:
             index.drop_nodes([n for n in index.nodes if n in live], [n for n in index.nodes if n not in live])
@@ -688,45 +688,6 @@ def _remove_dead(index: GraphIndex) -> bool:
     # Initializers alone removed leave the index as it was: no pass reads an unread initializer.
     index.only_unread_removed = changed and not nodes_removed
     return changed
-
-
-def _live(index: GraphIndex) -> tuple[set[str], set[Node]]:
-    """The nodes some graph output (or body) depends on, by a walk up from the outputs, and the names they read
-    with the graph outputs."""
-    producer = index.producer
-    get = producer.get
-    # The live nodes themselves: a node hashes by identity (Node defines no __eq__), so no id() call per test.
-    live: set[Node] = set()
-    read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
-    update = read.update
-    pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
-    while pending:
-        node = pending.pop()
-        if node in live:
-            continue
-        live.add(node)
-        names = node.input if node.body_reads is None else node.input + node.body_reads
-        update(names)
-        for name in names:
-            found = get(name) if name else None
-            if found is not None and found not in live:
-                pending.append(found)
-    return read, live
-
-
-def _every_node_read(index: GraphIndex) -> bool:
-    """True when each node writes a tensor that a node reads, that is a graph output or that a body reads. In an
-    acyclic graph whose tensors have one producer each (:attr:`GraphIndex.acyclic`) every node is then live: from
-    any node, following a reader of one of its tensors, then one of that reader's..., ends (no cycle) at a node
-    writing a graph output or a tensor a body reads, and the walk of :func:`_live` goes back the same way."""
-    readers, outputs, pinned = index.readers, index.outputs, index.pinned
-    for node in index.nodes:
-        for name in node.output:
-            if name and (readers.get(name) or name in outputs or name in pinned):
-                break
-        else:
-            return False
-    return True
 
 
 def _without(readers: list[Node], node: Node) -> list[Node]:

@@ -93,21 +93,21 @@ def test_a_cast_out_of_range_in_a_fold_warns_nothing():
 
 @pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb", "tf_rnn_pb", "tf2_control_flow_pb"])
 def test_every_node_read_answers_as_the_walk_from_the_outputs(fixture, request, monkeypatch):
-    from scopefusion.serde import onnx_optimize
+    from scopefusion.serde import onnx_optimize, onnx_prune
 
     model = convert(request.getfixturevalue(fixture))
-    real = onnx_optimize._every_node_read
+    real = onnx_prune.every_node_read
     answers: list[bool] = []
 
     def checked(index):
         found = real(index)
-        _, live = onnx_optimize._live(index)
+        _, live = onnx_prune.live_nodes(index)
         assert found == (len(live) == len(index.nodes))
         answers.append(found)
         return found
 
-    monkeypatch.setattr(onnx_optimize, "_every_node_read", checked)
+    monkeypatch.setattr(onnx_optimize, "every_node_read", checked)
     exported = model_to_onnx_bytes(model)
     assert answers
-    monkeypatch.setattr(onnx_optimize, "_every_node_read", lambda index: False)  # the walk, always
+    monkeypatch.setattr(onnx_optimize, "every_node_read", lambda index: False)  # the walk, always
     assert model_to_onnx_bytes(model) == exported
