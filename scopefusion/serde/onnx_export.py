@@ -280,7 +280,7 @@ def _graph_model(
         raise SerdeError(unlowered_message(writer.unlowered))
     if optimize:
         _guard(lambda: optimize_nodes(body, nodes, opset, value_infos, initializers, left_out=writer.left_out,
-                                      io_shapes=writer.io_shapes),
+                                      io_shapes=writer.io_shapes, written=True),
                f"graph {graph.name!r} (clean-up)")
     else:
         append_nodes(body, nodes)
@@ -381,7 +381,7 @@ def _dim_params(model: "Model") -> dict[str, tuple[str, ...]]:
 def _functional_loops(graph: Graph) -> Graph:
     """``graph`` with its TF1 loop frames as While nodes and v1 conds as If nodes (a copy; the model's graph
     stays), or ``graph`` itself when it has neither (then :mod:`.onnx_lowering.tf1_frames` is not imported)."""
-    if not any(node.op in FRAME_MARKERS for node in graph.nodes):
+    if FRAME_MARKERS.isdisjoint([node.op for node in graph.nodes]):  # a list made faster than any() steps a generator
         return graph
     from .onnx_lowering.tf1_frames import functional_loops
 

@@ -34,13 +34,21 @@ def fold_constants(graph: Graph, known: Mapping[int, Any] | None = None,
     again (inference folds with the same kernels, on the same constants). ``nodes``, when given, gets the nodes
     folded, in order (each has every output folded)."""
     folded: dict[Value, np.ndarray] = {}
-    with np.errstate(all="ignore"):
-        _fold_into(graph, folded, known, nodes if nodes is not None else [])
+    # numpy's floating-point errors are ignored from the first kernel run on (see _fold_into), not around the
+    # whole walk: most folds (weights read through an identity, values inference knows) run none.
+    quiet: list[np.errstate] = []
+    try:
+        _fold_into(graph, folded, known, nodes if nodes is not None else [], quiet)
+    finally:
+        if quiet:
+            quiet[0].__exit__(None, None, None)
     return folded
 
 
 def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int, Any] | None,
-               nodes: list[Node]) -> None:
+               nodes: list[Node], quiet: list[np.errstate]) -> None:
+    """Folds ``graph``'s nodes into ``folded``; before the first kernel runs, enters numpy's error state ignoring
+    every error and leaves it in ``quiet`` for the caller to exit."""
     for node in graph.nodes:
         # Node's private fields, read without its properties: this runs for every node of every export.
         if node._dialect != "tf":
@@ -80,6 +88,9 @@ def _fold_into(graph: Graph, folded: dict[Value, np.ndarray], known: Mapping[int
                 continue
             outputs = _known(node.outputs, known) if known is not None else None
             if outputs is None:
+                if not quiet:
+                    quiet.append(np.errstate(all="ignore"))
+                    quiet[0].__enter__()
                 outputs = _run(node, arrays)
             if outputs is None or len(outputs) != len(node.outputs):
                 continue
@@ -142,5 +153,6 @@ def _checked_array(array: Any, value: Any) -> np.ndarray | None:
     if dtype is not None:
         wanted = dtype.numpy
         if wanted.kind in "biufc" and array.dtype != wanted:
-            array = array.astype(wanted)
+            with np.errstate(all="ignore"):  # a cast out of range (NaN to an int) warns nothing, as a kernel run here
+                array = array.astype(wanted)
     return array

@@ -252,7 +252,7 @@ class FusedEmitter:
     def only_reader(self, i: int) -> bool:
         """True when this node is the only reader of input ``i`` and the input is no graph output."""
         value = self.node.inputs[i] if i < len(self.node.inputs) else None
-        return value is not None and len(value.uses) == 1 and value not in self.graph_outputs
+        return value is not None and len(value._uses) == 1 and value not in self.graph_outputs
 
     def producer(self, name: str) -> OnnxNode | None:
         """The node written before this one that writes tensor ``name`` (the last such), or None."""
@@ -262,8 +262,11 @@ class FusedEmitter:
         return None
 
     def input_type(self, i: int) -> TensorType | None:
-        value = self.node.inputs[i] if i < len(self.node.inputs) else None
-        t = value.type if value is not None else None
+        inputs = self.node.inputs
+        value = inputs[i] if i < len(inputs) else None
+        if value is None:
+            return None
+        t = value.type
         return t if isinstance(t, TensorType) else None
 
     def dtype(self, i: int = 0) -> DType:

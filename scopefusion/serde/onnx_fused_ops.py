@@ -236,7 +236,7 @@ def batch_norm_as_scale(e: FusedEmitter, epsilon: float, channels_last: bool) ->
         return False
     channel_axis = rank - 1 if channels_last else 1
     channels = e.dim(0, channel_axis)
-    params = batch_norm_scale([_channel_values(e, i, channel_axis, channels) for i in range(1, 5)], epsilon)
+    params = batch_norm_scale([_channel_values(e, i, rank, channel_axis, channels) for i in range(1, 5)], epsilon)
     if params is None or np.count_nonzero(params[1]):
         return False
     factor = e.const(params[0].reshape((channels,) + (1,) * (rank - 2)), "scale")
@@ -248,11 +248,11 @@ def batch_norm_as_scale(e: FusedEmitter, epsilon: float, channels_last: bool) ->
     return True
 
 
-def _channel_values(e: FusedEmitter, i: int, channel_axis: int, channels: int) -> np.ndarray | None:
+def _channel_values(e: FusedEmitter, i: int, rank: int, channel_axis: int, channels: int) -> np.ndarray | None:
     """The ``[C]`` vector :func:`_per_channel` makes of constant input ``i`` (a 1-D parameter along the channel
-    axis), or None where it would write nodes or decline."""
+    axis; ``rank`` is input 0's), or None where it would write nodes or decline."""
     t = e.input_type(i)
-    if t is None or not t.is_static or len(t.shape) > e.rank(0):
+    if t is None or not t.is_static or len(t.shape) > rank:
         return None
     value = e.const_input(i)
     if value is None:
@@ -263,7 +263,7 @@ def _channel_values(e: FusedEmitter, i: int, channel_axis: int, channels: int) -
     if len(shape) == 1:
         per_channel = shape[0]
     else:
-        offset = e.rank(0) - len(shape)
+        offset = rank - len(shape)
         if any(d != 1 for axis, d in enumerate(shape, start=offset) if axis != channel_axis):
             return None
         per_channel = shape[channel_axis - offset] if channel_axis >= offset else 1

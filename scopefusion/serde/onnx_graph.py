@@ -102,7 +102,7 @@ class _Scope:
         self.visible: dict[str, str] = {}  # source tensor / IR value name -> ONNX name
         self.initializers: list[Initializer] = []  # made by fused exporters
         self.folded: dict[Value, Any] = {}  # value -> array, tf values computed from constants
-        self.output_ids: set[Value] | None = None  # the graph's outputs, once asked for
+        self.output_ids: set[Value] = set(graph.outputs)  # the graph's outputs
         self.has_bodies = True  # whether a node of the graph has a body (known once its values are named)
         self.layout: LayoutTracker | None = None  # the channels-first forms of its values, when tracked
         self.scalars: dict[tuple[str, bytes], str] = {}  # its scalar initializers by (dtype, bytes), made by emitters
@@ -194,7 +194,7 @@ class GraphWriter:
         folded_nodes = self._fold(scope)
         tracker: LayoutTracker | None = None
         if self.track_layout and self.lowerings is not None and len(self.lowerings) and not scope.has_bodies:
-            tracker = scope.layout = LayoutTracker(self._tensors.claim, self._nodes.claim, set(graph.outputs))
+            tracker = scope.layout = LayoutTracker(self._tensors.claim, self._nodes.claim, scope.output_ids)
         produced: list[Value] = []
         value_infos: list[ValueType] = []
         # The initializers, in order, as (name, its Const node or None, its folded array or None): made only once
@@ -254,17 +254,15 @@ class GraphWriter:
                       read: set[str] | None) -> list[Initializer]:
         """The graph's initializers: its ``constants`` (see :meth:`write_nodes`), then those the emitters ``made``;
         with ``read``, the names some node reads, only those read (the others' names go to :attr:`left_out`)."""
-        out: list[Initializer] = []
-        for name, const, array in constants:
-            if read is None or name in read:
-                out.append(Initializer.of_array(name, const.attrs.as_tensor("value") if const is not None else array))
-            else:
-                self.left_out.append(name)
-        for initializer in made:
-            if read is None or initializer.name in read:
-                out.append(initializer)
-            else:
-                self.left_out.append(initializer.name)
+        if read is not None:
+            # Most constants of a TF graph are read only through the identities and reshapes folded away.
+            self.left_out.extend([name for name, _, _ in constants if name not in read])
+            constants = [c for c in constants if c[0] in read]
+            self.left_out.extend([t.name for t in made if t.name not in read])
+            made = [t for t in made if t.name in read]
+        out = [Initializer.of_array(name, const.attrs.as_tensor("value") if const is not None else array)
+               for name, const, array in constants]
+        out.extend(made)
         return out
 
     def _fold(self, scope: _Scope) -> set[Node]:
@@ -278,7 +276,9 @@ class GraphWriter:
         folded = scope.folded = fold_constants(graph, known, computed)
         if not folded:
             return set()
-        outputs = set(graph.outputs)
+        outputs = scope.output_ids
+        if outputs.isdisjoint(folded):  # the common case: no graph output is folded, every node computed is whole
+            return set(computed)
         return {n for n in computed if outputs.isdisjoint(n.outputs)}
 
     def _name_values(self, scope: _Scope, proto: GraphProto, dim_params: Mapping[str, tuple[str, ...]]) -> list[tuple[Value, str]]:
@@ -332,7 +332,7 @@ class GraphWriter:
                     taken.add(tensor)
                 names[value] = tensor
         scope.has_bodies = bodies
-        outputs_ = set(graph.outputs)
+        outputs_ = scope.output_ids
         if not bodies:  # no body reads this graph's tensors by name: the rest is only named, in the same order
             for value in unnamed:
                 if value.producer.op == CONST_OP or value in outputs_ or value._uses:
@@ -363,9 +363,8 @@ class GraphWriter:
     # ------------------------------------------------------------------ nodes
     def _node(self, node: Node, scope: _Scope, defined: set[Value]) -> list[OnnxNode]:
         dialect = node._dialect
-        standard = dialect == "onnx" or dialect.startswith("onnx:")
         inputs: list[str] = []
-        back_edges: list[str] = []
+        back_edges: list[str] = []  # stays empty but for a TF1 loop's Merge
         names = scope.names
         for value in node.inputs:
             if value in defined:  # the common case first (None is no key)
@@ -376,29 +375,35 @@ class GraphWriter:
                 inputs.append(names[value])
             else:
                 slot = len(inputs)
-                if standard:
+                if dialect == "onnx" or dialect.startswith("onnx:"):
                     raise SerdeError(f"{_where(node, scope)}: input {slot} reads {value.ref}, which is computed later; ONNX graphs are acyclic")
                 back_edges.append(f"{slot}:{names[value]}")
                 inputs.append("")
-        reason = ""
+        if dialect == "tf" and self.lowerings is not None:  # the common cases first: a TF model's nodes are tf or fused
+            emitted, reason = self._lower(node, scope, inputs, bool(back_edges))
+            if emitted is not None:
+                return emitted
+            self.unlowered.append((node.op_type, node.name, reason))
+            return self._structural(node, scope, inputs, back_edges, "tf", False, reason)
         if dialect == "fused":
             emitted, reason = self._fused(node, scope, inputs)
             if emitted is not None:
                 return emitted
             self.unmapped.append((scope.graph.name, node.name, reason))
-            domain = FALLBACK_DOMAIN
-        elif dialect == "tf" and self.lowerings is not None:
-            emitted, reason = self._lower(node, scope, inputs, bool(back_edges))
-            if emitted is not None:
-                return emitted
-            self.unlowered.append((node.op_type, node.name, reason))
-            domain = "tf"
-        elif node.dialect == "onnx":
+            return self._structural(node, scope, inputs, back_edges, FALLBACK_DOMAIN, False, reason)
+        standard = dialect == "onnx" or dialect.startswith("onnx:")
+        if dialect == "onnx":
             domain = ""
         elif standard:
-            domain = node.dialect[len("onnx:"):]
+            domain = dialect[len("onnx:"):]
         else:
-            domain = node.dialect or FALLBACK_DOMAIN
+            domain = dialect or FALLBACK_DOMAIN
+        return self._structural(node, scope, inputs, back_edges, domain, standard, "")
+
+    def _structural(self, node: Node, scope: _Scope, inputs: list[str], back_edges: list[str], domain: str,
+                    standard: bool, reason: str) -> list[OnnxNode]:
+        """``node`` as one ONNX node of its own op type in ``domain`` (``standard``: a default- or ``ai.onnx*``-domain
+        op), with its attributes; ``reason`` why it has no standard form, for its doc string."""
         outputs = self._output_names(node, scope, domain)
         while inputs and not inputs[-1]:
             inputs.pop()
@@ -495,8 +500,6 @@ class GraphWriter:
         tracked and the node can run on its inputs' channels-first forms, first on those (and when it declines
         there, as it is; see :mod:`.onnx_lowering.layout`)."""
         graph_outputs = scope.output_ids
-        if graph_outputs is None:
-            graph_outputs = scope.output_ids = set(scope.graph.outputs)
         outputs, used = [], []
         names = scope.names
         for value in node.outputs:
@@ -581,12 +584,12 @@ class GraphWriter:
             emitter = FusedEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
                                    scope.layout, scope.scalars,
                                    scope.folded if self.lowerings is not None and len(self.lowerings) else None,
-                                   scope.written, scope.output_ids or ())
+                                   scope.written, scope.output_ids)
         else:
             emitter = LoweringEmitter(node, self.opset, inputs, outputs, used, self._tensors.claim, self._nodes.claim,
                                       folded, scope.write_body, scope.names,
                                       plan.overrides if plan is not None else None, scope.layout, scope.scalars,
-                                      scope.written, scope.output_ids or ())
+                                      scope.written, scope.output_ids)
         if plan is not None:
             emitter.initializers.extend(plan.initializers)
         try:

@@ -59,7 +59,7 @@ from .onnx_proto import (
     make_tensor_value_info,
     tensor_dtype_to_np_dtype,
 )
-from .onnx_prune import all_nodes, drop_stale_value_info, prune_body
+from .onnx_prune import all_nodes, drop_stale_value_info, every_node_read, live_nodes, prune_body
 from .onnx_shapes import constant_reshapes, shapes_for_transposes, shapes_from_types
 from .onnx_transposes import push_transposes
 
@@ -134,6 +134,9 @@ class GraphIndex:
         self.settled: set[str] = set()
         self._taken_names: set[str] | None = None  # every name in use, made on the first fresh name
         self.only_unread_removed = False  # the last sweep of dead nodes removed initializers only, index alike
+        # Whether each tensor has one producer and no node reads what a later one writes (a writer's nodes, which the
+        # passes keep so): then a node is dead only when nothing reads what it writes (see onnx_prune.every_node_read).
+        self.acyclic = False
         self.rebuild()
 
     def infer_shapes(self, opset: int) -> None:
@@ -361,12 +364,16 @@ def optimize_graph(graph: GraphProto, opset: int = 23) -> None:
 
 def optimize_nodes(graph: GraphProto, nodes: list[Node], opset: int = 23,
                    value_infos: "list[ValueType] | None" = None, initializers: list[Initializer] | None = None,
-                   left_out: "list[str] | tuple[str, ...]" = (), io_shapes: "IOShapes | None" = None) -> None:
+                   left_out: "list[str] | tuple[str, ...]" = (), io_shapes: "IOShapes | None" = None,
+                   written: bool = False) -> None:
     """Runs the clean-up on ``graph`` whose nodes are ``nodes`` (not yet in the graph, which has none), whose
     value infos are ``graph.value_info`` and then ``value_infos``, and whose initializers are
     ``graph.initializer`` and then ``initializers`` (those two not yet in the graph), less the unread ones
-    ``left_out`` names (see :class:`GraphIndex`, also for ``io_shapes``); writes what is left into the graph."""
+    ``left_out`` names (see :class:`GraphIndex`, also for ``io_shapes``); writes what is left into the graph.
+    ``written``: the nodes are a writer's (:meth:`.GraphWriter.write_nodes`), so each tensor has one producer and
+    no node reads what a later one writes (see :func:`.onnx_prune.every_node_read`)."""
     index = GraphIndex(graph, nodes, value_infos, initializers, left_out, io_shapes)
+    index.acyclic = written
     shapes_from_types(index)
     # A pass that changed nothing changes nothing again until another pass changes something: ``state`` counts
     # the changes, ``idle[k]`` is the count at which pass k last changed nothing (then it is not run again).
@@ -650,28 +657,18 @@ def _fold(node: Node, values: list) -> np.ndarray | None:
 
 
 def _remove_dead(index: GraphIndex) -> bool:
-    """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs."""
-    producer = index.producer
-    get = producer.get
-    # The live nodes themselves: a node hashes by identity (Node defines no __eq__), so no id() call per test.
-    live: set[Node] = set()
-    read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
-    update = read.update
-    pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
-    while pending:
-        node = pending.pop()
-        if node in live:
-            continue
-        live.add(node)
-        names = node.input if node.body_reads is None else node.input + node.body_reads
-        update(names)
-        for name in names:
-            found = get(name) if name else None
-            if found is not None and found not in live:
-                pending.append(found)
-    changed = nodes_removed = len(live) != len(index.nodes)
-    if changed:
-        index.drop_nodes([n for n in index.nodes if n in live], [n for n in index.nodes if n not in live])
+    """Drops nodes no graph output (or body) depends on, then unread initializers; one walk up from the outputs
+    (none when every node is live, told without it: :func:`.onnx_prune.every_node_read`)."""
+    if index.acyclic and every_node_read(index):
+        read = set(index.outputs)  # what the walk gathers when every node is live: what they all read
+        read.update(chain.from_iterable([n.input if n.body_reads is None else n.input + n.body_reads
+                                         for n in index.nodes]))
+        changed = nodes_removed = False
+    else:
+        read, live = live_nodes(index)
+        changed = nodes_removed = len(live) != len(index.nodes)
+        if changed:
+            index.drop_nodes([n for n in index.nodes if n in live], [n for n in index.nodes if n not in live])
     initializers = index.inits
     if len(index.initializers) != len(initializers) or not read.issuperset(index.initializers):
         # Some initializer is unread (when the index holds every one's name, no two alike, all are read).

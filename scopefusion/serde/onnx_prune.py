@@ -7,12 +7,15 @@ any more are dropped (:func:`drop_stale_value_info`).
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .onnx_node import Node
 from .onnx_proto import AttributeProto, GraphProto, NodeProto
 
-__all__ = ["all_nodes", "drop_stale_value_info", "prune_body"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .onnx_optimize import GraphIndex
+
+__all__ = ["all_nodes", "drop_stale_value_info", "every_node_read", "live_nodes", "prune_body"]
 
 
 def prune_body(body: GraphProto) -> None:
@@ -69,3 +72,42 @@ def all_nodes(nodes: "Iterable[Node | NodeProto]") -> "Iterator[Node | NodeProto
             elif attr.type == AttributeProto.GRAPHS:
                 for body in attr.graphs:
                     yield from all_nodes(body.node)
+
+
+def live_nodes(index: "GraphIndex") -> tuple[set[str], set[Node]]:
+    """The nodes some graph output (or body) depends on, by a walk up from the outputs, and the names they read
+    with the graph outputs."""
+    producer = index.producer
+    get = producer.get
+    # The live nodes themselves: a node hashes by identity (Node defines no __eq__), so no id() call per test.
+    live: set[Node] = set()
+    read = set(index.outputs)  # and what the live nodes read, gathered on the walk: what the kept nodes read
+    update = read.update
+    pending = [producer[name] for name in index.outputs | index.pinned if name in producer]
+    while pending:
+        node = pending.pop()
+        if node in live:
+            continue
+        live.add(node)
+        names = node.input if node.body_reads is None else node.input + node.body_reads
+        update(names)
+        for name in names:
+            found = get(name) if name else None
+            if found is not None and found not in live:
+                pending.append(found)
+    return read, live
+
+
+def every_node_read(index: "GraphIndex") -> bool:
+    """True when each node writes a tensor that a node reads, that is a graph output or that a body reads. In an
+    acyclic graph whose tensors have one producer each (:attr:`.GraphIndex.acyclic`) every node is then live: from
+    any node, following a reader of one of its tensors, then one of that reader's..., ends (no cycle) at a node
+    writing a graph output or a tensor a body reads, and the walk of :func:`live_nodes` goes back the same way."""
+    readers, outputs, pinned = index.readers, index.outputs, index.pinned
+    for node in index.nodes:
+        for name in node.output:
+            if name and (readers.get(name) or name in outputs or name in pinned):
+                break
+        else:
+            return False
+    return True

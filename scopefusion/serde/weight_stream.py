@@ -480,7 +480,7 @@ class DeferredWeights:
 
     def defer(self, array: np.ndarray) -> bytes | None:
         """A marker standing for ``array``'s C-order bytes, or None when the array stays in the message."""
-        if not _deferrable(array, self._min_bytes):
+        if array.nbytes < self._min_bytes or not _deferrable(array, self._min_bytes):  # most initializers are small
             return None
         self._arrays.append(array)
         return self.token + (len(self._arrays) - 1).to_bytes(_INDEX_BYTES, "little")

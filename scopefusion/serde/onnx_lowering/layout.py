@@ -240,7 +240,7 @@ class LayoutTracker:
         channels first (none that may pass the layout through, no channels-first reader); through identities."""
         if value in self._outputs:
             return True
-        for user, _ in value.uses:
+        for user, _ in value._uses:  # the uses themselves, not the copy Value.uses makes
             op = user.op_type
             if user is but:
                 continue
@@ -254,7 +254,7 @@ class LayoutTracker:
     @staticmethod
     def _read_channels_first(value: Value, depth: int = 0) -> bool:
         """True when a node that may take ``value`` channels first reads it (through identities)."""
-        for user, _ in value.uses:
+        for user, _ in value._uses:
             op = user.op_type
             if op in _IDENTITIES and depth < _DEPTH:
                 if any(LayoutTracker._read_channels_first(v, depth + 1) for v in user.outputs):
@@ -340,7 +340,7 @@ class LayoutTracker:
         held = []
         every = True
         for k, value in enumerate(node.inputs):
-            if k >= len(node.outputs) or not (node.outputs[k].uses or node.outputs[k] in self._outputs):
+            if k >= len(node.outputs) or not (node.outputs[k]._uses or node.outputs[k] in self._outputs):
                 continue
             found = self.first.get(value) if value is not None else None
             if found is not None:
@@ -369,7 +369,7 @@ class LayoutTracker:
             found = self._neutral_input(node, folded, held=False)
         if found is None or found in self.first:
             return None
-        if node.outputs[0] in self._outputs and (found in self._outputs or len(found.uses) != 1 or found in folded
+        if node.outputs[0] in self._outputs and (found in self._outputs or len(found._uses) != 1 or found in folded
                                                  or found.producer.op in (DATA_OP, CONST_OP)):
             return None
         return found
@@ -450,7 +450,7 @@ def _first_alone(node: Node, outputs: Collection[Value]) -> bool:
     is a graph output)."""
     values = node.outputs
     return (len(node.inputs) == len(values) > 0
-            and all(not v.uses and v not in outputs for v in values[1:]))
+            and all(not v._uses and v not in outputs for v in values[1:]))
 
 
 def _constant(value: Value | None, folded: Mapping[Value, Any]) -> np.ndarray | None:

@@ -18,20 +18,26 @@ half up, which is TF's ``floor((x + 0.5) · scale)``); neither → ``asymmetric`
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from .emitter import LoweringEmitter
-from .registry import Lowering
+from .registry import Lowering, PlainOp
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...ir.graph import Node
 
 __all__ = ["LOWERINGS", "to_channels_first", "to_channels_last"]
 
 
 # ----------------------------------------------------------------------------- layout helpers
+_CHANNELS_LAST = ("NHWC", "NDHWC", "NWC")
+
+
 def _channels_last(e: LoweringEmitter) -> bool:
     layout = str(e.attr("data_format", "NHWC"))
-    if layout in ("NHWC", "NDHWC", "NWC"):
+    if layout in _CHANNELS_LAST:
         return True
     if layout in ("NCHW", "NCDHW", "NCW"):
         return False
@@ -115,6 +121,15 @@ def _matmul(e: LoweringEmitter) -> None:
     if flags[1]:
         b = _transpose_last2(e, b, e.rank(1))
     e.result("MatMul", [a, b])
+
+
+def _untransposed(node: Node) -> bool:
+    """True when a matmul reads both operands as they are (no transpose or adjoint flag): :func:`_matmul` then
+    writes one ``MatMul`` of its two inputs."""
+    attrs = node.attrs
+    if node.op_type == "MatMul":
+        return not attrs.get("transpose_a") and not attrs.get("transpose_b")
+    return not attrs.get("adj_x") and not attrs.get("adj_y")
 
 
 def _einsum(e: LoweringEmitter) -> None:
@@ -215,6 +230,13 @@ def _bias_add(e: LoweringEmitter) -> None:
     e.result("Add", [e.input(0), bias])
 
 
+def _bias_last(node: Node) -> bool:
+    """True when a bias is added along the last dim (channels last, the default): :func:`_bias_add` then writes
+    one ``Add`` of the node's two inputs."""
+    layout = node.attrs.get("data_format")
+    return str(layout if layout is not None else "NHWC") in _CHANNELS_LAST
+
+
 def _softmax(onnx_op: str) -> Lowering:
     def lower(e: LoweringEmitter) -> None:
         e.result(onnx_op, [e.input(0)], axis=-1)
@@ -272,13 +294,18 @@ def _depth_space(onnx_op: str) -> Lowering:
     return lower
 
 
+# The usual matmul and bias add are one ONNX op of the node's inputs, written without an emitter (see PlainOp).
+_PLAIN_MATMUL = PlainOp("MatMul", 2, _matmul, plain=_untransposed)
+_PLAIN_BIAS_ADD = PlainOp("Add", 2, _bias_add, plain=_bias_last)
+
 LOWERINGS: list[tuple[str, Callable[[LoweringEmitter], None]]] = [
-    ("MatMul", _matmul), ("BatchMatMul", _matmul), ("BatchMatMulV2", _matmul), ("BatchMatMulV3", _matmul),
+    ("MatMul", _PLAIN_MATMUL), ("BatchMatMul", _PLAIN_MATMUL), ("BatchMatMulV2", _PLAIN_MATMUL),
+    ("BatchMatMulV3", _PLAIN_MATMUL),
     ("Einsum", _einsum), ("Conv2D", _conv()), ("Conv3D", _conv()), ("DepthwiseConv2dNative", _conv(depthwise=True)),
     ("MaxPool", _pool("MaxPool")), ("AvgPool", _pool("AveragePool")), ("MaxPool3D", _pool("MaxPool")),
     ("AvgPool3D", _pool("AveragePool")), ("MaxPoolV2", _pool("MaxPool", from_inputs=True)),
     ("FusedBatchNorm", _fused_batch_norm), ("FusedBatchNormV2", _fused_batch_norm),
-    ("FusedBatchNormV3", _fused_batch_norm), ("BiasAdd", _bias_add), ("BiasAddV1", _bias_add),
+    ("FusedBatchNormV3", _fused_batch_norm), ("BiasAdd", _PLAIN_BIAS_ADD), ("BiasAddV1", _PLAIN_BIAS_ADD),
     ("Softmax", _softmax("Softmax")), ("LogSoftmax", _softmax("LogSoftmax")), ("LRN", _lrn), ("L2Loss", _l2_loss),
     ("ResizeBilinear", _resize("linear")), ("ResizeNearestNeighbor", _resize("nearest")),
     ("DepthToSpace", _depth_space("DepthToSpace")), ("SpaceToDepth", _depth_space("SpaceToDepth")),

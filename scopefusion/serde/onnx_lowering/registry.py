@@ -26,20 +26,24 @@ class PlainOp:
     """A lowering (or fused-op exporter) that writes ONNX op ``onnx_op`` (no attributes) of the node's first
     ``arity`` inputs into its output 0, through ``lower`` (the lowering itself, run on an emitter), for an export at
     opset ``min_opset`` or later; with ``exact``, only for a node of exactly ``arity`` inputs and one output; for a
-    unary op, only where ``composed`` (given the input's dtype) is False, else ``lower`` writes a composition. Most
-    ``tf`` element-wise ops are one: the writer writes such a node itself, without an emitter (:meth:`inputs_of`),
-    the same node ``lower`` would write."""
+    unary op, only where ``composed`` (given the input's dtype) is False, else ``lower`` writes a composition; with
+    ``plain``, only for a node whose attributes it accepts (else ``lower`` writes something else, such as the
+    transposes of a ``MatMul``'s flags). Most ``tf`` element-wise ops are one, and ``MatMul`` and ``BiasAdd`` in
+    their usual forms: the writer writes such a node itself, without an emitter (:meth:`inputs_of`), the same node
+    ``lower`` would write."""
 
-    __slots__ = ("onnx_op", "arity", "lower", "min_opset", "composed", "exact")
+    __slots__ = ("onnx_op", "arity", "lower", "min_opset", "composed", "exact", "plain")
 
     def __init__(self, onnx_op: str, arity: int, lower: Callable[[Any], None], min_opset: int = 1,
-                 composed: "Callable[[str, DType], bool] | None" = None, exact: bool = False) -> None:
+                 composed: "Callable[[str, DType], bool] | None" = None, exact: bool = False,
+                 plain: "Callable[[Node], bool] | None" = None) -> None:
         self.onnx_op = onnx_op
         self.arity = arity
         self.lower = lower
         self.min_opset = min_opset
         self.composed = composed
         self.exact = exact
+        self.plain = plain
 
     def __call__(self, e: Any) -> None:
         self.lower(e)
@@ -52,6 +56,8 @@ class PlainOp:
         if opset < self.min_opset or len(inputs) < arity:
             return None
         if self.exact and (len(inputs) != arity or len(node.outputs) != 1):
+            return None
+        if self.plain is not None and not self.plain(node):
             return None
         names = list(inputs[:arity])
         if not all(names):
