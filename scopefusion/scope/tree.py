@@ -26,6 +26,7 @@ ROOT_NAME = "root"
 #: child, in ScopeTree._make, the only writer): most scopes are leaves, and walks that test a leaf for
 #: children then read this one dict rather than one per leaf. Never changed.
 _NO_CHILDREN: dict[str, Scope] = {}
+_new = object.__new__
 
 
 def trim_scope_index(name: str) -> str:
@@ -261,7 +262,9 @@ class ScopeTree:
         # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
         # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
         # a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's caches.
-        by_raw: dict[str, Scope] = {"": self.root}
+        # Every raw prefix met so far, by its text: a run of a scope's nodes that is not the first one (a
+        # layer's nodes interleaved with its weights' reads) finds its scope here without a call.
+        holders: dict[str, Scope] = {"": self.root}
         previous_raw: str | None = None  # so that the first node sets its scope's _first
         scope = self.root
         self._graph_nodes = nodes
@@ -272,7 +275,10 @@ class ScopeTree:
             name = node.name
             raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
             if raw != previous_raw:
-                scope = self._holder_of_raw(raw, by_raw)
+                found = holders.get(raw)
+                if found is None:
+                    found = holders[raw] = self._holder_of_raw(raw)
+                scope = found
                 previous_raw = raw
                 if scope._first < 0:
                     scope._first = i
@@ -304,21 +310,20 @@ class ScopeTree:
             for op, n in scope._counts.items():
                 into[op] = into.get(op, 0) + n
 
-    def _holder_of_raw(self, raw: str, by_raw: dict[str, Scope]) -> Scope:
-        """The scope holding a node whose name's text up to its last part is ``raw``, made if missing.
+    def _holder_of_raw(self, raw: str) -> Scope:
+        """The scope holding a node whose name's text up to its last part is ``raw`` (not ``""``), made if
+        missing.
 
         A prefix without empty parts is its own canonical name (most are), so the scopes by name answer it,
         also for a scope made earlier as another's ancestor; a prefix with empty parts (never a canonical
-        name, which has none) is canonicalized once and kept in ``by_raw``, as is the root's ``""``."""
+        name, which has none) is canonicalized first."""
         scope = self._scopes.get(raw)
         if scope is None:
-            scope = by_raw.get(raw)
-            if scope is None:
-                if raw[:1] != "/" and "//" not in raw:
-                    scope = self._make(raw)  # absent: the scopes by name said so above
-                else:
-                    key = scope_key(raw)
-                    scope = by_raw[raw] = self._ensure(key) if key else self.root
+            if raw[:1] != "/" and "//" not in raw:
+                scope = self._make(raw)  # absent: the scopes by name said so above
+            else:
+                key = scope_key(raw)
+                scope = self._ensure(key) if key else self.root
         return scope
 
     def _ensure(self, key: str) -> Scope:
@@ -344,10 +349,26 @@ class ScopeTree:
             above = above[:-1].rpartition("/")[0]
         order = self._order
         for name in reversed(missing):
-            scope = Scope(name, parent, self, len(order))
+            # Scope(name, parent, self, len(order)) spelled out: a graph has a scope for every few nodes.
+            scope = _new(Scope)
+            scope.name = name
+            scope.sub_type = ""
+            scope.parent = parent
+            scope.depth = parent.depth + 1
+            scope.index = len(order)
+            scope._children = _NO_CHILDREN
+            scope._nodes = None
+            scope._counts = {}
+            scope._all_nodes = None
+            scope._tree = self
+            scope._last_name = None
+            scope._first = -1
+            scope._last = -1
+            scope._start = -1
             if parent._children is _NO_CHILDREN:
-                parent._children = {}
-            parent._children[name] = scope
+                parent._children = {name: scope}
+            else:
+                parent._children[name] = scope
             scopes[name] = scope
             order.append(scope)
             parent = scope
