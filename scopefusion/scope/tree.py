@@ -260,26 +260,32 @@ class ScopeTree:
     def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]], firsts: dict[str, int]) -> None:
         # NOTE: a node's scope is found from the raw text before the last '/' (see _holder_of_raw). Nodes
         # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
-        # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
-        # a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's caches.
-        # Every raw prefix met so far, by its text: a run of a scope's nodes that is not the first one (a
-        # layer's nodes interleaved with its weights' reads) finds its scope here without a call.
+        # node whose text before its last '/' equals the previous node's reuses its scope: a string comparison
+        # instead of a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's
+        # caches. The text is split off by rpartition, which takes its argument without parsing it (rfind
+        # parses its optional bounds).
+        # Every such text met so far, without its '/' (the root's: ""): a run of a scope's nodes that is not the
+        # first one (a layer's nodes interleaved with its weights' reads) finds its scope here without a call.
         holders: dict[str, Scope] = {"": self.root}
-        previous_raw: str | None = None  # so that the first node sets its scope's _first
+        previous_head: str | None = None  # so that the first node sets its scope's _first
         scope = self.root
         self._graph_nodes = nodes
         # A scope's direct nodes are listed only once they stop being consecutive (Scope._nodes): most scopes
         # then need no list of their own, and the graph's nodes from _first to _last stand for them.
         listed: list[SourceNode] | None = None  # the list of the current scope's nodes, if it has one
         for i, node in enumerate(nodes):
-            name = node.name
-            raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
-            if raw != previous_raw:
-                found = holders.get(raw)
-                if found is None:
-                    found = holders[raw] = self._holder_of_raw(raw)
+            head, _, last = node.name.rpartition("/")
+            if head != previous_head or not last:
+                if last:
+                    found = holders.get(head)
+                    if found is None:
+                        found = holders[head] = self._holder_of_raw(head + "/")
+                    previous_head = head
+                else:  # a name ending in '/' (or empty): its own part is the one before (never kept, and rare)
+                    raw = _raw_prefix(node.name)
+                    found = self._holder_of_raw(raw) if raw else self.root
+                    previous_head = None
                 scope = found
-                previous_raw = raw
                 if scope._first < 0:
                     scope._first = i
                 elif scope._nodes is None and scope._last != i - 1:  # not next to its earlier nodes
