@@ -240,24 +240,16 @@ class ScopeTree:
         self.walks: dict[Any, list[Scope]] = {}
 
     @classmethod
-    def from_nodes(
-        cls,
-        nodes: Sequence[SourceNode],
-        by_type: dict[str, list[SourceNode]] | None = None,
-        positions: Mapping[str, int] | None = None,
-        firsts: dict[str, int] | None = None,
-    ) -> ScopeTree:
-        """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
-        same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
-        index). ``positions`` maps each node's name to its index in ``nodes`` when the caller has that table
-        already (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own. With
-        ``firsts``, the pass also records there the index of the first node of each op type."""
+    def from_nodes(cls, nodes: Sequence[SourceNode], positions: Mapping[str, int] | None = None) -> ScopeTree:
+        """Builds the tree of ``nodes`` (in graph order) in one pass over their names. ``positions`` maps each
+        node's name to its index in ``nodes`` when the caller has that table already
+        (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own."""
         tree = cls()
         tree._position = {node.name: i for i, node in enumerate(nodes)} if positions is None else positions
-        tree._build(nodes, {} if by_type is None else by_type, {} if firsts is None else firsts)
+        tree._build(nodes)
         return tree
 
-    def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]], firsts: dict[str, int]) -> None:
+    def _build(self, nodes: Sequence[SourceNode]) -> None:
         # NOTE: a node's scope is found from the raw text before the last '/' (see _holder_of_raw). Nodes
         # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
         # node whose text before its last '/' equals the previous node's reuses its scope: a string comparison
@@ -295,14 +287,7 @@ class ScopeTree:
             if listed is not None:
                 listed.append(node)
             counts = scope._counts
-            op = node.op_type
-            counts[op] = counts.get(op, 0) + 1
-            bucket = by_type.get(op)
-            if bucket is None:
-                by_type[op] = [node]
-                firsts[op] = i
-            else:
-                bucket.append(node)
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
         # Subtree counts bottom-up: children are created after their parents, so reverse creation order
         # visits every child before its parent.
         for scope in reversed(self._order):
