@@ -145,9 +145,9 @@ def _node(data: bytes, views: ContentViews | None, shared: dict[bytes, dict[str,
     run: bytes | None = None  # the bytes from the first attribute to the end, while they may be shared
     end = len(data)
     pos = 0
-    # The layout writers give (name, op type, data inputs, then attributes, each field's length one byte) is
-    # read here field after field, without the loop's dispatch on each tag; the loop below reads the rest, if
-    # any, from where this stops, as it would have read the fields this read.
+    # The layout writers give (name, op type, data inputs, then attributes, the lengths of most fields one
+    # byte) is read here field after field, without the loop's dispatch on each tag; the loop below reads the
+    # rest, if any, from where this stops, as it would have read the fields this read.
     if data[0] == 0x0A and data[1] < 0x80:
         pos = 2 + data[1]
         if pos > end:
@@ -178,11 +178,32 @@ def _node(data: bytes, views: ContentViews | None, shared: dict[bytes, dict[str,
                     inputs = [tensor]
                 else:
                     inputs.append(tensor)
-            # The first attribute of a node that is no constant: its run may be a shared one (as in the loop).
-            if pos < end and data[pos] == 0x2A and op not in CONST_OPS:
-                attrs = shared.get(data[pos:])
-                if attrs is not None:
-                    pos = end
+            if pos < end and data[pos] == 0x2A:
+                if op not in CONST_OPS:  # the first attribute of a node: its run may be a shared one
+                    run = data[pos:]
+                    attrs = shared.get(run)
+                    if attrs is not None:
+                        pos = end
+                # The attributes (their lengths of one or two bytes), as the loop reads them.
+                while pos < end and data[pos] == 0x2A:
+                    length = data[pos + 1]
+                    if length < 0x80:
+                        field_start = pos + 2
+                    elif data[pos + 2] < 0x80:
+                        length = (length & 0x7F) | (data[pos + 2] << 7)
+                        field_start = pos + 3
+                    else:
+                        break
+                    pos = field_start + length
+                    if pos > end:
+                        raise _Fallback
+                    entry = data[field_start:pos]
+                    known = decoded_entries.get(entry)
+                    if known is None:
+                        known = _attr(data, field_start, pos, entry, views)
+                        if run is not None and entry not in decoded_entries:  # a value that is not immutable
+                            run = None
+                    pairs.append(known)
     while pos < end:
         tag = data[pos]
         if tag not in _NODE_TAGS:
