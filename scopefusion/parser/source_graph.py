@@ -261,7 +261,9 @@ class SourceGraph:
         self.by_name: dict[str, SourceNode] = by_name
         out_edges: dict[str, dict[str, dict[int, int]]] = {name: {} for name in by_name}
         in_edges: dict[str, dict[str, dict[int, int]]] = {}
-        position = {name: i for i, name in enumerate(by_name)}  # file order (the names are unique)
+        # Each node's place in the file, given in the pass below once its inputs are read: a producer without one
+        # yet comes later in the file than its consumer (or is the consumer itself).
+        position: dict[str, int] = {}
         # The nodes of each op type in file order, and the index of the first, listed in the pass over the edges.
         by_type: dict[str, list[SourceNode]] = {}
         firsts: dict[str, int] = {}
@@ -294,7 +296,7 @@ class SourceGraph:
                                 f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
                             )
                         producers[producer] = consumers[consumer] = shared_edge((slot, index)) or _one_edge(slot, index)
-                        if in_order and position[producer] >= i and (
+                        if in_order and producer not in position and (
                                 node.op_type != "Merge" or by_name[producer].op_type not in back_edge_ops):
                             in_order = False
                     else:  # a second edge from the producer: its own dict (the first may be shared)
@@ -311,11 +313,12 @@ class SourceGraph:
                                 f"^{producer}, but no node has that name; the graph is incomplete"
                             )
                         producers[producer] = consumers[consumer] = control_edge
-                        if in_order and position[producer] >= i and (
+                        if in_order and producer not in position and (
                                 node.op_type != "Merge" or by_name[producer].op_type not in back_edge_ops):
                             in_order = False
                     else:
                         producers[producer] = out_edges[producer][consumer] = {**keyed, CONTROL_SLOT: CONTROL_SLOT}
+            position[consumer] = i
         for out in self.outputs:
             if out.node not in by_name:
                 raise ParseError(
