@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, NoReturn
+from typing import TYPE_CHECKING, AbstractSet, Any, Iterable, Iterator, Mapping, NoReturn
 
 import numpy as np
 
@@ -116,6 +116,20 @@ class _UnchangeableEmptyList(list):
 #: has no control input), and their ``output_names`` until they are named: one list equal to ``[]``, shared and
 #: unchangeable, instead of one empty list per node for the garbage collector to walk.
 NO_INPUTS: list[Any] = _UnchangeableEmptyList()
+
+
+def _index_by_type(nodes: Iterable[SourceNode]) -> tuple[dict[str, list[SourceNode]], dict[str, int]]:
+    """The nodes by op type, in the order given, and the index of each type's first node."""
+    by_type: dict[str, list[SourceNode]] = {}
+    firsts: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        bucket = by_type.get(node.op_type)
+        if bucket is None:
+            by_type[node.op_type] = [node]
+            firsts[node.op_type] = i
+        else:
+            bucket.append(node)
+    return by_type, firsts
 
 
 def is_back_edge_op_pair(producer_op: str, consumer_op: str) -> bool:
@@ -247,9 +261,12 @@ class SourceGraph:
         self.by_name: dict[str, SourceNode] = by_name
         out_edges: dict[str, dict[str, dict[int, int]]] = {name: {} for name in by_name}
         in_edges: dict[str, dict[str, dict[int, int]]] = {}
-        position = {name: i for i, name in enumerate(by_name)}  # file order (the names are unique)
-        # Edges out of these (TF1 loop back edges into a Merge) do not count for the order.
-        exempt = {n.name for n in node_list if n.op_type in back_edge_ops}
+        # Each node's place in the file, given in the pass below once its inputs are read: a producer without one
+        # yet comes later in the file than its consumer (or is the consumer itself).
+        position: dict[str, int] = {}
+        # The nodes of each op type in file order, and the index of the first, listed in the pass over the edges.
+        by_type: dict[str, list[SourceNode]] = {}
+        firsts: dict[str, int] = {}
         in_order = True  # whether every counted edge's producer comes earlier in the file than its consumer
         shared_edge = _ONE_EDGE.get  # _one_edge's answer when it has made it before (most edges), without a call
         control_edge = _one_edge(CONTROL_SLOT, CONTROL_SLOT)
@@ -257,6 +274,12 @@ class SourceGraph:
             consumer = node.name
             producers: dict[str, dict[int, int]] = {}
             in_edges[consumer] = producers
+            bucket = by_type.get(node.op_type)
+            if bucket is None:
+                by_type[node.op_type] = [node]
+                firsts[node.op_type] = i
+            else:
+                bucket.append(node)
             data_inputs = node.inputs
             if data_inputs:  # (a constant has none, and nearly every node no control input: their loops are skipped)
                 slot = -1  # counted by hand: cheaper than enumerate's pairs
@@ -273,8 +296,8 @@ class SourceGraph:
                                 f"{producer!r}:{index}, but no node has that name; the graph is incomplete"
                             )
                         producers[producer] = consumers[consumer] = shared_edge((slot, index)) or _one_edge(slot, index)
-                        if in_order and position[producer] >= i and (
-                                not exempt or producer not in exempt or node.op_type != "Merge"):
+                        if in_order and producer not in position and (
+                                node.op_type != "Merge" or by_name[producer].op_type not in back_edge_ops):
                             in_order = False
                     else:  # a second edge from the producer: its own dict (the first may be shared)
                         producers[producer] = out_edges[producer][consumer] = {**keyed, slot: index}
@@ -290,11 +313,12 @@ class SourceGraph:
                                 f"^{producer}, but no node has that name; the graph is incomplete"
                             )
                         producers[producer] = consumers[consumer] = control_edge
-                        if in_order and position[producer] >= i and (
-                                not exempt or producer not in exempt or node.op_type != "Merge"):
+                        if in_order and producer not in position and (
+                                node.op_type != "Merge" or by_name[producer].op_type not in back_edge_ops):
                             in_order = False
                     else:
                         producers[producer] = out_edges[producer][consumer] = {**keyed, CONTROL_SLOT: CONTROL_SLOT}
+            position[consumer] = i
         for out in self.outputs:
             if out.node not in by_name:
                 raise ParseError(
@@ -307,6 +331,8 @@ class SourceGraph:
         #: True when every edge, data or control, runs from an earlier to a later node of ``nodes`` (the
         #: graph was sorted and has no loop back edge), so no check of the order is needed.
         self.edges_run_forward = False
+        # Edges out of these (TF1 loop back edges into a Merge) do not count for the order.
+        exempt = {n.name for op in back_edge_ops if op in by_type for n in by_type[op]}
         self.nodes: list[SourceNode]
         if sort:
             self.nodes = self._toposort(node_list, exempt, position, in_order)
@@ -317,6 +343,10 @@ class SourceGraph:
         # Whether out_edges (made in file order) lists the nodes in the order of ``nodes``.
         self._nodes_in_file_order = self.nodes is node_list
         self._out_edges_by_position: list[dict[str, dict[int, int]]] | None = None
+        # The op-type index of the file order: the index of ``nodes`` too, unless sorting changed the order.
+        self._file_by_type = by_type
+        self._by_type: dict[str, list[SourceNode]] | None = by_type if self._nodes_in_file_order else None
+        self._first_of_type: dict[str, int] | None = firsts if self._nodes_in_file_order else None
 
     def _raise_duplicate(self, node_list: list[SourceNode]) -> None:
         seen: dict[str, SourceNode] = {}
@@ -397,6 +427,37 @@ class SourceGraph:
         for node in self.nodes:
             counts[node.op_type] = counts.get(node.op_type, 0) + 1
         return counts
+
+    @property
+    def nodes_by_type(self) -> Mapping[str, list[SourceNode]]:
+        """Every node by op type, each type's nodes in the order of :attr:`nodes`, the types in the order of
+        their first node (read it, do not change it). The constructor's pass over the edges lists them in file
+        order, which is the order of ``nodes`` unless sorting changed it (then they are listed on first use),
+        so later stages (graph inputs, the scope graph's index) find nodes by type without a pass of their own."""
+        by_type = self._by_type
+        if by_type is None:
+            by_type, self._first_of_type = _index_by_type(self.nodes)
+            self._by_type = by_type
+        return by_type
+
+    @property
+    def first_of_type(self) -> Mapping[str, int]:
+        """The index in :attr:`nodes` of the first node of each op type present (read it, do not change it)."""
+        if self._first_of_type is None:
+            self.nodes_by_type  # noqa: B018 (lists the nodes and their first indexes)
+        assert self._first_of_type is not None
+        return self._first_of_type
+
+    @property
+    def file_nodes_by_type(self) -> Mapping[str, list[SourceNode]]:
+        """:attr:`nodes_by_type` in the order the constructor was given the nodes (the file's), whether or not
+        sorting changed it (read it, do not change it)."""
+        return self._file_by_type
+
+    @property
+    def op_types_present(self) -> AbstractSet[str]:
+        """The op types of the graph's nodes, as a read-only set view."""
+        return self._file_by_type.keys()
 
     def _where(self) -> str:
         return self.path or self.name or "<graph>"

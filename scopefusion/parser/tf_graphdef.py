@@ -12,7 +12,7 @@ TF1 loop's body or condition: they run once per iteration and TensorFlow cannot 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Iterable, Mapping, Sequence
 
 from ..dtypes import DType
 from ..errors import ModelLoadError, ParseError
@@ -221,14 +221,9 @@ def graph_from_graph_def(
     library = FunctionLibrary(graph_def.library.function, where, function_views, inline_functions)
     nodes, tensor_map = library.expand(nodes, where)
 
-    if inputs is None:
-        graph_inputs = [
-            GraphInput(n.name, n.name, _dtype(n.attrs.get("dtype")), _shape(n.attrs.get("shape")), i)
-            for i, n in enumerate([n for n in nodes if n.op_type == "Placeholder"])
-        ]
-    else:
+    graph_inputs: list[GraphInput] = []  # given ones; the placeholders are found once the graph is made
+    if inputs is not None:
         by_name = {n.name: n for n in nodes}
-        graph_inputs = []
         for i, (input_name, tensor) in enumerate(inputs):
             node_name, _ = parse_tensor_name(tensor)
             node = by_name.get(node_name)
@@ -259,15 +254,22 @@ def graph_from_graph_def(
         name=name or os.path.basename(where),
         metadata=metadata,
     )
+    if inputs is None:  # every Placeholder in file order, found from the op-type index the graph made
+        graph.inputs = [
+            GraphInput(n.name, n.name, _dtype(n.attrs.get("dtype")), _shape(n.attrs.get("shape")), i)
+            for i, n in enumerate(graph.file_nodes_by_type.get("Placeholder", ()))
+        ]
     if outputs is None:  # the sinks, found from the graph's edges (they name existing nodes: nothing to check)
-        graph.outputs = list(_sink_outputs(nodes, graph.out_edges))
+        graph.outputs = list(_sink_outputs(nodes, graph.out_edges, graph.op_types_present))
     return graph
 
 
-def _sink_outputs(nodes: list[SourceNode], out_edges: Mapping[str, Mapping[str, Any]]) -> Iterable[GraphOutput]:
+def _sink_outputs(nodes: list[SourceNode], out_edges: Mapping[str, Mapping[str, Any]],
+                  op_types: AbstractSet[str]) -> Iterable[GraphOutput]:
     """The outputs of the nodes, in ``nodes`` order, that nothing reads (no edge in ``out_edges``, the
-    graph's: data or control), constants, placeholders, ``NoOp`` and the nodes inside a TF1 loop excepted."""
-    depth = _frame_depths(nodes) if "Enter" in {n.op_type for n in nodes} else {}
+    graph's: data or control), constants, placeholders, ``NoOp`` and the nodes inside a TF1 loop excepted;
+    ``op_types``: the op types among the nodes."""
+    depth = _frame_depths(nodes) if "Enter" in op_types else {}
     for node in nodes:
         if out_edges[node.name] or node.op_type in NON_OUTPUT_OPS:
             continue

@@ -33,13 +33,14 @@ from .message_decoder import MAX_CACHED_ENTRY, decode, map_entry, skip_field, va
 from .node_cuts import cut_entry
 from .source_graph import NO_INPUTS, SourceNode
 from .tf_attrs import ContentViews, decode_attrs, is_immutable_attr
-from .tf_nodes import CONST_OPS, ENTER_OPS, framework_node
+from .tf_nodes import CONST_OPS, ENTER_OPS
 from .tf_tensors import tensor_to_numpy
 
 __all__ = ["decode_graph_def_nodes"]
 
 _NODE_TAGS = frozenset({0x0A, 0x12, 0x1A, 0x22, 0x2A})  # NodeDef's fields 1 to 5, each of wire type 2
 _BY_NAME = itemgetter(0)
+_new = object.__new__
 # Map entry bytes -> (attribute name, decoded immutable value); bounded like message_decoder's entry cache.
 _DECODED_ENTRIES: dict[bytes, tuple[str, Any]] = {}
 _MAX_DECODED_ENTRIES = 4096
@@ -101,10 +102,10 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
         if tag == 0x0A:
             if strip_field is not None and length >= threshold:
                 stripped, views = strip_field(1, len(nodes), field_start, pos)
-                nodes.append(_node(stripped, 0, len(stripped), views, shared))
+                nodes.append(_node(stripped, views, shared))
             else:
                 views = node_views.get(len(nodes)) if node_views else None  # (none when read whole: cut as met)
-                nodes.append(_node(data, field_start, pos, views, shared))
+                nodes.append(_node(data[field_start:pos], views, shared))
             continue
         name, cls = _GRAPH_MESSAGES[tag]
         if name in values:
@@ -121,11 +122,13 @@ def _decode(data: bytes, node_views: Mapping[int, ContentViews], strip_field: St
     return graph, nodes
 
 
-def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
-          shared: dict[bytes, dict[str, Any]]) -> SourceNode:
-    """The SourceNode ``decode_node_def`` makes of the NodeDef in ``data[pos:end]``; raises _Fallback where
-    ``graph_def_decoder._decode_node_def`` would leave the node to ``decode`` or ``decode_node_def`` would
-    raise.
+def _node(data: bytes, views: ContentViews | None, shared: dict[bytes, dict[str, Any]]) -> SourceNode:
+    """The SourceNode ``decode_node_def`` makes of the NodeDef whose bytes are ``data``; raises _Fallback
+    where ``graph_def_decoder._decode_node_def`` would leave the node to ``decode`` or ``decode_node_def``
+    would raise (or another exception, on bytes that end inside a field: the caller falls back the same).
+
+    The node's own bytes, not a range of the GraphDef's: positions within a node mostly stay below 256,
+    integers Python keeps made, where positions in the file need a new integer for each step.
 
     The nodes of a graph that end in the same attributes (every ``Identity`` of one dtype, most ``Conv2D``)
     share one attribute dict: ``shared`` keeps the dict of each run of immutable attributes that ends a node
@@ -140,6 +143,67 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
     decoded_entries = _DECODED_ENTRIES
     attrs: dict[str, Any] | None = None
     run: bytes | None = None  # the bytes from the first attribute to the end, while they may be shared
+    end = len(data)
+    pos = 0
+    # The layout writers give (name, op type, data inputs, then attributes, the lengths of most fields one
+    # byte) is read here field after field, without the loop's dispatch on each tag; the loop below reads the
+    # rest, if any, from where this stops, as it would have read the fields this read.
+    if data[0] == 0x0A and data[1] < 0x80:
+        pos = 2 + data[1]
+        if pos > end:
+            raise _Fallback
+        name = data[2:pos].decode()  # (a decode error: the caller falls back, as for _Fallback)
+        if data[pos] == 0x12 and data[pos + 1] < 0x80:  # (a node of a name alone is an error: the same)
+            field_start = pos + 2
+            pos = field_start + data[pos + 1]
+            if pos > end:
+                raise _Fallback
+            op = data[field_start:pos].decode()
+            # Data inputs: a control input ("^name"), an empty or a long one is left to the loop.
+            while pos < end and data[pos] == 0x1A:
+                length = data[pos + 1]
+                if length == 0 or length >= 0x80 or data[pos + 2] == 0x5E:
+                    break
+                field_start = pos + 2
+                pos = field_start + length
+                if pos > end:
+                    raise _Fallback
+                text = data[field_start:pos].decode()
+                if ":" in text:
+                    producer, _, index = text.rpartition(":")
+                    tensor = (producer, int(index)) if index.isdigit() else (text, 0)
+                else:
+                    tensor = (text, 0)
+                if inputs is NO_INPUTS:
+                    inputs = [tensor]
+                else:
+                    inputs.append(tensor)
+            if pos < end and data[pos] == 0x2A:
+                if op not in CONST_OPS:  # the first attribute of a node: its run may be a shared one
+                    run = data[pos:]
+                    attrs = shared.get(run)
+                    if attrs is not None:
+                        pos = end
+                # The attributes (their lengths of one or two bytes), as the loop reads them.
+                while pos < end and data[pos] == 0x2A:
+                    length = data[pos + 1]
+                    if length < 0x80:
+                        field_start = pos + 2
+                    elif data[pos + 2] < 0x80:
+                        length = (length & 0x7F) | (data[pos + 2] << 7)
+                        field_start = pos + 3
+                    else:
+                        break
+                    pos = field_start + length
+                    if pos > end:
+                        raise _Fallback
+                    entry = data[field_start:pos]
+                    known = decoded_entries.get(entry)
+                    if known is None:
+                        known = _attr(data, field_start, pos, entry, views)
+                        if run is not None and entry not in decoded_entries:  # a value that is not immutable
+                            run = None
+                    pairs.append(known)
     while pos < end:
         tag = data[pos]
         if tag not in _NODE_TAGS:
@@ -223,7 +287,21 @@ def _node(data: bytes, pos: int, end: int, views: ContentViews | None,
         frame_name = attrs.get("frame_name")
         if isinstance(frame_name, str):
             frame = frame_name
-    return framework_node(name, op, inputs, controls, attrs, value, frame, device)
+    # framework_node(name, op, inputs, controls, attrs, value, frame, device) spelled out (a call per node).
+    node = _new(SourceNode)
+    node.name = name
+    node.op_type = op
+    node.inputs = inputs
+    node.control_inputs = controls
+    node.attrs = attrs
+    node.domain = ""
+    node.value = value
+    node.subgraphs = {}
+    node.frame = frame
+    node.output_names = NO_INPUTS
+    node.device = device
+    node.synthetic = False
+    return node
 
 
 def _skip_unknown(data: bytes, pos: int, end: int) -> int:

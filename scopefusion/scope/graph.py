@@ -29,8 +29,8 @@ class ScopeGraph:
     """
 
     def __init__(
-        self, source: SourceGraph, tree: ScopeTree | None, by_type: dict[str, list[SourceNode]],
-        firsts: dict[str, int] | None = None,
+        self, source: SourceGraph, tree: ScopeTree | None, by_type: Mapping[str, list[SourceNode]],
+        firsts: Mapping[str, int] | None = None,
     ) -> None:
         self.source = source
         self._tree = tree
@@ -45,8 +45,8 @@ class ScopeGraph:
 
     @classmethod
     def build(cls, source: SourceGraph, *, tree: bool = True) -> ScopeGraph:
-        """Builds the scope tree and the op-type index in one pass over ``source.nodes``; with ``tree``
-        False the tree is built on first use (a graph read only by dataflow, a loop body, may never need it).
+        """Builds the scope tree in one pass over ``source.nodes`` (the op-type index is the source's); with
+        ``tree`` False the tree is built on first use (a graph read only by dataflow, a loop body, may never need it).
 
         Python's cyclic collector is paused meanwhile, as for :meth:`.PassManager.run`: the tree's scopes
         all stay alive, and the collector's full passes over a large graph's objects would make building
@@ -57,19 +57,10 @@ class ScopeGraph:
 
     @classmethod
     def _build(cls, source: SourceGraph, tree: bool) -> ScopeGraph:
-        nodes = source.nodes
-        by_type: dict[str, list[SourceNode]] = {}
-        firsts: dict[str, int] = {}
-        if tree:  # the tree's pass over the nodes lists them by op type too
-            return cls(source, ScopeTree.from_nodes(nodes, by_type, source.positions, firsts), by_type, firsts)
-        for i, node in enumerate(nodes):
-            bucket = by_type.get(node.op_type)
-            if bucket is None:
-                by_type[node.op_type] = [node]
-                firsts[node.op_type] = i
-            else:
-                bucket.append(node)
-        return cls(source, None, by_type, firsts)
+        # The op-type index is the source's, listed while its edges were (for a graph in file order), not
+        # listed again here: both are read-only.
+        scope_tree = ScopeTree.from_nodes(source.nodes, positions=source.positions) if tree else None
+        return cls(source, scope_tree, source.nodes_by_type, source.first_of_type)
 
     @property
     def tree(self) -> ScopeTree:

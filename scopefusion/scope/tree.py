@@ -26,6 +26,7 @@ ROOT_NAME = "root"
 #: child, in ScopeTree._make, the only writer): most scopes are leaves, and walks that test a leaf for
 #: children then read this one dict rather than one per leaf. Never changed.
 _NO_CHILDREN: dict[str, Scope] = {}
+_new = object.__new__
 
 
 def trim_scope_index(name: str) -> str:
@@ -239,41 +240,44 @@ class ScopeTree:
         self.walks: dict[Any, list[Scope]] = {}
 
     @classmethod
-    def from_nodes(
-        cls,
-        nodes: Sequence[SourceNode],
-        by_type: dict[str, list[SourceNode]] | None = None,
-        positions: Mapping[str, int] | None = None,
-        firsts: dict[str, int] | None = None,
-    ) -> ScopeTree:
-        """Builds the tree of ``nodes`` (in graph order) in one pass over their names; with ``by_type``, the
-        same pass also lists the nodes of each op type there, in graph order (:class:`~.graph.ScopeGraph`'s
-        index). ``positions`` maps each node's name to its index in ``nodes`` when the caller has that table
-        already (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own. With
-        ``firsts``, the pass also records there the index of the first node of each op type."""
+    def from_nodes(cls, nodes: Sequence[SourceNode], positions: Mapping[str, int] | None = None) -> ScopeTree:
+        """Builds the tree of ``nodes`` (in graph order) in one pass over their names. ``positions`` maps each
+        node's name to its index in ``nodes`` when the caller has that table already
+        (:attr:`.SourceGraph.positions`): the tree then shares it instead of building its own."""
         tree = cls()
         tree._position = {node.name: i for i, node in enumerate(nodes)} if positions is None else positions
-        tree._build(nodes, {} if by_type is None else by_type, {} if firsts is None else firsts)
+        tree._build(nodes)
         return tree
 
-    def _build(self, nodes: Sequence[SourceNode], by_type: dict[str, list[SourceNode]], firsts: dict[str, int]) -> None:
+    def _build(self, nodes: Sequence[SourceNode]) -> None:
         # NOTE: a node's scope is found from the raw text before the last '/' (see _holder_of_raw). Nodes
         # come in graph order, and neighbours mostly share that text (a layer's nodes sit together), so a
-        # node whose raw prefix equals the previous node's reuses its scope: a string comparison instead of
-        # a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's caches.
-        by_raw: dict[str, Scope] = {"": self.root}
-        previous_raw: str | None = None  # so that the first node sets its scope's _first
+        # node whose text before its last '/' equals the previous node's reuses its scope: a string comparison
+        # instead of a look-up in the graph-sized scope table, which on a large graph mostly misses the CPU's
+        # caches. The text is split off by rpartition, which takes its argument without parsing it (rfind
+        # parses its optional bounds).
+        # Every such text met so far, without its '/' (the root's: ""): a run of a scope's nodes that is not the
+        # first one (a layer's nodes interleaved with its weights' reads) finds its scope here without a call.
+        holders: dict[str, Scope] = {"": self.root}
+        previous_head: str | None = None  # so that the first node sets its scope's _first
         scope = self.root
         self._graph_nodes = nodes
         # A scope's direct nodes are listed only once they stop being consecutive (Scope._nodes): most scopes
         # then need no list of their own, and the graph's nodes from _first to _last stand for them.
         listed: list[SourceNode] | None = None  # the list of the current scope's nodes, if it has one
         for i, node in enumerate(nodes):
-            name = node.name
-            raw = name[: name.rfind("/") + 1] if name[-1:] != "/" else _raw_prefix(name)
-            if raw != previous_raw:
-                scope = self._holder_of_raw(raw, by_raw)
-                previous_raw = raw
+            head, _, last = node.name.rpartition("/")
+            if head != previous_head or not last:
+                if last:
+                    found = holders.get(head)
+                    if found is None:
+                        found = holders[head] = self._holder_of_raw(head + "/")
+                    previous_head = head
+                else:  # a name ending in '/' (or empty): its own part is the one before (never kept, and rare)
+                    raw = _raw_prefix(node.name)
+                    found = self._holder_of_raw(raw) if raw else self.root
+                    previous_head = None
+                scope = found
                 if scope._first < 0:
                     scope._first = i
                 elif scope._nodes is None and scope._last != i - 1:  # not next to its earlier nodes
@@ -283,14 +287,7 @@ class ScopeTree:
             if listed is not None:
                 listed.append(node)
             counts = scope._counts
-            op = node.op_type
-            counts[op] = counts.get(op, 0) + 1
-            bucket = by_type.get(op)
-            if bucket is None:
-                by_type[op] = [node]
-                firsts[op] = i
-            else:
-                bucket.append(node)
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
         # Subtree counts bottom-up: children are created after their parents, so reverse creation order
         # visits every child before its parent.
         for scope in reversed(self._order):
@@ -304,21 +301,20 @@ class ScopeTree:
             for op, n in scope._counts.items():
                 into[op] = into.get(op, 0) + n
 
-    def _holder_of_raw(self, raw: str, by_raw: dict[str, Scope]) -> Scope:
-        """The scope holding a node whose name's text up to its last part is ``raw``, made if missing.
+    def _holder_of_raw(self, raw: str) -> Scope:
+        """The scope holding a node whose name's text up to its last part is ``raw`` (not ``""``), made if
+        missing.
 
         A prefix without empty parts is its own canonical name (most are), so the scopes by name answer it,
         also for a scope made earlier as another's ancestor; a prefix with empty parts (never a canonical
-        name, which has none) is canonicalized once and kept in ``by_raw``, as is the root's ``""``."""
+        name, which has none) is canonicalized first."""
         scope = self._scopes.get(raw)
         if scope is None:
-            scope = by_raw.get(raw)
-            if scope is None:
-                if raw[:1] != "/" and "//" not in raw:
-                    scope = self._make(raw)  # absent: the scopes by name said so above
-                else:
-                    key = scope_key(raw)
-                    scope = by_raw[raw] = self._ensure(key) if key else self.root
+            if raw[:1] != "/" and "//" not in raw:
+                scope = self._make(raw)  # absent: the scopes by name said so above
+            else:
+                key = scope_key(raw)
+                scope = self._ensure(key) if key else self.root
         return scope
 
     def _ensure(self, key: str) -> Scope:
@@ -344,10 +340,26 @@ class ScopeTree:
             above = above[:-1].rpartition("/")[0]
         order = self._order
         for name in reversed(missing):
-            scope = Scope(name, parent, self, len(order))
+            # Scope(name, parent, self, len(order)) spelled out: a graph has a scope for every few nodes.
+            scope = _new(Scope)
+            scope.name = name
+            scope.sub_type = ""
+            scope.parent = parent
+            scope.depth = parent.depth + 1
+            scope.index = len(order)
+            scope._children = _NO_CHILDREN
+            scope._nodes = None
+            scope._counts = {}
+            scope._all_nodes = None
+            scope._tree = self
+            scope._last_name = None
+            scope._first = -1
+            scope._last = -1
+            scope._start = -1
             if parent._children is _NO_CHILDREN:
-                parent._children = {}
-            parent._children[name] = scope
+                parent._children = {name: scope}
+            else:
+                parent._children[name] = scope
             scopes[name] = scope
             order.append(scope)
             parent = scope

@@ -97,3 +97,30 @@ def test_single_edges_share_their_dict_and_a_second_edge_gets_its_own():
     assert one.out_edges["a"]["b"] is one.out_edges["a"]["c"] is one.in_edges["c"]["a"]
     assert two.out_edges["a"]["d"] == {0: 0, 1: 0, CONTROL_SLOT: CONTROL_SLOT} and two.in_edges["d"]["a"] is two.out_edges["a"]["d"]
     assert one.out_edges["a"]["b"] == {0: 0}  # the shared dict is left as it was
+
+
+def _grouped(nodes: list[SourceNode]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    by_type: dict[str, list[str]] = {}
+    firsts: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        firsts.setdefault(node.op_type, i)
+        by_type.setdefault(node.op_type, []).append(node.name)
+    return by_type, firsts
+
+
+@settings(max_examples=300, deadline=None)
+@given(node_lists())
+def test_op_type_index_agrees_with_the_nodes_in_either_order(nodes):
+    """The index listed while the edges are (in file order) is the index of ``nodes`` when sorting keeps that
+    order, else one listed from the sorted nodes; the file-order index stays the given order's."""
+    if _oracle(nodes)[1] is None:
+        return
+    graph = SourceGraph(nodes)
+    by_type, firsts = _grouped(graph.nodes)
+    assert {t: [n.name for n in listed] for t, listed in graph.nodes_by_type.items()} == by_type
+    assert list(graph.nodes_by_type) == list(by_type)
+    assert dict(graph.first_of_type) == firsts
+    file_by_type, _ = _grouped(nodes)
+    assert {t: [n.name for n in listed] for t, listed in graph.file_nodes_by_type.items()} == file_by_type
+    assert list(graph.file_nodes_by_type) == list(file_by_type)
+    assert set(graph.op_types_present) == {n.op_type for n in nodes}

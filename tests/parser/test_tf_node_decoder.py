@@ -159,6 +159,14 @@ def test_a_graph_of_every_kind_of_attribute_decodes_in_one_pass():
     _node(NAME, _attr("s", _field(2, 2, b"\xff\xfe"))),  # bytes need not be UTF-8
     _node(NAME, _attr("b", _field(5, 0, b"\x01")), _attr("a", _field(3, 0, b"\x07"))),  # names out of order
     _node(NAME, _field(3, 2, b"x:1"), _field(3, 2, b"^c"), _field(3, 2, b"y:z")),  # inputs of every form
+    # Layouts the common-case reading of name, op type, inputs and first attribute stops at (the loop goes on):
+    _node(NAME),  # nothing but a name and an op type
+    _node(_field(1, 2, b"n" * 200), _field(2, 2, b"O" * 130), _field(3, 2, b"i" * 140), _field(3, 2, b"x")),  # long
+    _node(NAME, _field(3, 2, b""), _field(3, 2, b"x")),  # an empty input, then another
+    _node(NAME, _field(3, 2, b"^c"), _field(3, 2, b"x:0")),  # a control input first
+    _node(NAME, _attr("a", _field(3, 0, b"\x01")), _field(3, 2, b"x")),  # an input after an attribute
+    _node(NAME, _field(4, 2, b"/cpu:0"), _attr("a", _field(3, 0, b"\x01"))),  # a device before the attributes
+    _node(_field(2, 2, b"Op"), _field(1, 2, b"n"), _field(3, 2, b"x")),  # the op type first
 ])
 def test_unusual_but_valid_nodes_decode_in_one_pass(data):
     assert check_same_nodes(data)
