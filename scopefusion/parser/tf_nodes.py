@@ -102,7 +102,8 @@ def split_inputs(texts: Iterable[str]) -> tuple[list[tuple[str, int]], list[str]
 def framework_node(name: str, op: str, inputs: list[tuple[str, int]], controls: list[str], attrs: dict,
                    value: np.ndarray | None, frame: str | None, device: str) -> SourceNode:
     """The SourceNode of a decoded NodeDef: ``SourceNode(...)`` with these fields and the rest at their defaults,
-    spelled out (fields set in their order), as there are many nodes. Both TF node decoders make theirs here."""
+    spelled out (fields set in their order), as there are many nodes. The one-pass decoder of
+    :mod:`.tf_node_decoder` spells this out again in its loop, to save a call per node: keep the two alike."""
     node = _new(SourceNode)
     node.name = name
     node.op_type = op

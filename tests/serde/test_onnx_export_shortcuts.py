@@ -12,19 +12,10 @@ import pytest
 from scopefusion.convert import convert
 from scopefusion.serde import onnx_fold
 from scopefusion.serde.onnx_export import model_to_onnx_bytes
-from scopefusion.serde.onnx_lowering import LoweringRegistry, default_lowerings
+from scopefusion.serde.onnx_lowering import default_lowerings
 from scopefusion.serde.onnx_lowering.registry import PlainOp
 
-
-def _through_emitters() -> LoweringRegistry:
-    """The builtin lowerings with each PlainOp as the plain function it runs (then the writer runs it on an emitter)."""
-    builtin = default_lowerings()
-    registry = LoweringRegistry()
-    for op_type in builtin.types():
-        fn = builtin.get(op_type)
-        assert fn is not None
-        registry.register(op_type, fn.lower if isinstance(fn, PlainOp) else fn)
-    return registry
+from ._emitter_paths import through_emitters
 
 
 @pytest.fixture(scope="module", params=["keras_activation_cnn", "keras_transformer"])
@@ -37,13 +28,13 @@ def zoo_pb(request, model_store) -> Path:
 def test_matmul_and_bias_add_export_as_through_an_emitter(zoo_pb):
     model = convert(zoo_pb)
     assert {"MatMul", "BiasAdd"} & {n.op_type for n in model.graph.nodes}
-    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=_through_emitters())
+    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=through_emitters())
 
 
 @pytest.mark.parametrize("fixture", ["tf_convnet_pb", "tf_bert_pb"])  # bert's attention transposes a matmul operand
 def test_matmuls_of_any_flags_export_as_through_an_emitter(fixture, request):
     model = convert(request.getfixturevalue(fixture))
-    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=_through_emitters())
+    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=through_emitters())
 
 
 def test_a_flagged_matmul_or_channels_first_bias_add_takes_the_emitter(tf_convnet_pb):

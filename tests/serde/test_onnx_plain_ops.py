@@ -11,20 +11,11 @@ from scopefusion.convert import convert
 from scopefusion.dtypes import FLOAT16, FLOAT32, FLOAT64
 from scopefusion.serde.onnx_export import model_to_onnx_bytes
 from scopefusion.serde.onnx_fused import fused_exporters_for
-from scopefusion.serde.onnx_lowering import LoweringRegistry, default_lowerings
+from scopefusion.serde.onnx_lowering import default_lowerings
 from scopefusion.serde.onnx_lowering.missing_kernels import composed
 from scopefusion.serde.onnx_lowering.registry import PlainOp
 
-
-def _through_emitters() -> LoweringRegistry:
-    """The builtin lowerings with each PlainOp as the plain function it runs (then the writer runs it on an emitter)."""
-    builtin = default_lowerings()
-    registry = LoweringRegistry()
-    for op_type in builtin.types():
-        fn = builtin.get(op_type)
-        assert fn is not None
-        registry.register(op_type, fn.lower if isinstance(fn, PlainOp) else fn)
-    return registry
+from ._emitter_paths import through_emitters
 
 
 def test_the_element_wise_lowerings_are_plain_ops():
@@ -38,7 +29,7 @@ def test_the_element_wise_lowerings_are_plain_ops():
                                      "tf2_control_flow_pb"])
 def test_plain_ops_export_as_through_an_emitter(fixture, request):
     model = convert(request.getfixturevalue(fixture))
-    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=_through_emitters())
+    assert model_to_onnx_bytes(model) == model_to_onnx_bytes(model, lowerings=through_emitters())
 
 
 def _elementwise(x, y, h):
@@ -67,7 +58,7 @@ def elementwise_pb(model_store) -> Path:
 def test_compositions_and_declines_take_the_emitter(elementwise_pb, opset):
     model = convert(elementwise_pb)
     options = {"opset": opset, "keep_tf_ops": True}
-    assert model_to_onnx_bytes(model, **options) == model_to_onnx_bytes(model, lowerings=_through_emitters(), **options)
+    assert model_to_onnx_bytes(model, **options) == model_to_onnx_bytes(model, lowerings=through_emitters(), **options)
 
 
 def test_composed_answers_as_the_composition_table():
