@@ -195,7 +195,6 @@ class ContractedOrder:
         self, name: str, members: Iterable[str], unclaimed: Mapping[str, SourceNode] | None = None,
         consumers: Mapping[str, Mapping[str, object]] | None = None, positions: Mapping[str, int] | None = None,
         outside: tuple[Sequence[str], Sequence[str]] | None = None,
-        members_as: tuple[set[str], list[int]] | None = None,
     ) -> tuple[list[str] | None, Contraction | None]:
         """Whether contracting ``members`` (as fusion ``name``) closes a cycle.
 
@@ -211,25 +210,16 @@ class ContractedOrder:
         entry (repeats and absent inputs aside, which the highest predecessor number does not depend on).
         Such a caller that has also walked the members' edges may pass ``outside``: the producers (data and
         control) and the consumers the members have outside themselves, repeats allowed; in a graph without
-        back edges only those neighbours' numbers are read (see :meth:`_number_range`). Such a caller may also
-        pass ``members_as``: the members as a set and their numbers (a list, in the members' order), which it
-        made and no longer changes: the contraction keeps them rather than copies."""
+        back edges only those neighbours' numbers are read (see :meth:`_number_range`)."""
         self._ensure_valid()
-        if outside is not None and positions is not None and not self._has_back_edges:
-            top, low = self._number_range(outside[0], outside[1])
-            if members_as is not None:
-                nodes = members if isinstance(members, list) else list(members)
-                group: set[Hashable] = members_as[0]  # type: ignore[assignment]
-                numbers = members_as[1]
-            else:
-                nodes = list(members)
-                group = set(nodes)
-                numbers = [positions[n] for n in nodes]
-            if top < low:
-                return None, Contraction(group, nodes, top, low, positions=numbers)
-            return self._search_region(name, nodes, group, top, low, numbers)
         nodes = list(members)
         group_vertices: set[Hashable] = set(nodes)
+        if outside is not None and positions is not None and not self._has_back_edges:
+            top, low = self._number_range(outside[0], outside[1])
+            numbers = [positions[n] for n in nodes]
+            if top < low:
+                return None, Contraction(group_vertices, nodes, top, low, positions=numbers)
+            return self._search_region(name, nodes, group_vertices, top, low, numbers)
         if unclaimed is not None and consumers is not None and positions is not None:
             return self._find_cycle_of_unclaimed(name, nodes, group_vertices, unclaimed, consumers, positions)
         vertex = self._vertex
@@ -309,23 +299,8 @@ class ContractedOrder:
         if not self._nodes_renumbered and not any(map(group_at, above)) and not any(map(group_at, below)):
             # No neighbour lies in a fusion and no node was renumbered: each is its own vertex, numbered by position.
             return max(above, default=-math.inf), min(below, default=math.inf)
-        return max(self._numbers_at(producers, above), default=-math.inf), min(self._numbers_at(consumers, below), default=math.inf)
-
-    def _numbers_at(self, names: Sequence[str], positions: list[int]) -> list[float]:
-        """:meth:`_number_of_node` of each of ``names``, whose positions are given (one loop, no call per name)."""
-        group_at = self._group_at
-        override = self._override
-        renumbered = self._nodes_renumbered
-        numbers: list[float] = []
-        for name, at in zip(names, positions):
-            group = group_at[at]
-            if group is not None:
-                value = override.get(group)
-                numbers.append(self._base[group] if value is None else value)  # type: ignore[index]
-                continue
-            value = override.get(name) if renumbered else None
-            numbers.append(at if value is None else value)
-        return numbers
+        number = self._number_of_node
+        return max(map(number, producers), default=-math.inf), min(map(number, consumers), default=math.inf)
 
     def _number_of_node(self, name: str) -> float:
         """The number of the vertex holding node ``name``: its fusion's, else its own (in the overrides once

@@ -80,18 +80,14 @@ def validate_result(
         raise Refused("the result has no name; set result.name")
     positions = graph.tree.positions
     out_edges = graph.source.out_edges_by_position
-    candidates, position_of, uses, numbers = _claims(result, graph, positions, out_edges)
+    candidates, position_of, uses = _claims(result, graph, positions, out_edges)
     anchored: set[str] = set()  # the nodes that ports map
     in_ports = _ports(result._inputs, candidates, "insert_inputs", anchored)  # read only: no copies
     out_ports = _ports(result._outputs, candidates, "insert_outputs", anchored)
     inputs, port_of_input = _fused_inputs(in_ports, candidates)
     port_of_output = _fused_output_ports(out_ports, candidates)
     kept = _kept_nodes(candidates, uses, anchored, port_of_input) if _may_keep(candidates, anchored, port_of_input) else set()
-    if kept:
-        claimed = [n for n in candidates if n not in kept]
-        numbers = [position_of[n] for n in claimed]
-    else:
-        claimed = list(candidates)
+    claimed = [n for n in candidates if n not in kept] if kept else list(candidates)
     claimed_set = set(claimed)
     for item in inputs:
         if item.producer in claimed_set:
@@ -102,7 +98,7 @@ def validate_result(
     absorbed, control_inputs, control_outputs, consumers_of, graph_outputs_of, outside = _boundary(
         result, graph, plan, candidates, claimed, claimed_set, uses, port_of_input, port_of_output
     )
-    owned = plan.first_owned(claimed, numbers)
+    owned = plan.first_owned(claimed, [position_of[n] for n in claimed])
     if owned is not None:
         raise Refused(f"node {owned[0]} is already claimed by fusion {owned[1]!r}")
     user = plan.name_user(name)
@@ -111,8 +107,7 @@ def validate_result(
     if name not in claimed_set and name in graph.source:  # a claimed name first: no graph-sized look-up
         raise Refused(f"fusion name {name!r} collides with a graph node the fusion does not replace")
     inner_nodes = _inner_nodes(result, graph, plan, known_types, name, many, claimed_set, inputs, out_ports)
-    # None is owned; the claimed nodes' set and numbers are handed over as made here, not made again.
-    cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of, outside, (claimed_set, numbers))
+    cycle, contraction = plan.find_cycle(name, claimed, candidates, uses, position_of, outside)  # none is owned
     if cycle is not None:  # the only check that is not local
         raise Refused(f"fusing would create a cycle ({' -> '.join(cycle)})")
     assert contraction is not None
@@ -155,11 +150,11 @@ def _in_order(names: dict[str, None], positions: Mapping[str, int]) -> tuple[str
 def _claims(
     result: FusionScopesResult, graph: ScopeGraph, positions: Mapping[str, int],
     out_edges: Sequence[dict[str, dict[int, int]]],
-) -> tuple[dict[str, SourceNode], dict[str, int], dict[str, dict[str, dict[int, int]]], list[int]]:
+) -> tuple[dict[str, SourceNode], dict[str, int], dict[str, dict[str, dict[int, int]]]]:
     """Every node the result names exists, and it names some: the candidates, in graph order, their indexes
-    in graph order (read once here from the graph-sized table, for the checks that need them), each one's
+    in graph order (read once here from the graph-sized table, for the checks that need them) and each one's
     consumers -> {slot: index} (slot and index -1: a control edge; ``out_edges`` by index), for the walks
-    that read them (kept nodes, boundary), and the candidates' indexes in that order (a list)."""
+    that read them (kept nodes, boundary)."""
     wanted: dict[str, SourceNode] = {}
     position_of: dict[str, int] = {}
     scopes, nodes = result.scopes, result.nodes
@@ -187,18 +182,16 @@ def _claims(
             wanted[node_name] = graph_nodes[position_of[node_name]]
         if len(scopes) + len(nodes) > 1:  # one scope's all_nodes is in graph order already
             wanted = {n: wanted[n] for n in sorted(wanted, key=position_of.__getitem__)}
-        numbers = [position_of[n] for n in wanted]
-        return wanted, position_of, {n: out_edges[i] for n, i in zip(wanted, numbers)}, numbers
+        return wanted, position_of, {n: out_edges[position_of[n]] for n in wanted}
     # Nodes by name only: each is the graph's node at its index (above), so the candidates in graph order are
     # the graph's nodes at their indexes in order (distinct names, distinct indexes).
     ordered: dict[str, SourceNode] = {}
     uses: dict[str, dict[str, dict[int, int]]] = {}
-    numbers = sorted(position_of.values())
-    for index in numbers:
+    for index in sorted(position_of.values()):
         node = graph_nodes[index]
         ordered[node.name] = node
         uses[node.name] = out_edges[index]
-    return ordered, position_of, uses, numbers
+    return ordered, position_of, uses
 
 
 # ------------------------------------------------------------------------------------------ index maps

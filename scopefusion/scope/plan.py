@@ -112,16 +112,14 @@ class FusionPlan:
         self, name: str, claimed: Sequence[str], unclaimed: Mapping[str, SourceNode] | None = None,
         consumers: Mapping[str, Mapping[str, object]] | None = None, positions: Mapping[str, int] | None = None,
         outside: tuple[Sequence[str], Sequence[str]] | None = None,
-        claimed_as: tuple[set[str], list[int]] | None = None,
     ) -> tuple[list[str] | None, Contraction | None]:
         """Whether fusing ``claimed`` as ``name`` would close a cycle with the fusions accepted so far:
         ``(cycle, None)`` naming the cycle, or ``(None, contraction)`` to accept it with. ``unclaimed``,
         ``consumers`` and ``positions``: the claimed nodes, their ``out_edges`` entries and their indexes in
         graph order, by name, from a caller that found no claimed node owned (:meth:`first_owned`); ``outside``:
         the producers and consumers the claimed nodes have outside them, from such a caller, see
-        :meth:`.ContractedOrder.find_cycle`; ``claimed_as``: the claimed nodes as a set and their indexes in
-        graph order (a list), from such a caller that made them."""
-        return self._order.find_cycle(name, claimed, unclaimed, consumers, positions, outside, claimed_as)
+        :meth:`.ContractedOrder.find_cycle`."""
+        return self._order.find_cycle(name, claimed, unclaimed, consumers, positions, outside)
 
     def get(self, name: str) -> AcceptedFusion | None:
         return self._by_name.get(name)
