@@ -264,9 +264,8 @@ class SourceGraph:
         # Each node's place in the file, given in the pass below once its inputs are read: a producer without one
         # yet comes later in the file than its consumer (or is the consumer itself).
         position: dict[str, int] = {}
-        # The nodes of each op type in file order, and the index of the first, listed in the pass over the edges.
-        by_type: dict[str, list[SourceNode]] = {}
-        firsts: dict[str, int] = {}
+        # The nodes of each op type in file order, and the index of the first: the one index later stages read.
+        by_type, firsts = _index_by_type(node_list)
         in_order = True  # whether every counted edge's producer comes earlier in the file than its consumer
         shared_edge = _ONE_EDGE.get  # _one_edge's answer when it has made it before (most edges), without a call
         control_edge = _one_edge(CONTROL_SLOT, CONTROL_SLOT)
@@ -274,12 +273,6 @@ class SourceGraph:
             consumer = node.name
             producers: dict[str, dict[int, int]] = {}
             in_edges[consumer] = producers
-            bucket = by_type.get(node.op_type)
-            if bucket is None:
-                by_type[node.op_type] = [node]
-                firsts[node.op_type] = i
-            else:
-                bucket.append(node)
             data_inputs = node.inputs
             if data_inputs:  # (a constant has none, and nearly every node no control input: their loops are skipped)
                 slot = -1  # counted by hand: cheaper than enumerate's pairs
@@ -431,7 +424,7 @@ class SourceGraph:
     @property
     def nodes_by_type(self) -> Mapping[str, list[SourceNode]]:
         """Every node by op type, each type's nodes in the order of :attr:`nodes`, the types in the order of
-        their first node (read it, do not change it). The constructor's pass over the edges lists them in file
+        their first node (read it, do not change it). The constructor lists them in file
         order, which is the order of ``nodes`` unless sorting changed it (then they are listed on first use),
         so later stages (graph inputs, the scope graph's index) find nodes by type without a pass of their own."""
         by_type = self._by_type
