@@ -44,3 +44,20 @@ def test_odd_names_build_the_tree_their_names_give(mk):
     names = ["x", "a/b/c", "a/b/d", "/a/b/e", "a//b/f", "a/b/", "p/", "", "a/b/g", "q//", "/", "a/x", "a/b/h"]
     graph = mk.graph(*mk.ops(*[(n, "Neg" if i % 2 else "Relu") for i, n in enumerate(names)]))
     check_tree_against_names(ScopeGraph.build(graph))
+
+
+def test_scopes_made_by_the_tree_equal_those_of_the_constructor(tf_bert_pb):
+    """ScopeTree._make spells out Scope(...) to save a call per scope: every slot must be set as the
+    constructor sets it (a slot added to Scope and left out there fails here)."""
+    from scopefusion.scope.tree import Scope
+
+    tree = ScopeGraph.build(load(tf_bert_pb)).tree
+    made = [scope for scope in tree if not scope.is_root]
+    assert made
+    for scope in made:
+        built = Scope(scope.name, scope.parent, tree, scope.index)
+        for slot in Scope.__slots__:
+            if slot in ("_children", "_nodes", "_counts", "_all_nodes", "_first", "_last", "_start", "_last_name"):
+                assert hasattr(scope, slot), slot  # set by the build afterwards, or on first use
+            else:
+                assert getattr(scope, slot) == getattr(built, slot), slot
